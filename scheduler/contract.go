@@ -1,0 +1,99 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/placement"
+)
+
+// Kind says how a job may be adapted by the scheduler.
+type Kind int
+
+const (
+	// Rigid jobs run on exactly their requested number of devices.
+	Rigid Kind = iota
+	// Elastic jobs may run on any count between MinReplicas and MaxReplicas.
+	Elastic
+	// Adaptive jobs are elastic and also adapt their batch size; their
+	// Speedup includes statistical efficiency (Pollux's goodput).
+	Adaptive
+)
+
+// Job is what the scheduler knows of one job in one round.
+type Job struct {
+	// ID identifies the job; unique within an Input.
+	ID string
+	// Submitted is when the job arrived; its age is Input.Now − Submitted.
+	Submitted time.Time
+	// Weight scales the job's share in fairness objectives (0 = 1).
+	Weight float64
+	// Priority orders jobs in baselines and repair; higher first.
+	Priority int
+	// Kind says whether the job's count (and batch) may change.
+	Kind Kind
+	// MinReplicas and MaxReplicas bound the device count of elastic jobs
+	// (MaxReplicas 0 = no bound beyond the cluster).
+	MinReplicas, MaxReplicas int
+	// Requested is the device count rigid jobs and rigid baselines
+	// (FIFO, Tiresias) give the job; 0 = MinReplicas, or 1.
+	Requested int
+	// NonPreemptible jobs, once running, keep their devices.
+	NonPreemptible bool
+	// Types are the accelerator types the job may use; empty = any.
+	Types []accel.TypeKey
+	// Speedup predicts the job's speedup per (type, nodes, replicas);
+	// nil = linear in replicas. If it also implements goodput.BatchPlanner,
+	// decisions carry the batch plan.
+	Speedup goodput.Speedup
+	// Attained is the service received so far, in device-time.
+	Attained time.Duration
+	// Restarts is how many times the job has been re-allocated so far.
+	Restarts int
+	// RemainingWork is an estimate of the work left, in seconds on one
+	// device of its best type (used by the Optimus oracle); 0 = unknown.
+	RemainingWork float64
+}
+
+// Target is a policy's decision for one job: how many devices of which
+// type. Count 0 means the job does not run this round.
+type Target struct {
+	Job   string
+	Type  accel.TypeKey
+	Count int
+	// MaxNodes limits how many nodes the gang may span (0 = any).
+	MaxNodes int
+}
+
+// Input is everything one scheduling round sees. It is treated as
+// immutable by the scheduler and by policies.
+type Input struct {
+	Cluster accel.Cluster
+	Jobs    []Job
+	// Current is the placement in effect when the round starts.
+	Current []placement.Assignment
+	// Now is the logical time of the round.
+	Now time.Time
+}
+
+// Policy decides per round how many devices of which type each job gets.
+// Implementations must be deterministic and must not modify the Input.
+type Policy interface {
+	Allocate(ctx context.Context, in Input) ([]Target, error)
+}
+
+// Action is what the host must do for a job.
+type Action int
+
+// Actions of a Decision.
+const (
+	Keep    Action = iota // no change
+	Start                 // start on the given devices
+	Grow                  // restart on more devices
+	Shrink                // restart on fewer devices
+	Move                  // restart on other devices, same count
+	Preempt               // stop; the job waits
+	Queue                 // not running and not started this round
+)
