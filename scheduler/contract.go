@@ -65,6 +65,11 @@ type Target struct {
 	Count int
 	// MaxNodes limits how many nodes the gang may span (0 = any).
 	MaxNodes int
+	// Reason and Note explain the target (optional): a typed code and the
+	// policy's figures in words, such as "speedup 2.9→4.6, restart factor
+	// 0.97". The Scheduler prefixes the action ("grew 4→8: ").
+	Reason Reason
+	Note   string
 }
 
 // Input is everything one scheduling round sees. It is treated as

@@ -1,0 +1,225 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/goodsched/goodsched/accel"
+)
+
+// instance is the validated, indexed form of an Input shared by the
+// Scheduler and the built-in policies. It is built per call and never
+// shared between goroutines.
+type instance struct {
+	in      *Input
+	types   []accel.TypeKey // sorted
+	typeIdx map[accel.TypeKey]int
+	cap     []int // healthy devices per type
+	perNode []int // most healthy devices of the type on one node
+	nodes   []int // nodes with at least one healthy device of the type
+	total   int
+	devType map[string]int
+	devNode map[string]string
+	jobs    []jobInfo
+	byID    map[string]int
+}
+
+// jobInfo is one job with its effective bounds and current allocation.
+type jobInfo struct {
+	job      *Job
+	allowed  []int // type indices, sorted
+	min, max int   // effective device-count bounds
+	rigid    bool
+	curType  int // -1 when not running
+	curCount int
+	curNodes int
+	curDevs  []string
+	pinned   bool // running and non-preemptible
+	age      time.Duration
+	weight   float64
+}
+
+// requested returns the count a rigid baseline gives the job.
+func (j *Job) requested() int {
+	switch {
+	case j.Requested > 0:
+		return j.Requested
+	case j.MinReplicas > 0:
+		return j.MinReplicas
+	}
+	return 1
+}
+
+// analyze validates in and indexes it.
+func analyze(in *Input) (*instance, error) {
+	if err := in.Cluster.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: cluster: %w", ErrInvalid, err)
+	}
+	x := &instance{in: in, typeIdx: make(map[accel.TypeKey]int), devType: make(map[string]int), devNode: make(map[string]string)}
+	x.types = in.Cluster.Types()
+	for i, t := range x.types {
+		x.typeIdx[t] = i
+	}
+	nt := len(x.types)
+	x.cap = make([]int, nt)
+	x.perNode = make([]int, nt)
+	x.nodes = make([]int, nt)
+	for _, n := range in.Cluster.Nodes {
+		per := make([]int, nt)
+		for _, d := range n.Devices {
+			t := x.typeIdx[d.Type]
+			x.devType[d.ID] = t
+			x.devNode[d.ID] = n.Name
+			if d.Healthy {
+				per[t]++
+			}
+		}
+		for t, k := range per {
+			x.cap[t] += k
+			x.total += k
+			if k > 0 {
+				x.nodes[t]++
+				x.perNode[t] = max(x.perNode[t], k)
+			}
+		}
+	}
+	x.byID = make(map[string]int, len(in.Jobs))
+	x.jobs = make([]jobInfo, len(in.Jobs))
+	for i := range in.Jobs {
+		j := &in.Jobs[i]
+		switch {
+		case j.ID == "":
+			return nil, fmt.Errorf("%w: jobs[%d]: empty ID", ErrInvalid, i)
+		case j.MinReplicas < 0 || j.MaxReplicas < 0 || j.Requested < 0:
+			return nil, fmt.Errorf("%w: job %q: negative replica count", ErrInvalid, j.ID)
+		case j.MaxReplicas > 0 && j.MinReplicas > j.MaxReplicas:
+			return nil, fmt.Errorf("%w: job %q: min replicas %d > max replicas %d", ErrInvalid, j.ID, j.MinReplicas, j.MaxReplicas)
+		case math.IsNaN(j.Weight) || math.IsInf(j.Weight, 0) || j.Weight < 0:
+			return nil, fmt.Errorf("%w: job %q: weight %v", ErrInvalid, j.ID, j.Weight)
+		case j.Kind < Rigid || j.Kind > Adaptive:
+			return nil, fmt.Errorf("%w: job %q: unknown kind %d", ErrInvalid, j.ID, int(j.Kind))
+		case j.Attained < 0 || j.Restarts < 0:
+			return nil, fmt.Errorf("%w: job %q: negative attained service or restarts", ErrInvalid, j.ID)
+		case math.IsNaN(j.RemainingWork) || math.IsInf(j.RemainingWork, 0) || j.RemainingWork < 0:
+			return nil, fmt.Errorf("%w: job %q: remaining work %v", ErrInvalid, j.ID, j.RemainingWork)
+		}
+		if _, dup := x.byID[j.ID]; dup {
+			return nil, fmt.Errorf("%w: job %q: duplicate ID", ErrInvalid, j.ID)
+		}
+		x.byID[j.ID] = i
+		ji := jobInfo{job: j, curType: -1, weight: j.Weight}
+		if ji.weight == 0 {
+			ji.weight = 1
+		}
+		if len(j.Types) == 0 {
+			for t := range x.types {
+				ji.allowed = append(ji.allowed, t)
+			}
+		} else {
+			for _, tk := range j.Types {
+				t, ok := x.typeIdx[tk]
+				if !ok {
+					return nil, fmt.Errorf("%w: job %q asks for %q, which the cluster lacks", ErrUnknownType, j.ID, tk)
+				}
+				ji.allowed = append(ji.allowed, t)
+			}
+			slices.Sort(ji.allowed)
+			ji.allowed = slices.Compact(ji.allowed)
+		}
+		if j.Kind == Rigid {
+			ji.rigid = true
+			ji.min, ji.max = j.requested(), j.requested()
+		} else {
+			ji.min = max(j.MinReplicas, 1)
+			ji.max = j.MaxReplicas
+			if ji.max == 0 {
+				ji.max = max(x.total, ji.min)
+			}
+		}
+		if d := in.Now.Sub(j.Submitted); d > 0 {
+			ji.age = d
+		}
+		for _, t := range ji.allowed {
+			if _, err := x.speedup(&ji, t, 1, 1); err != nil {
+				return nil, err
+			}
+		}
+		x.jobs[i] = ji
+	}
+	seen := make(map[string]string)
+	for k, a := range in.Current {
+		i, ok := x.byID[a.Job]
+		if !ok {
+			continue // a finished job: its devices are released
+		}
+		ji := &x.jobs[i]
+		if ji.curDevs != nil {
+			return nil, fmt.Errorf("%w: current[%d]: job %q has two assignments", ErrInvalid, k, a.Job)
+		}
+		nodes := make(map[string]bool)
+		counts := make([]int, nt)
+		for _, id := range a.Devices {
+			t, ok := x.devType[id]
+			if !ok {
+				return nil, fmt.Errorf("%w: job %q: current device %q is not in the cluster", ErrInvalid, a.Job, id)
+			}
+			if other, dup := seen[id]; dup {
+				return nil, fmt.Errorf("%w: job %q: current device %q is also held by job %q", ErrInvalid, a.Job, id, other)
+			}
+			seen[id] = a.Job
+			counts[t]++
+			nodes[x.devNode[id]] = true
+		}
+		ji.curDevs = slices.Clone(a.Devices)
+		if len(a.Devices) == 0 {
+			continue
+		}
+		best := 0
+		for t, c := range counts {
+			if c > counts[best] {
+				best = t
+			}
+		}
+		ji.curType, ji.curCount, ji.curNodes = best, len(a.Devices), len(nodes)
+		ji.pinned = ji.job.NonPreemptible
+	}
+	return x, nil
+}
+
+// speedup evaluates job j's Speedup on (type t, nodes, count) and checks it.
+func (x *instance) speedup(j *jobInfo, t, nodes, count int) (float64, error) {
+	if count <= 0 {
+		return 0, nil
+	}
+	if j.job.Speedup == nil {
+		return float64(count), nil
+	}
+	v := j.job.Speedup.Speedup(string(x.types[t]), nodes, count)
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return 0, fmt.Errorf("%w: job %q: speedup(%s, %d nodes, %d replicas) = %v", ErrBadSpeedup, j.job.ID, x.types[t], nodes, count, v)
+	}
+	return v, nil
+}
+
+// packedNodes is the consolidated node count of count devices of type t:
+// ceil(count / devices per node), what a consolidating placement achieves.
+func (x *instance) packedNodes(t, count int) int {
+	if count <= 0 {
+		return 0
+	}
+	d := max(x.perNode[t], 1)
+	return (count + d - 1) / d
+}
+
+// restartFactor is Pollux's re-allocation factor
+// max(age − R·δ, 0) / (age + δ).
+func restartFactor(age time.Duration, restarts int, delta time.Duration) float64 {
+	a := age.Seconds()
+	d := delta.Seconds()
+	if a+d <= 0 {
+		return 1
+	}
+	return max(a-float64(restarts)*d, 0) / (a + d)
+}

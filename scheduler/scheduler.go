@@ -1,0 +1,280 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/placement"
+)
+
+// Config configures a Scheduler. The zero value is valid: the Goodput
+// policy with its defaults, realised by Packer.
+type Config struct {
+	// Policy decides each round's (type, count) per job; nil = Goodput{}.
+	Policy Policy
+	// Placer realises the policy's targets on concrete devices;
+	// nil = Packer{}.
+	Placer Placer
+}
+
+// Scheduler runs one scheduling round per Schedule call: it validates the
+// Input, asks its Policy for targets, keeps running non-preemptible jobs
+// on their devices, realises the targets through its Placer and returns a
+// Plan with one Decision per job.
+//
+// A Scheduler holds no state between rounds (the host passes the
+// assignments in effect as Input.Current), so it is safe for concurrent
+// use as long as its Policy and Placer are.
+type Scheduler struct {
+	policy Policy
+	placer Placer
+}
+
+// New returns a Scheduler for cfg.
+func New(cfg Config) (*Scheduler, error) {
+	s := &Scheduler{policy: cfg.Policy, placer: cfg.Placer}
+	if s.policy == nil {
+		s.policy = Goodput{}
+	}
+	if s.placer == nil {
+		s.placer = Packer{}
+	}
+	return s, nil
+}
+
+// Schedule computes the plan for one round. It returns an error, naming
+// the job or field, for invalid input (ErrInvalid, ErrUnknownType,
+// ErrBadSpeedup), for a policy or placer that misbehaves (ErrPolicy,
+// ErrPlacement) and when ctx is done. A job that cannot be served is never
+// dropped: it gets a Queue (or Preempt) decision with a reason.
+func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
+	x, err := analyze(&in)
+	if err != nil {
+		return Plan{}, err
+	}
+	targets, err := s.policy.Allocate(ctx, in)
+	if err != nil {
+		return Plan{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Plan{}, err
+	}
+	tg, err := x.checkTargets(targets)
+	if err != nil {
+		return Plan{}, err
+	}
+	var place []Target
+	for i := range x.jobs {
+		if tg[i].Count > 0 {
+			place = append(place, tg[i])
+		}
+	}
+	var current []placement.Assignment
+	for i := range x.jobs {
+		if j := &x.jobs[i]; j.curCount > 0 {
+			current = append(current, placement.Assignment{Job: j.job.ID, Devices: j.curDevs})
+		}
+	}
+	res, err := s.placer.Place(ctx, in.Cluster, current, place)
+	if err != nil {
+		return Plan{}, fmt.Errorf("%w: %w", ErrPlacement, err)
+	}
+	assigned, unplaced, err := x.checkPlacement(res, tg)
+	if err != nil {
+		return Plan{}, err
+	}
+	plan := Plan{Decisions: make([]Decision, 0, len(x.jobs))}
+	for i := range x.jobs {
+		plan.Decisions = append(plan.Decisions, x.decide(i, tg[i], assigned[i], unplaced[i]))
+	}
+	slices.SortFunc(plan.Decisions, func(a, b Decision) int { return cmp.Compare(a.Job, b.Job) })
+	return plan, nil
+}
+
+// checkTargets returns one target per job (index-aligned with x.jobs),
+// zero-count for jobs the policy left out, with running non-preemptible
+// jobs pinned to their current allocation.
+func (x *instance) checkTargets(targets []Target) ([]Target, error) {
+	tg := make([]Target, len(x.jobs))
+	set := make([]bool, len(x.jobs))
+	for k, t := range targets {
+		i, ok := x.byID[t.Job]
+		if !ok {
+			return nil, fmt.Errorf("%w: targets[%d]: unknown job %q", ErrPolicy, k, t.Job)
+		}
+		if set[i] {
+			return nil, fmt.Errorf("%w: targets[%d]: job %q appears twice", ErrPolicy, k, t.Job)
+		}
+		set[i] = true
+		if t.Count < 0 {
+			return nil, fmt.Errorf("%w: job %q: negative count %d", ErrPolicy, t.Job, t.Count)
+		}
+		if t.Count > 0 {
+			ti, ok := x.typeIdx[t.Type]
+			if !ok {
+				return nil, fmt.Errorf("%w: job %q: type %q is not in the cluster", ErrPolicy, t.Job, t.Type)
+			}
+			if !slices.Contains(x.jobs[i].allowed, ti) {
+				return nil, fmt.Errorf("%w: job %q: type %q is not allowed for the job", ErrPolicy, t.Job, t.Type)
+			}
+			if t.Count > x.cap[ti] {
+				return nil, fmt.Errorf("%w: job %q: %d %s devices, the cluster has %d", ErrPolicy, t.Job, t.Count, t.Type, x.cap[ti])
+			}
+		}
+		tg[i] = t
+	}
+	for i := range x.jobs {
+		j := &x.jobs[i]
+		tg[i].Job = j.job.ID
+		if j.pinned {
+			tg[i].Type, tg[i].Count, tg[i].MaxNodes = x.types[j.curType], j.curCount, 0
+			tg[i].Reason = ReasonPinned
+		}
+		if tg[i].Count == 0 && !set[i] && tg[i].Reason == ReasonUnchanged {
+			tg[i].Reason = ReasonNoCapacity
+		}
+	}
+	return tg, nil
+}
+
+// checkPlacement validates a Placer's result against the targets.
+func (x *instance) checkPlacement(res PlaceResult, tg []Target) ([][]string, []string, error) {
+	assigned := make([][]string, len(x.jobs))
+	unplaced := make([]string, len(x.jobs))
+	done := make([]bool, len(x.jobs))
+	used := make(map[string]string)
+	healthy := make(map[string]bool)
+	for _, n := range x.in.Cluster.Nodes {
+		for _, d := range n.Devices {
+			healthy[d.ID] = d.Healthy
+		}
+	}
+	for _, a := range res.Assignments {
+		i, ok := x.byID[a.Job]
+		if !ok || tg[i].Count == 0 || done[i] {
+			return nil, nil, fmt.Errorf("%w: unexpected assignment for job %q", ErrPlacement, a.Job)
+		}
+		done[i] = true
+		if len(a.Devices) != tg[i].Count {
+			return nil, nil, fmt.Errorf("%w: job %q: %d devices placed, %d targeted", ErrPlacement, a.Job, len(a.Devices), tg[i].Count)
+		}
+		for _, id := range a.Devices {
+			t, ok := x.devType[id]
+			if !ok || x.types[t] != tg[i].Type {
+				return nil, nil, fmt.Errorf("%w: job %q: device %q is not a %s device of the cluster", ErrPlacement, a.Job, id, tg[i].Type)
+			}
+			if o, dup := used[id]; dup {
+				return nil, nil, fmt.Errorf("%w: device %q placed for jobs %q and %q", ErrPlacement, id, o, a.Job)
+			}
+			used[id] = a.Job
+		}
+		assigned[i] = slices.Clone(a.Devices)
+	}
+	for _, u := range res.Unplaced {
+		if i, ok := x.byID[u.Job]; ok && !done[i] {
+			unplaced[i] = u.Reason
+			done[i] = true
+		}
+	}
+	for i := range x.jobs {
+		if tg[i].Count > 0 && !done[i] {
+			unplaced[i] = "placer returned no assignment"
+		}
+	}
+	return assigned, unplaced, nil
+}
+
+// decide builds the decision for job i.
+func (x *instance) decide(i int, t Target, devs []string, unplaced string) Decision {
+	j := &x.jobs[i]
+	d := Decision{Job: j.job.ID, From: j.curCount, Reason: t.Reason}
+	if j.curCount > 0 {
+		d.FromType = x.types[j.curType]
+		d.SpeedupBefore, _ = x.speedup(j, j.curType, j.curNodes, j.curCount)
+	}
+	if len(devs) > 0 {
+		d.Type, d.To = t.Type, len(devs)
+		d.Assignment = placement.Assignment{Job: j.job.ID, Devices: devs}
+		nodes := make(map[string]bool)
+		for _, id := range devs {
+			nodes[x.devNode[id]] = true
+		}
+		d.Nodes = len(nodes)
+		ti := x.typeIdx[t.Type]
+		d.SpeedupAfter, _ = x.speedup(j, ti, d.Nodes, d.To)
+		if bp, ok := j.job.Speedup.(goodput.BatchPlanner); ok {
+			d.Batch = bp.BatchPlan(string(t.Type), d.Nodes, d.To)
+		}
+	} else {
+		d.Assignment = placement.Assignment{Job: j.job.ID}
+	}
+	note := t.Note
+	if unplaced != "" {
+		d.Reason = ReasonUnplaceable
+		note = "cannot place " + fmt.Sprint(t.Count) + "×" + string(t.Type) + ": " + unplaced
+	}
+	var head string
+	switch {
+	case d.To == 0 && d.From > 0:
+		d.Action = Preempt
+		head = fmt.Sprintf("preempted from %d×%s", d.From, d.FromType)
+	case d.To == 0:
+		d.Action = Queue
+		head = "queued"
+	case d.From == 0:
+		d.Action = Start
+		head = fmt.Sprintf("started on %d×%s (%d node%s)", d.To, d.Type, d.Nodes, plural(d.Nodes))
+	case d.To > d.From:
+		d.Action = Grow
+		head = fmt.Sprintf("grew %d→%d", d.From, d.To)
+	case d.To < d.From:
+		d.Action = Shrink
+		head = fmt.Sprintf("shrank %d→%d", d.From, d.To)
+	case sameDevices(devs, j.curDevs):
+		d.Action = Keep
+		head = fmt.Sprintf("kept %d×%s", d.To, d.Type)
+	default:
+		d.Action = Move
+		head = fmt.Sprintf("moved %d×%s→%d×%s", d.From, d.FromType, d.To, d.Type)
+	}
+	if d.Action == Keep && d.Reason == ReasonObjective {
+		d.Reason = ReasonUnchanged
+	}
+	if note != "" {
+		head += ": " + note
+	}
+	d.Message = head
+	return d
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func sameDevices(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}
+
+// describe formats an allocation such as "4×t4".
+func describe(count int, t accel.TypeKey) string {
+	if count == 0 {
+		return "nothing"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d×%s", count, t)
+	return b.String()
+}
