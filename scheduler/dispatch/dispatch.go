@@ -265,10 +265,9 @@ func (d *Dispatcher[T]) Leave(w WorkerID) error {
 		return fmt.Errorf("%w: Leave of worker %d", ErrWorkerGone, w)
 	}
 	d.retire(int32(w))
-	if wk.serving && !wk.cancelled {
+	if wk.serving {
 		wk.state = wDraining
 	} else {
-		wk.serving, wk.cancelled, wk.cur = false, false, 0
 		wk.state = wGone
 	}
 	d.evacuate(int32(w))
@@ -490,23 +489,22 @@ func (d *Dispatcher[T]) Next(w WorkerID) (task Task[T], ok bool, err error) {
 		}
 		wk.serving, wk.cancelled, wk.cur = false, false, 0
 	}
-	class := uint8(high)
 	ci := wk.head[high]
 	if ci < 0 {
-		class, ci = low, wk.head[low]
+		ci = wk.head[low]
 	}
 	if ci < 0 {
 		d.touch(int32(w))
 		return task, false, nil
 	}
-	_ = class
 	d.unlink(ci)
 	c := d.copyAt(ci)
 	c.state, c.worker = cServing, int32(w)
 	wk.serving, wk.cur, wk.curCopy = true, d.idOf(ci>>1), ci
 	d.touch(int32(w))
 	sl := &d.slots[ci>>1]
-	return Task[T]{ID: wk.cur, Payload: sl.payload, Duplicate: ci&1 == 1 && c.class == low || ci&1 == 1 && d.cfg.Policy != PolicyDAS && d.cfg.Policy != PolicyBudgeted}, true, nil
+	dup := ci&1 == 1 && sl.copies[0].state != cFree
+	return Task[T]{ID: wk.cur, Payload: sl.payload, Duplicate: dup}, true, nil
 }
 
 // Cancelled reports whether the copy worker w is serving has been cancelled
