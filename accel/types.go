@@ -72,6 +72,9 @@ type Device struct {
 	Instances []Device `json:"instances,omitempty"`
 	// Healthy is false once a critical fault has been seen.
 	Healthy bool `json:"healthy"`
+	// Fault says why Healthy is false ("xid 79", "device lost: …"); empty
+	// when healthy.
+	Fault string `json:"fault,omitempty"`
 	// PowerWatts, EnergyJoules and UtilizationPercent are the latest
 	// readings, zero when the backend does not report them.
 	PowerWatts         float64 `json:"power_watts,omitempty"`
@@ -230,7 +233,7 @@ func SortDevices(ds []Device) {
 // HealthKind classifies a health event.
 type HealthKind int
 
-// Health event kinds.
+// Health event kinds. The zero value is invalid.
 const (
 	// HealthXid is a critical Xid error reported by the driver.
 	HealthXid HealthKind = iota + 1
