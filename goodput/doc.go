@@ -1,1 +1,46 @@
+// Package goodput predicts how fast a deep-learning training job makes
+// progress on any allocation of accelerators, learns that from the job's
+// own measurements while it runs, and chooses its batch size. It
+// implements the goodput model of Pollux (Qiao et al., OSDI'21) and the
+// per-accelerator-type models of Sia (Jayaram Subramanya et al., SOSP'23).
+//
+// Goodput = throughput × statistical efficiency. Throughput comes from
+// seven parameters (Params): compute time AlphaC + BetaC·m per pass of m
+// samples per GPU, a sync time per shape (intra-node AlphaR, BetaR;
+// inter-node AlphaN, BetaN) and an overlap exponent Gamma:
+//
+//	T_iter = s·T_grad + (T_grad^γ + T_sync^γ)^(1/γ)
+//
+// Efficiency is (φ+M0)/(φ+M) for total batch M, with φ the gradient noise
+// scale from GradStats. FormPollux is Pollux's sync model exactly;
+// FormAllReduce is a ring/hierarchical all-reduce model that extrapolates
+// to larger shapes.
+//
+// # Host contract
+//
+//  1. Create one Estimator per job with NewEstimator, giving the job's
+//     batch-size Limits (and, for heterogeneous clusters, one-GPU
+//     Profiles per accelerator type).
+//  2. While the job runs, report per-configuration mean step times with
+//     Observe (Observation: nodes, replicas, per-GPU batch, the mean
+//     accumulation-pass time and the mean optimizer-step time) and the
+//     gradient statistics with ObserveGrad. Invalid measurements (NaN,
+//     Inf, ≤ 0) are rejected with an error, never fitted.
+//  3. Each scheduling round, take Estimator.Curve: a Speedup and
+//     BatchPlanner for the cluster policy. It is memoised and allocation
+//     free on lookups, safe for concurrent use, and bounded to 2× the most
+//     replicas the job has run with. A job with no data scales linearly.
+//  4. When the job starts on an allocation, run it with the BatchPlan for
+//     that allocation; while it runs, adopt a new plan only if Switch
+//     says so (5% hysteresis).
+//
+// Lower-level pieces are usable on their own: Fit fits Params to
+// observations; Model evaluates and optimises a fitted model; NewCurve
+// builds a speedup curve from models; NoiseScale computes gradient
+// statistics from per-replica gradient norms; ReadPlacements,
+// ReadScalability, ReadValidation and ReadSeed read Pollux's and Sia's
+// profile files.
+//
+// The package imports nothing else of goodsched, keeps no global state and
+// starts no goroutines.
 package goodput

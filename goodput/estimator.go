@@ -1,0 +1,309 @@
+package goodput
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+)
+
+// EstimatorConfig configures NewEstimator. Only Limits is required.
+type EstimatorConfig struct {
+	// Limits are the job's batch-size limits (InitBatch ≥ 1).
+	Limits Limits
+	// Fit configures every refit. Warm starts from the previous fit are
+	// added automatically.
+	Fit FitOptions
+	// Profiles are one-GPU measurements of the job on accelerator types
+	// it may not have run on yet (Sia's seed profiles), keyed by type.
+	// They bootstrap those types' models.
+	Profiles map[string][]Observation
+	// MaxReplicas, if positive, caps the exploration bound.
+	MaxReplicas int
+}
+
+// Estimator learns one job's goodput models online, one per accelerator
+// type, from the measurements the host reports. It refits a type's model
+// lazily, when the model is asked for after new observations arrived.
+//
+// A type the job has run on with several replicas gets its own fit. A
+// type it has only one-GPU data for (from a profile or a run) borrows the
+// scaling of the type with the most multi-replica configurations: that
+// type's parameters scaled by the ratio of one-GPU step times (Sia's
+// bootstrapping). With no multi-replica data anywhere, a type's own fit
+// relies on Pollux's priors (perfect scaling).
+//
+// An Estimator is safe for concurrent use.
+type Estimator struct {
+	mu       sync.Mutex
+	limits   Limits
+	fitOpts  FitOptions
+	maxRepl  int
+	grad     GradStats
+	types    map[string]*typeState
+	profiled int // most replicas ever observed, any type
+}
+
+type obsKey struct{ nodes, replicas, local int }
+
+type obsAgg struct {
+	n            float64
+	accum, optim float64 // running means
+}
+
+type typeState struct {
+	obs      map[obsKey]*obsAgg
+	multi    int // distinct multi-replica configurations
+	dirty    bool
+	fitted   bool
+	params   Params
+	result   FitResult
+	fitError error
+}
+
+// NewEstimator validates cfg and returns an Estimator with no
+// measurements (its curve scales linearly until it sees data).
+func NewEstimator(cfg EstimatorConfig) (*Estimator, error) {
+	if err := cfg.Limits.Validate(); err != nil {
+		return nil, fmt.Errorf("EstimatorConfig.Limits: %w", err)
+	}
+	if cfg.MaxReplicas < 0 {
+		return nil, fmt.Errorf("%w: EstimatorConfig.MaxReplicas = %d", ErrInvalidOptions, cfg.MaxReplicas)
+	}
+	e := &Estimator{limits: cfg.Limits, fitOpts: cfg.Fit, maxRepl: cfg.MaxReplicas, types: map[string]*typeState{}}
+	e.fitOpts.Init = nil
+	for _, typ := range slices.Sorted(maps.Keys(cfg.Profiles)) {
+		for i, o := range cfg.Profiles[typ] {
+			if o.Replicas != 1 {
+				return nil, fmt.Errorf("%w: Profiles[%q][%d]: Replicas = %d, want 1", ErrInvalidOptions, typ, i, o.Replicas)
+			}
+			if err := e.observe(typ, o); err != nil {
+				return nil, fmt.Errorf("Profiles[%q][%d]: %w", typ, i, err)
+			}
+		}
+	}
+	e.profiled = 0 // profiles do not count as runs for exploration
+	return e, nil
+}
+
+// Observe records the mean step times of one configuration on type typ.
+// Repeated observations of a configuration are averaged. An invalid
+// observation is rejected and not recorded.
+func (e *Estimator) Observe(typ string, o Observation) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.observe(typ, o)
+}
+
+// ObserveBatch records several observations; it stops at the first
+// invalid one and names its index (the ones before it are kept).
+func (e *Estimator) ObserveBatch(typ string, obs []Observation) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, o := range obs {
+		if err := e.observe(typ, o); err != nil {
+			return fmt.Errorf("observation %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func (e *Estimator) observe(typ string, o Observation) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	ts := e.types[typ]
+	if ts == nil {
+		ts = &typeState{obs: map[obsKey]*obsAgg{}}
+		e.types[typ] = ts
+	}
+	k := obsKey{o.Nodes, o.Replicas, o.Local}
+	a := ts.obs[k]
+	if a == nil {
+		a = &obsAgg{}
+		ts.obs[k] = a
+		if o.Replicas > 1 {
+			ts.multi++
+		}
+	}
+	a.n++
+	a.accum += (o.AccumSeconds - a.accum) / a.n
+	a.optim += (o.OptimSeconds - a.optim) / a.n
+	ts.dirty = true
+	e.profiled = max(e.profiled, o.Replicas)
+	return nil
+}
+
+// ObserveGrad records the job's latest gradient statistics (at
+// InitBatch); they apply to every type.
+func (e *Estimator) ObserveGrad(g GradStats) error {
+	if err := g.Validate(); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.grad = g
+	e.mu.Unlock()
+	return nil
+}
+
+// MaxReplicas is the exploration bound: at most 2× the most replicas the
+// job has run with (1 before any run), capped by the limits'
+// MaxUsefulReplicas and the configured MaxReplicas.
+func (e *Estimator) MaxReplicas() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.maxReplicas()
+}
+
+func (e *Estimator) maxReplicas() int {
+	m := min(max(2*e.profiled, 1), e.limits.MaxUsefulReplicas())
+	if e.maxRepl > 0 {
+		m = min(m, e.maxRepl)
+	}
+	return m
+}
+
+// Types returns the accelerator types with any observation or profile,
+// sorted.
+func (e *Estimator) Types() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Sorted(maps.Keys(e.types))
+}
+
+// Observations returns the averaged observations of typ, sorted by
+// (nodes, replicas, local).
+func (e *Estimator) Observations(typ string) []Observation {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.observations(typ)
+}
+
+func (e *Estimator) observations(typ string) []Observation {
+	ts := e.types[typ]
+	if ts == nil {
+		return nil
+	}
+	out := make([]Observation, 0, len(ts.obs))
+	for k, a := range ts.obs {
+		out = append(out, Observation{Nodes: k.nodes, Replicas: k.replicas, Local: k.local, AccumSeconds: a.accum, OptimSeconds: a.optim})
+	}
+	slices.SortFunc(out, func(a, b Observation) int {
+		return cmp.Or(cmp.Compare(a.Nodes, b.Nodes), cmp.Compare(a.Replicas, b.Replicas), cmp.Compare(a.Local, b.Local))
+	})
+	return out
+}
+
+// refit fits typ's own observations if they changed.
+func (e *Estimator) refit(typ string) *typeState {
+	ts := e.types[typ]
+	if ts == nil || !ts.dirty {
+		return ts
+	}
+	opts := e.fitOpts
+	if ts.fitted {
+		prev := ts.params
+		opts.Init = &prev
+	}
+	p, r, err := Fit(e.observations(typ), opts)
+	if err == nil {
+		ts.params, ts.result, ts.fitted = p, r, true
+	}
+	ts.fitError = err
+	ts.dirty = false
+	return ts
+}
+
+// reference returns the type with the most multi-replica configurations
+// (ties by name), or "" and false.
+func (e *Estimator) reference() (string, bool) {
+	best, n := "", 0
+	for _, typ := range slices.Sorted(maps.Keys(e.types)) {
+		if m := e.types[typ].multi; m > n {
+			best, n = typ, m
+		}
+	}
+	return best, n > 0
+}
+
+// Model returns the current model of typ: fitted, projected from another
+// type, or false when the job has no data on typ.
+func (e *Estimator) Model(typ string) (Model, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.params(typ)
+	if !ok {
+		return Model{}, false
+	}
+	return Model{Params: p, Grad: e.grad, Limits: e.limits}, true
+}
+
+// FitResult returns how typ's last own fit ended.
+func (e *Estimator) FitResult(typ string) (FitResult, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ts := e.refit(typ)
+	if ts == nil || !ts.fitted {
+		return FitResult{}, false
+	}
+	return ts.result, true
+}
+
+func (e *Estimator) params(typ string) (Params, bool) {
+	ts := e.refit(typ)
+	if ts == nil || !ts.fitted {
+		return Params{}, false
+	}
+	if ts.multi > 0 {
+		return ts.params, true
+	}
+	ref, ok := e.reference()
+	if !ok {
+		return ts.params, true
+	}
+	rs := e.refit(ref)
+	if rs == nil || !rs.fitted {
+		return ts.params, true
+	}
+	// Project: the reference's scaling, slowed by the one-GPU step-time
+	// ratio at this type's largest measured one-GPU batch.
+	var o *Observation
+	for _, ob := range e.observations(typ) {
+		if ob.Replicas == 1 && (o == nil || ob.Local > o.Local) {
+			ob := ob
+			o = &ob
+		}
+	}
+	if o == nil {
+		return ts.params, true
+	}
+	pred := rs.params.StepSeconds(1, 1, o.Local, 0)
+	if !(pred > 0) {
+		return ts.params, true
+	}
+	f := o.OptimSeconds / pred
+	if !finite(f) || f <= 0 {
+		return ts.params, true
+	}
+	return rs.params.scaled(f), true
+}
+
+// Curve returns the job's current speedup curve over every type it has
+// data for (fitted or projected); types without data, and every type while
+// the job has none, scale linearly (AnyType entry). opts.MaxReplicas
+// defaults to the exploration bound MaxReplicas.
+func (e *Estimator) Curve(opts CurveOptions) (*Curve, error) {
+	e.mu.Lock()
+	models := map[string]CurveModel{AnyType: {Model: Model{Limits: e.limits}, Linear: true}}
+	for _, typ := range slices.Sorted(maps.Keys(e.types)) {
+		if p, ok := e.params(typ); ok {
+			models[typ] = CurveModel{Model: Model{Params: p, Grad: e.grad, Limits: e.limits}}
+		}
+	}
+	if opts.MaxReplicas <= 0 {
+		opts.MaxReplicas = e.maxReplicas()
+	}
+	e.mu.Unlock()
+	return NewCurve(models, opts)
+}

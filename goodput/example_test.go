@@ -1,0 +1,50 @@
+package goodput_test
+
+import (
+	"fmt"
+
+	"github.com/goodsched/goodsched/goodput"
+)
+
+// Fit a model to a few measurements, then ask the speedup curve what
+// allocations are worth to the job and which batch size to use.
+func Example() {
+	// Measured mean times (seconds) of a job at a few shapes.
+	obs := []goodput.Observation{
+		{Nodes: 1, Replicas: 1, Local: 32, AccumSeconds: 0.043, OptimSeconds: 0.044},
+		{Nodes: 1, Replicas: 1, Local: 128, AccumSeconds: 0.104, OptimSeconds: 0.105},
+		{Nodes: 1, Replicas: 2, Local: 128, AccumSeconds: 0.104, OptimSeconds: 0.120},
+		{Nodes: 1, Replicas: 4, Local: 128, AccumSeconds: 0.104, OptimSeconds: 0.128},
+		{Nodes: 2, Replicas: 2, Local: 128, AccumSeconds: 0.104, OptimSeconds: 0.190},
+		{Nodes: 2, Replicas: 8, Local: 128, AccumSeconds: 0.104, OptimSeconds: 0.230},
+	}
+	est, err := goodput.NewEstimator(goodput.EstimatorConfig{
+		Limits: goodput.Limits{InitBatch: 128, MaxBatch: 4096, MinLocal: 32, MaxLocal: 256, Accumulation: true},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := est.ObserveBatch("t4", obs); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = est.ObserveGrad(goodput.GradStats{Sqr: 0.13, Var: 5.0})
+	curve, err := est.Curve(goodput.CurveOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("max replicas:", curve.MaxReplicas("t4"))
+	for _, a := range [][2]int{{1, 1}, {1, 4}, {2, 8}, {4, 16}} {
+		p := curve.BatchPlan("t4", a[0], a[1])
+		fmt.Printf("%d node(s) × %d GPUs: speedup %.1f, batch %d (local %d, accum %d)\n",
+			a[0], a[1], curve.Speedup("t4", a[0], a[1]), p.Batch, p.Local, p.Accum)
+	}
+	// Output:
+	// max replicas: 16
+	// 1 node(s) × 1 GPUs: speedup 1.0, batch 492 (local 246, accum 1)
+	// 1 node(s) × 4 GPUs: speedup 3.2, batch 996 (local 249, accum 0)
+	// 2 node(s) × 8 GPUs: speedup 3.7, batch 1968 (local 246, accum 0)
+	// 4 node(s) × 16 GPUs: speedup 4.9, batch 4096 (local 256, accum 0)
+}

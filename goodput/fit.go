@@ -1,0 +1,614 @@
+package goodput
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/optimize"
+)
+
+// Observation is one measured configuration: the mean times of a job's
+// steps at one (nodes, replicas, per-GPU batch). A profile row with a step
+// time and a sync time gives AccumSeconds = step − sync and
+// OptimSeconds = step.
+type Observation struct {
+	// Nodes and Replicas: the shape the steps ran on (1 ≤ Nodes ≤ Replicas).
+	Nodes    int `json:"nodes"`
+	Replicas int `json:"replicas"`
+	// Local is the per-GPU batch of one forward/backward pass (≥ 1).
+	Local int `json:"local"`
+	// AccumSeconds is the mean time of one forward/backward pass that does
+	// not synchronise (an accumulation step), in seconds.
+	AccumSeconds float64 `json:"accum_seconds"`
+	// OptimSeconds is the mean time of one optimizer step, including its
+	// forward/backward pass and gradient synchronisation, in seconds.
+	OptimSeconds float64 `json:"optim_seconds"`
+}
+
+// ObservationFromStep builds an Observation from a step time and the part
+// of it spent synchronising, as Pollux's profiles record them.
+func ObservationFromStep(nodes, replicas, local int, stepSeconds, syncSeconds float64) Observation {
+	return Observation{Nodes: nodes, Replicas: replicas, Local: local,
+		AccumSeconds: stepSeconds - syncSeconds, OptimSeconds: stepSeconds}
+}
+
+// Validate rejects impossible shapes and NaN, infinite, zero or negative
+// times.
+func (o Observation) Validate() error {
+	switch {
+	case o.Nodes < 1:
+		return fmt.Errorf("%w: Nodes = %d", ErrInvalidObservation, o.Nodes)
+	case o.Replicas < o.Nodes:
+		return fmt.Errorf("%w: Replicas = %d < Nodes = %d", ErrInvalidObservation, o.Replicas, o.Nodes)
+	case o.Local < 1:
+		return fmt.Errorf("%w: Local = %d", ErrInvalidObservation, o.Local)
+	case !finite(o.AccumSeconds) || o.AccumSeconds <= 0:
+		return fmt.Errorf("%w: AccumSeconds = %v", ErrInvalidObservation, o.AccumSeconds)
+	case !finite(o.OptimSeconds) || o.OptimSeconds <= 0:
+		return fmt.Errorf("%w: OptimSeconds = %v", ErrInvalidObservation, o.OptimSeconds)
+	}
+	return nil
+}
+
+// FitOptions configure Fit. The zero value fits DefaultForm from one
+// data-derived start.
+type FitOptions struct {
+	// Form is the sync model to fit; FormDefault means DefaultForm.
+	Form Form
+	// Init, if not nil, is an extra start tried first (a warm start from
+	// the previous fit). Its Form is ignored.
+	Init *Params
+	// Starts is the number of starts: 0 or 1 is the data-derived start
+	// only; 2 adds Pollux's start (every α 0.1, every β 0.01, γ 1.001);
+	// more add data-derived starts with γ = 2, 4, ... The best is kept.
+	Starts int
+	// MaxIterations bounds the LBFGS iterations of each start; 0 means 200.
+	MaxIterations int
+	// GradientThreshold stops a start when the gradient norm (in the
+	// reparametrised space) falls below it; 0 means 1e-6.
+	GradientThreshold float64
+}
+
+// FitStatus says how a fit ended.
+type FitStatus int
+
+const (
+	// FitConverged: the gradient or the objective stopped changing.
+	FitConverged FitStatus = iota
+	// FitIterationLimit: MaxIterations was reached; the result is the best
+	// point found.
+	FitIterationLimit
+	// FitLineSearchStopped: gonum's line search gave up (common at an
+	// optimum); the result is kept and FitResult.GradNorm says how flat it is.
+	FitLineSearchStopped
+	// FitNoFreeParams: the priors pinned every parameter; nothing was optimised.
+	FitNoFreeParams
+)
+
+// String names the status.
+func (s FitStatus) String() string {
+	switch s {
+	case FitConverged:
+		return "converged"
+	case FitIterationLimit:
+		return "iteration-limit"
+	case FitLineSearchStopped:
+		return "linesearch-stopped"
+	case FitNoFreeParams:
+		return "no-free-params"
+	}
+	return fmt.Sprintf("FitStatus(%d)", int(s))
+}
+
+// FitResult describes how Fit ended.
+type FitResult struct {
+	Status FitStatus
+	// Loss is the objective at the result: RMSLE of pass times + RMSLE of
+	// optimizer-step times + Pollux's regularisers.
+	Loss float64
+	// GradNorm is the Euclidean norm of the objective's gradient in the
+	// reparametrised space at the result.
+	GradNorm float64
+	// Starts is how many starts were run; Evaluations counts objective
+	// evaluations over all of them.
+	Starts      int
+	Evaluations int
+	// Pinned lists the parameters the priors held fixed, by Params field name.
+	Pinned []string
+}
+
+// parameter indices in the full vector.
+const (
+	iAlphaC = iota
+	iBetaC
+	iAlphaR
+	iBetaR
+	iAlphaN
+	iBetaN
+	iBandN
+	iGamma
+	nParams
+)
+
+var paramNames = [nParams]string{"AlphaC", "BetaC", "AlphaR", "BetaR", "AlphaN", "BetaN", "BandN", "Gamma"}
+
+func toVec(p Params) [nParams]float64 {
+	return [nParams]float64{p.AlphaC, p.BetaC, p.AlphaR, p.BetaR, p.AlphaN, p.BetaN, p.BandN, p.Gamma}
+}
+
+func fromVec(v [nParams]float64, form Form) Params {
+	return Params{Form: form, AlphaC: v[iAlphaC], BetaC: v[iBetaC], AlphaR: v[iAlphaR], BetaR: v[iBetaR],
+		AlphaN: v[iAlphaN], BetaN: v[iBetaN], BandN: v[iBandN], Gamma: v[iGamma]}
+}
+
+// fitObs is an observation preprocessed for the objective.
+type fitObs struct {
+	local    float64
+	logAccum float64
+	logOptim float64
+	// T_sync = syncConst + Σ syncCoef[j]·θ[iAlphaR+j]
+	syncConst float64
+	syncCoef  [5]float64
+}
+
+// problem is the objective of one fit.
+type problem struct {
+	obs    []fitObs
+	form   Form
+	fixed  [nParams]float64 // values of pinned parameters
+	free   []int            // indices of free parameters, in order
+	theta  [nParams]float64 // scratch
+	dtheta [nParams]float64 // scratch: d loss / d θ
+	evals  int
+}
+
+func syncTerms(form Form, nodes, replicas int) (c float64, coef [5]float64) {
+	if replicas <= 1 {
+		return MinCoef, coef
+	}
+	k := float64(replicas)
+	if nodes <= 1 {
+		coef[0], coef[1] = 1, math.Max(k-2, MinCoef)
+		return 0, coef
+	}
+	if form == FormAllReduce {
+		n := float64(nodes)
+		coef[2], coef[3], coef[4] = 1, math.Max(n-2, 0), k/n*(n-1)/n
+		return 0, coef
+	}
+	coef[2], coef[3] = 1, math.Max(k-2, MinCoef)
+	return 0, coef
+}
+
+// theta maps u (free, reparametrised) to the full parameter vector.
+func (pr *problem) thetaOf(u []float64) {
+	pr.theta = pr.fixed
+	for j, i := range pr.free {
+		if i == iGamma {
+			pr.theta[i] = MinGamma + (MaxGamma-MinGamma)*sigmoid(u[j])
+		} else {
+			pr.theta[i] = MinCoef + math.Exp(u[j])
+		}
+	}
+}
+
+func sigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+func logit(p float64) float64 { return math.Log(p / (1 - p)) }
+
+// toU maps a full parameter vector to the free reparametrised vector,
+// clamping into the open bounds.
+func (pr *problem) toU(v [nParams]float64, u []float64) {
+	for j, i := range pr.free {
+		if i == iGamma {
+			f := (v[i] - MinGamma) / (MaxGamma - MinGamma)
+			f = math.Min(math.Max(f, 1e-6), 1-1e-6)
+			u[j] = logit(f)
+		} else {
+			u[j] = math.Log(math.Max(v[i]-MinCoef, 1e-12))
+		}
+	}
+}
+
+// eval returns the objective at u and, if grad is not nil, its gradient.
+func (pr *problem) eval(u, grad []float64) float64 {
+	pr.evals++
+	pr.thetaOf(u)
+	th := &pr.theta
+	gamma := th[iGamma]
+	var s1, s2 float64
+	wantGrad := grad != nil
+	var d1, d2 [nParams]float64 // Σ r·dr/dθ for each error term
+	for i := range pr.obs {
+		o := &pr.obs[i]
+		tg := th[iAlphaC] + th[iBetaC]*o.local
+		ts := o.syncConst
+		for j, c := range o.syncCoef {
+			ts += c * th[iAlphaR+j]
+		}
+		lg, ls := math.Log(tg), math.Log(ts)
+		a, b := gamma*lg, gamma*ls
+		hi := math.Max(a, b)
+		ea, eb := math.Exp(a-hi), math.Exp(b-hi)
+		lse := hi + math.Log(ea+eb)
+		lo := lse / gamma
+		r1 := lg - o.logAccum
+		r2 := lo - o.logOptim
+		s1 += r1 * r1
+		s2 += r2 * r2
+		if !wantGrad {
+			continue
+		}
+		wg, ws := ea/(ea+eb), eb/(ea+eb)
+		// r1 depends on αc, βc.
+		d1[iAlphaC] += r1 / tg
+		d1[iBetaC] += r1 * o.local / tg
+		// r2 depends on αc, βc (through tg), sync params (through ts), γ.
+		dtg := r2 * wg / tg
+		d2[iAlphaC] += dtg
+		d2[iBetaC] += dtg * o.local
+		dts := r2 * ws / ts
+		for j, c := range o.syncCoef {
+			if c != 0 {
+				d2[iAlphaR+j] += dts * c
+			}
+		}
+		d2[iGamma] += r2 * (wg*lg + ws*ls - lo) / gamma
+	}
+	n := float64(len(pr.obs))
+	e1, e2 := math.Sqrt(s1/n), math.Sqrt(s2/n)
+	rn, rr := th[iBetaN]/th[iAlphaN], th[iBetaR]/th[iAlphaR]
+	loss := e1 + e2 + 1e-3*(gamma-1)*(gamma-1) + 1e-2*(rn*rn+rr*rr)
+	if pr.form == FormAllReduce {
+		rb := th[iBandN] / th[iAlphaN]
+		loss += 1e-2 * rb * rb
+	}
+	if !wantGrad {
+		return loss
+	}
+	dt := &pr.dtheta
+	*dt = [nParams]float64{}
+	for i := range nParams {
+		if e1 > 0 {
+			dt[i] += d1[i] / (n * e1)
+		}
+		if e2 > 0 {
+			dt[i] += d2[i] / (n * e2)
+		}
+	}
+	dt[iGamma] += 2e-3 * (gamma - 1)
+	dt[iBetaN] += 2e-2 * rn / th[iAlphaN]
+	dt[iAlphaN] -= 2e-2 * rn * rn / th[iAlphaN]
+	dt[iBetaR] += 2e-2 * rr / th[iAlphaR]
+	dt[iAlphaR] -= 2e-2 * rr * rr / th[iAlphaR]
+	if pr.form == FormAllReduce {
+		rb := th[iBandN] / th[iAlphaN]
+		dt[iBandN] += 2e-2 * rb / th[iAlphaN]
+		dt[iAlphaN] -= 2e-2 * rb * rb / th[iAlphaN]
+	}
+	for j, i := range pr.free {
+		if i == iGamma {
+			grad[j] = dt[i] * (th[i] - MinGamma) * (MaxGamma - th[i]) / (MaxGamma - MinGamma)
+		} else {
+			grad[j] = dt[i] * (th[i] - MinCoef)
+		}
+	}
+	return loss
+}
+
+// Fit fits throughput parameters to observations by minimising Pollux's
+// objective, the RMS log error of pass times plus that of optimizer-step
+// times plus 1e-3·(γ−1)² plus 1e-2·((β_n/α_n)² + (β_r/α_r)²) (FormAllReduce
+// adds 1e-2·(BandN/α_n)²), with LBFGS over reparametrised parameters
+// (coefficients = 1e-8 + exp(u), γ = 1 + 9·sigmoid(u)) and an analytic
+// gradient.
+//
+// Pollux's priors hold parameters the data cannot yet determine:
+//   - one per-GPU batch size seen: AlphaC is fixed at mean(AccumSeconds)/2;
+//   - no multi-node sample: AlphaN, BetaN (and BandN) stay at 1e-8 during
+//     the fit and are then raised to at least 1.1× their intra-node
+//     counterparts (AlphaR, BetaR; BandN against BetaR);
+//   - no single-node multi-replica sample: AlphaR and BetaR stay at 1e-8;
+//   - no sample with more than 2 replicas: BetaR and BetaN stay at 1e-8
+//     (FormAllReduce: BetaN needs a sample on more than 2 nodes).
+//
+// An invalid observation is rejected with an error naming its index.
+// Fit is safe for concurrent use (it shares no state between calls).
+func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
+	var res FitResult
+	if len(obs) == 0 {
+		return Params{}, res, ErrNoObservations
+	}
+	form := opts.Form.resolve()
+	if form != FormPollux && form != FormAllReduce {
+		return Params{}, res, fmt.Errorf("%w: Form %d", ErrInvalidOptions, int(opts.Form))
+	}
+	if opts.Starts < 0 || opts.MaxIterations < 0 || opts.GradientThreshold < 0 || math.IsNaN(opts.GradientThreshold) {
+		return Params{}, res, fmt.Errorf("%w: negative Starts, MaxIterations or GradientThreshold", ErrInvalidOptions)
+	}
+	if opts.Init != nil {
+		init := *opts.Init
+		init.Form = form
+		if err := init.Validate(); err != nil {
+			return Params{}, res, fmt.Errorf("FitOptions.Init: %w", err)
+		}
+	}
+	pr := &problem{form: form, obs: make([]fitObs, len(obs))}
+	var (
+		multiNode, intraMulti, over2, over2Nodes bool
+		firstLocal                               = obs[0].Local
+		singleLocal                              = true
+		sumAccum                                 float64
+	)
+	for i, o := range obs {
+		if err := o.Validate(); err != nil {
+			return Params{}, res, fmt.Errorf("observation %d: %w", i, err)
+		}
+		c, coef := syncTerms(form, o.Nodes, o.Replicas)
+		pr.obs[i] = fitObs{local: float64(o.Local), logAccum: math.Log(o.AccumSeconds),
+			logOptim: math.Log(o.OptimSeconds), syncConst: c, syncCoef: coef}
+		multiNode = multiNode || o.Nodes > 1
+		intraMulti = intraMulti || (o.Nodes == 1 && o.Replicas > 1)
+		over2 = over2 || o.Replicas > 2
+		over2Nodes = over2Nodes || o.Nodes > 2
+		singleLocal = singleLocal && o.Local == firstLocal
+		sumAccum += o.AccumSeconds
+	}
+	var pinned [nParams]bool
+	for i := range nParams {
+		pr.fixed[i] = MinCoef
+	}
+	pr.fixed[iGamma] = MinGamma
+	if singleLocal {
+		pinned[iAlphaC] = true
+		pr.fixed[iAlphaC] = sumAccum / float64(len(obs)) / 2
+	}
+	if !multiNode {
+		pinned[iAlphaN], pinned[iBetaN], pinned[iBandN] = true, true, true
+	}
+	if !intraMulti {
+		pinned[iAlphaR], pinned[iBetaR] = true, true
+	}
+	if !over2 {
+		pinned[iBetaR], pinned[iBetaN] = true, true
+	}
+	if form == FormPollux {
+		pinned[iBandN] = true
+		pr.fixed[iBandN] = 0
+	} else if !over2Nodes {
+		pinned[iBetaN] = true
+	}
+	for i := range nParams {
+		if pinned[i] {
+			res.Pinned = append(res.Pinned, paramNames[i])
+		} else {
+			pr.free = append(pr.free, i)
+		}
+	}
+
+	var best [nParams]float64
+	bestLoss := math.Inf(1)
+	if len(pr.free) == 0 {
+		best = pr.fixed
+		bestLoss = pr.eval(nil, nil)
+		res.Status = FitNoFreeParams
+	} else {
+		starts := pr.starts(obs, opts)
+		maxIter := opts.MaxIterations
+		if maxIter == 0 {
+			maxIter = 200
+		}
+		thr := opts.GradientThreshold
+		if thr == 0 {
+			thr = 1e-6
+		}
+		u0 := make([]float64, len(pr.free))
+		g := make([]float64, len(pr.free))
+		for _, s := range starts {
+			pr.toU(s, u0)
+			p := optimize.Problem{
+				Func: func(u []float64) float64 { return pr.eval(u, nil) },
+				Grad: func(grad, u []float64) { pr.eval(u, grad) },
+			}
+			settings := &optimize.Settings{
+				GradientThreshold: thr,
+				MajorIterations:   maxIter,
+				Converger:         &optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-10, Iterations: 20},
+			}
+			r, err := optimize.Minimize(p, u0, settings, &optimize.LBFGS{Store: 10})
+			res.Starts++
+			if r == nil {
+				continue
+			}
+			loss := pr.eval(r.X, g)
+			if !finite(loss) || loss >= bestLoss {
+				continue
+			}
+			bestLoss = loss
+			pr.thetaOf(r.X)
+			best = pr.theta
+			res.GradNorm = norm(g)
+			switch {
+			case err != nil && !errors.Is(err, optimize.ErrLinesearcherFailure) && r.Status != optimize.Failure:
+				res.Status = FitLineSearchStopped
+			case err != nil:
+				res.Status = FitLineSearchStopped
+			case r.Status == optimize.IterationLimit:
+				res.Status = FitIterationLimit
+			default:
+				res.Status = FitConverged
+			}
+		}
+		if !finite(bestLoss) {
+			// Every start failed to produce a finite point: fall back to
+			// the first start, which is finite by construction.
+			best = starts[0]
+			pr.toU(best, u0)
+			bestLoss = pr.eval(u0, nil)
+			res.Status = FitLineSearchStopped
+		}
+	}
+	res.Loss = bestLoss
+	res.Evaluations = pr.evals
+	if !multiNode {
+		best[iAlphaN] = math.Max(best[iAlphaN], 1.1*best[iAlphaR])
+		best[iBetaN] = math.Max(best[iBetaN], 1.1*best[iBetaR])
+		if form == FormAllReduce {
+			best[iBandN] = math.Max(best[iBandN], 1.1*best[iBetaR])
+		}
+	}
+	return fromVec(best, form), res, nil
+}
+
+func norm(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x * x
+	}
+	return math.Sqrt(s)
+}
+
+// starts returns the starting points: the warm start, the data-derived
+// one, Pollux's, and data-derived ones with larger γ.
+func (pr *problem) starts(obs []Observation, opts FitOptions) [][nParams]float64 {
+	var out [][nParams]float64
+	clampFixed := func(v [nParams]float64) [nParams]float64 {
+		for i := range nParams {
+			if !pr.isFree(i) {
+				v[i] = pr.fixed[i]
+			}
+		}
+		return v
+	}
+	if opts.Init != nil {
+		out = append(out, clampFixed(toVec(*opts.Init)))
+	}
+	data := clampFixed(dataStart(obs, pr.form))
+	out = append(out, data)
+	n := max(opts.Starts, 1)
+	for s := 1; s < n; s++ {
+		if s == 1 {
+			out = append(out, clampFixed([nParams]float64{0.1, 0.01, 0.1, 0.01, 0.1, 0.01, 0.01, 1.001}))
+			continue
+		}
+		v := data
+		v[iGamma] = math.Min(float64(2*(s-1)), 9.5)
+		out = append(out, clampFixed(v))
+	}
+	return out
+}
+
+func (pr *problem) isFree(i int) bool {
+	for _, j := range pr.free {
+		if j == i {
+			return true
+		}
+	}
+	return false
+}
+
+// dataStart estimates parameters directly from the data, assuming no
+// overlap (γ ≈ 1): a least-squares line through pass time against per-GPU
+// batch, and sync ≈ optimizer step − pass per shape regressed on the
+// form's terms.
+func dataStart(obs []Observation, form Form) [nParams]float64 {
+	var v [nParams]float64
+	// compute: accum = αc + βc·m
+	var sx, sy, sxx, sxy, n float64
+	for _, o := range obs {
+		x, y := float64(o.Local), o.AccumSeconds
+		sx, sy, sxx, sxy, n = sx+x, sy+y, sxx+x*x, sxy+x*y, n+1
+	}
+	mx, my := sx/n, sy/n
+	varx := sxx/n - mx*mx
+	beta := 0.0
+	if varx > 1e-12*mx*mx && varx > 0 {
+		beta = (sxy/n - mx*my) / varx
+	}
+	if beta <= 0 {
+		beta = 0.5 * my / math.Max(mx, 1)
+	}
+	alpha := my - beta*mx
+	if alpha <= 0.05*my {
+		alpha = 0.05 * my
+	}
+	v[iAlphaC], v[iBetaC] = alpha, beta
+	floor := 1e-3 * my
+	// sync: least squares on the shape's terms, per link kind.
+	var rows [2][][6]float64 // [intra|inter] rows of (coef[0..4], y)
+	for _, o := range obs {
+		if o.Replicas <= 1 {
+			continue
+		}
+		_, coef := syncTerms(form, o.Nodes, o.Replicas)
+		y := math.Max(o.OptimSeconds-o.AccumSeconds, floor)
+		r := [6]float64{coef[0], coef[1], coef[2], coef[3], coef[4], y}
+		if o.Nodes > 1 {
+			rows[1] = append(rows[1], r)
+		} else {
+			rows[0] = append(rows[0], r)
+		}
+	}
+	solve := func(rs [][6]float64, idx []int) []float64 {
+		out := make([]float64, len(idx))
+		if len(rs) == 0 {
+			return out
+		}
+		// normal equations with a small ridge, solved by Gauss-Jordan.
+		m := len(idx)
+		a := make([][]float64, m)
+		for i := range a {
+			a[i] = make([]float64, m+1)
+		}
+		for _, r := range rs {
+			for i, ii := range idx {
+				for j, jj := range idx {
+					a[i][j] += r[ii] * r[jj]
+				}
+				a[i][m] += r[ii] * r[5]
+			}
+		}
+		for i := range m {
+			a[i][i] += 1e-9 + 1e-6*a[i][i]
+		}
+		for c := range m {
+			p := a[c][c]
+			if p == 0 {
+				continue
+			}
+			for j := c; j <= m; j++ {
+				a[c][j] /= p
+			}
+			for r := range m {
+				if r != c && a[r][c] != 0 {
+					f := a[r][c]
+					for j := c; j <= m; j++ {
+						a[r][j] -= f * a[c][j]
+					}
+				}
+			}
+		}
+		for i := range m {
+			out[i] = a[i][m]
+		}
+		return out
+	}
+	intra := solve(rows[0], []int{0, 1})
+	v[iAlphaR], v[iBetaR] = math.Max(intra[0], floor), math.Max(intra[1], 1e-3*floor)
+	if form == FormAllReduce {
+		inter := solve(rows[1], []int{2, 3, 4})
+		v[iAlphaN], v[iBetaN], v[iBandN] = math.Max(inter[0], floor), math.Max(inter[1], 1e-3*floor), math.Max(inter[2], 1e-3*floor)
+	} else {
+		inter := solve(rows[1], []int{2, 3})
+		v[iAlphaN], v[iBetaN] = math.Max(inter[0], floor), math.Max(inter[1], 1e-3*floor)
+	}
+	v[iGamma] = 1.001
+	return v
+}

@@ -1,0 +1,165 @@
+package goodput
+
+import (
+	"fmt"
+	"math"
+)
+
+// Candidates is the number of geometrically spaced total batch sizes that
+// Optimize tries, as in Pollux.
+const Candidates = 50
+
+// Model is a job's goodput model on one accelerator type: its throughput
+// parameters, its latest gradient statistics and its batch-size limits.
+// A Model is a plain value, safe for concurrent use by readers.
+type Model struct {
+	Params
+	Grad GradStats `json:"grad"`
+	Limits
+}
+
+// Validate checks the parameters, gradient statistics and limits.
+func (m Model) Validate() error {
+	if err := m.Params.Validate(); err != nil {
+		return err
+	}
+	if err := m.Grad.Validate(); err != nil {
+		return err
+	}
+	return m.Limits.Validate()
+}
+
+// Efficiency is the statistical efficiency of total batch size batch
+// relative to InitBatch: (φ+M0)/(φ+M) with φ the gradient noise scale,
+// computed as Pollux does (gain/scale). It is 1 for jobs that do not
+// adapt their batch size and when no gradient statistics are known.
+func (m Model) Efficiency(batch int) float64 {
+	if !m.Adaptive() || batch <= 0 || m.InitBatch <= 0 {
+		return 1
+	}
+	sqr, vr := m.Grad.Sqr, m.Grad.Var
+	if sqr <= 0 && vr <= 0 {
+		return 1 // not yet measured: Pollux assumes (sqr 0, var 1)
+	}
+	scale := float64(batch) / float64(m.InitBatch)
+	den := vr/scale + sqr
+	gain := 1.0
+	if den > 0 {
+		gain = (vr + sqr) / den
+	}
+	return gain / scale
+}
+
+// Throughput is the predicted training throughput in samples per second
+// with replicas replicas over nodes nodes, per-GPU batch local and accum
+// accumulation steps. It is 0 for impossible shapes.
+func (m Model) Throughput(nodes, replicas, local, accum int) float64 {
+	if nodes < 1 || replicas < nodes || local < 1 || accum < 0 {
+		return 0
+	}
+	t := m.StepSeconds(nodes, replicas, local, accum)
+	if !(t > 0) || math.IsInf(t, 0) {
+		return 0
+	}
+	return float64(replicas*local*(accum+1)) / t
+}
+
+// Goodput is Throughput × Efficiency of the resulting total batch.
+func (m Model) Goodput(nodes, replicas, local, accum int) float64 {
+	return m.Throughput(nodes, replicas, local, accum) * m.Efficiency(replicas*local*(accum+1))
+}
+
+// Optimize chooses the total batch size, per-GPU batch and accumulation
+// steps with the best goodput on replicas replicas over nodes nodes, as
+// Pollux does: Candidates total batch sizes spaced geometrically from
+// max(InitBatch, MinLocal·replicas) to MaxBatch; for each, the per-GPU
+// batch local = M/replicas is split into passes of at most MaxLocal when
+// Accumulation is on (and into at least two passes on a single replica
+// whose local batch exceeds InitBatch, so gradient statistics stay
+// measurable); a single replica without accumulation trains at InitBatch.
+// Candidates whose per-GPU batch falls outside [MinLocal, MaxLocal] are
+// skipped; ties keep the smaller batch. A job that does not adapt its
+// batch trains at InitBatch. It returns the zero BatchPlan when no
+// candidate is feasible. Optimize does not allocate.
+func (m Model) Optimize(nodes, replicas int) BatchPlan {
+	var best BatchPlan
+	if nodes < 1 || replicas < nodes || m.InitBatch < 1 {
+		return best
+	}
+	k := float64(replicas)
+	m0 := m.InitBatch
+	minLocal, maxLocal := m.minLocal(), m.maxLocal()
+	lo := float64(max(m0, minLocal*replicas))
+	hi := float64(m.maxBatch())
+	n := Candidates
+	if !m.Adaptive() {
+		lo, hi, n = float64(m0), float64(m0), 1
+	} else if lo > hi {
+		return best
+	}
+	ratio := 1.0
+	if n > 1 && hi > lo {
+		ratio = math.Pow(hi/lo, 1/float64(n-1))
+	}
+	ts := m.SyncSeconds(nodes, replicas)
+	const eps = 1e-8
+	prevLocal, prevAccum := -1, -1
+	batch := lo
+	for i := range n {
+		if i == n-1 {
+			batch = hi
+		} else if i > 0 {
+			batch *= ratio
+		}
+		local := batch / k
+		accum := 0
+		var atomic int
+		switch {
+		case m.Accumulation:
+			accum = int(math.Ceil(local/float64(maxLocal)-eps)) - 1
+			if replicas == 1 && local > float64(m0)+eps {
+				accum = max(accum, 1)
+			}
+			accum = max(accum, 0)
+			atomic = int(math.Ceil(local/float64(accum+1) - eps))
+		case replicas == 1:
+			atomic = m0
+		default:
+			atomic = int(math.Ceil(local - eps))
+		}
+		if atomic == prevLocal && accum == prevAccum {
+			continue
+		}
+		prevLocal, prevAccum = atomic, accum
+		if atomic < minLocal || atomic > maxLocal {
+			continue
+		}
+		tg := m.GradSeconds(atomic)
+		t := float64(accum)*tg + m.optimSeconds(tg, ts)
+		total := replicas * atomic * (accum + 1)
+		g := float64(total) / t * m.Efficiency(total)
+		if g > best.Goodput {
+			best = BatchPlan{Batch: total, Local: atomic, Accum: accum, Goodput: g}
+		}
+	}
+	return best
+}
+
+// Switch reports whether a job now running with plan cur should adopt
+// plan next: only when next's goodput beats cur's by more than
+// SwitchThreshold (Pollux's 5% hysteresis), or when cur is infeasible.
+func Switch(cur, next BatchPlan) bool {
+	if !(cur.Goodput > 0) {
+		return next.Goodput > 0
+	}
+	return next.Goodput > SwitchThreshold*cur.Goodput
+}
+
+// SwitchThreshold is the goodput ratio above which a new batch plan is
+// adopted (Pollux's _speedup_threshold).
+const SwitchThreshold = 1.05
+
+// String formats the plan for logs.
+func (b BatchPlan) String() string {
+	return fmt.Sprintf("batch %d = local %d × (accum %d + 1) × replicas, goodput %.4g/s", b.Batch, b.Local, b.Accum, b.Goodput)
+}
