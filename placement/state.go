@@ -1,0 +1,584 @@
+package placement
+
+import (
+	"cmp"
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"github.com/google/btree"
+
+	"github.com/goodsched/goodsched/accel"
+)
+
+// btreeDegree is the degree of every tree in a State: small enough that the
+// path copy after a Clone stays cheap, large enough for shallow trees.
+const btreeDegree = 16
+
+// cowToken marks which State owns a nodeUse; a State copies a nodeUse it
+// does not own before writing to it.
+type cowToken struct{ _ byte }
+
+// nodeUse is the mutable usage of one node.
+type nodeUse struct {
+	cow   *cowToken
+	owner []string // job by slot.off+bit; "" = none
+	used  []uint64 // per slot: devices held by a job
+	bad   []uint64 // per slot: unhealthy devices
+	dist  []string // distributed (multi-node) jobs on the node, sorted
+}
+
+type nodeRef struct {
+	n int32
+	u *nodeUse
+}
+
+// jobUse is one job's devices; immutable once in the tree.
+type jobUse struct {
+	job   string
+	devs  []int32 // device numbers, sorted
+	nodes int32   // distinct nodes
+}
+
+// freeKey orders the nodes of one type by free devices, then by name.
+type freeKey struct {
+	free int32
+	node int32
+}
+
+// State is the usage of an accel.Cluster: which device serves which job and
+// which devices are unhealthy. Free capacity is indexed per device type in a
+// btree of nodes ordered by free devices, so best-fit and most-free queries
+// cost O(log nodes).
+//
+// A State is not safe for concurrent use: any number of goroutines may read
+// it (Free, Assignment, Fragmentation, Place) only while none writes it.
+// Clone counts as a write (it marks the shared nodes copy-on-write, as
+// btree.BTreeG.Clone does); after it returns, the two States are
+// independent and may be used by different goroutines.
+type State struct {
+	ix    *index
+	cow   *cowToken
+	nodes *btree.BTreeG[nodeRef]
+	jobs  *btree.BTreeG[jobUse]
+	free  []*btree.BTreeG[freeKey] // by type number; nodes with ≥1 free device
+	// Per type counters.
+	freeTotal []int
+	usedTotal []int
+	badTotal  []int
+	partial   []int // nodes with both used and free devices
+	idle      []int // nodes with free devices and none used
+}
+
+func lessNode(a, b nodeRef) bool { return a.n < b.n }
+func lessJob(a, b jobUse) bool   { return a.job < b.job }
+func lessFree(a, b freeKey) bool {
+	return a.free < b.free || (a.free == b.free && a.node < b.node)
+}
+
+// NewState indexes the cluster and records the current assignments.
+// Current assignments may hold unhealthy devices (the job still holds them
+// until it is re-placed; see Fault); they may not share a device, name an
+// unknown device, or repeat a job.
+func NewState(c accel.Cluster, current []Assignment) (*State, error) {
+	ix, err := buildIndex(c)
+	if err != nil {
+		return nil, err
+	}
+	s := &State{
+		ix:        ix,
+		cow:       new(cowToken),
+		nodes:     btree.NewG(btreeDegree, lessNode),
+		jobs:      btree.NewG(btreeDegree, lessJob),
+		free:      make([]*btree.BTreeG[freeKey], len(ix.types)),
+		freeTotal: make([]int, len(ix.types)),
+		usedTotal: make([]int, len(ix.types)),
+		badTotal:  make([]int, len(ix.types)),
+		partial:   make([]int, len(ix.types)),
+		idle:      make([]int, len(ix.types)),
+	}
+	for t := range s.free {
+		s.free[t] = btree.NewG(btreeDegree, lessFree)
+	}
+	for ni := range ix.nodes {
+		info := &ix.nodes[ni]
+		u := &nodeUse{cow: s.cow, owner: make([]string, info.ndev), used: make([]uint64, len(info.slots)), bad: make([]uint64, len(info.slots))}
+		for si := range info.slots {
+			sl := &info.slots[si]
+			for b, g := range sl.devs {
+				if !ix.healthy[g] {
+					u.bad[si] |= 1 << b
+				}
+			}
+		}
+		s.nodes.ReplaceOrInsert(nodeRef{int32(ni), u})
+		for si := range info.slots {
+			sl := &info.slots[si]
+			free := bits.OnesCount64(sl.offer &^ u.bad[si])
+			if free > 0 {
+				s.free[sl.typ].ReplaceOrInsert(freeKey{int32(free), int32(ni)})
+				s.idle[sl.typ]++
+			}
+			s.freeTotal[sl.typ] += free
+			s.badTotal[sl.typ] += bits.OnesCount64(sl.offer & u.bad[si])
+		}
+	}
+	seen := make(map[string]bool, len(current))
+	for i, a := range current {
+		if a.Job == "" {
+			return nil, fmt.Errorf("%w: current[%d].job is empty", ErrInvalid, i)
+		}
+		if seen[a.Job] {
+			return nil, fmt.Errorf("%w: current[%d].job %q is repeated", ErrInvalid, i, a.Job)
+		}
+		seen[a.Job] = true
+		devs, err := s.resolve(a.Devices, fmt.Sprintf("current[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		if err := s.assign(a.Job, devs, true); err != nil {
+			return nil, fmt.Errorf("current[%d]: %w", i, err)
+		}
+	}
+	return s, nil
+}
+
+// Clone returns an independent copy of s in O(1): the trees are cloned
+// copy-on-write (btree.BTreeG.Clone) and each node is copied the first time
+// either State writes to it. Clone is a write on s (see State).
+func (s *State) Clone() *State {
+	c := &State{
+		ix:        s.ix,
+		cow:       new(cowToken),
+		nodes:     s.nodes.Clone(),
+		jobs:      s.jobs.Clone(),
+		free:      make([]*btree.BTreeG[freeKey], len(s.free)),
+		freeTotal: slices.Clone(s.freeTotal),
+		usedTotal: slices.Clone(s.usedTotal),
+		badTotal:  slices.Clone(s.badTotal),
+		partial:   slices.Clone(s.partial),
+		idle:      slices.Clone(s.idle),
+	}
+	for t, tr := range s.free {
+		c.free[t] = tr.Clone()
+	}
+	// Both now share every nodeUse: neither owns one any more.
+	s.cow = new(cowToken)
+	return c
+}
+
+// Types returns the device types of the cluster, sorted.
+func (s *State) Types() []accel.TypeKey { return slices.Clone(s.ix.types) }
+
+// Free returns the number of free healthy devices of type t (0 for a type
+// the cluster does not have).
+func (s *State) Free(t accel.TypeKey) int {
+	tn, ok := s.ix.typeNum[t]
+	if !ok {
+		return 0
+	}
+	return s.freeTotal[tn]
+}
+
+// Capacity returns the number of devices of type t that may be offered,
+// healthy or not.
+func (s *State) Capacity(t accel.TypeKey) int {
+	tn, ok := s.ix.typeNum[t]
+	if !ok {
+		return 0
+	}
+	return s.ix.capTotal[tn]
+}
+
+// Owner returns the job holding the device, if any.
+func (s *State) Owner(deviceID string) (string, bool) {
+	g, ok := s.ix.devByID[deviceID]
+	if !ok {
+		return "", false
+	}
+	d := &s.ix.devs[g]
+	u := s.node(d.node)
+	sl := &s.ix.nodes[d.node].slots[d.slot]
+	j := u.owner[sl.off+int32(d.bit)]
+	return j, j != ""
+}
+
+// Healthy reports whether the device exists and is healthy in s.
+func (s *State) Healthy(deviceID string) bool {
+	g, ok := s.ix.devByID[deviceID]
+	if !ok {
+		return false
+	}
+	d := &s.ix.devs[g]
+	return s.node(d.node).bad[d.slot]&(1<<d.bit) == 0
+}
+
+// Assignment returns the devices the job holds, sorted by node name then
+// device index.
+func (s *State) Assignment(job string) (Assignment, bool) {
+	j, ok := s.jobs.Get(jobUse{job: job})
+	if !ok {
+		return Assignment{}, false
+	}
+	return Assignment{Job: job, Devices: s.ids(j.devs)}, true
+}
+
+// Assignments returns every job's devices, sorted by job.
+func (s *State) Assignments() []Assignment {
+	out := make([]Assignment, 0, s.jobs.Len())
+	s.jobs.Ascend(func(j jobUse) bool {
+		out = append(out, Assignment{Job: j.job, Devices: s.ids(j.devs)})
+		return true
+	})
+	return out
+}
+
+// TypeOf returns the device type of an assignment's devices, and false when
+// they are unknown, empty or of several types.
+func (s *State) TypeOf(a Assignment) (accel.TypeKey, bool) {
+	t := int32(-1)
+	for _, id := range a.Devices {
+		g, ok := s.ix.devByID[id]
+		if !ok {
+			return "", false
+		}
+		d := &s.ix.devs[g]
+		dt := s.ix.nodes[d.node].slots[d.slot].typ
+		if t >= 0 && dt != t {
+			return "", false
+		}
+		t = dt
+	}
+	if t < 0 {
+		return "", false
+	}
+	return s.ix.types[t], true
+}
+
+// Assign gives the devices to the job, adding to any it already holds.
+// Every device must exist, be healthy and be free: otherwise nothing
+// changes and the error wraps ErrInvalid, ErrUnknownDevice, ErrUnhealthy or
+// ErrConflict.
+func (s *State) Assign(a Assignment) error {
+	if a.Job == "" {
+		return fmt.Errorf("%w: assignment job is empty", ErrInvalid)
+	}
+	devs, err := s.resolve(a.Devices, "assignment")
+	if err != nil {
+		return err
+	}
+	return s.assign(a.Job, devs, false)
+}
+
+// Release frees every device the job holds and reports whether it held any.
+func (s *State) Release(job string) bool {
+	j, ok := s.jobs.Get(jobUse{job: job})
+	if !ok {
+		return false
+	}
+	s.releaseDevs(j, j.devs)
+	return true
+}
+
+// ReleaseDevices frees some of the job's devices. Every device must be held
+// by the job; otherwise nothing changes and the error wraps
+// ErrUnknownDevice or ErrConflict.
+func (s *State) ReleaseDevices(job string, deviceIDs []string) error {
+	devs, err := s.resolve(deviceIDs, "release")
+	if err != nil {
+		return err
+	}
+	j, ok := s.jobs.Get(jobUse{job: job})
+	for _, g := range devs {
+		if !ok || !slices.Contains(j.devs, g) {
+			return fmt.Errorf("%w: device %q is not held by job %q", ErrConflict, s.ix.devs[g].id, job)
+		}
+	}
+	if ok {
+		s.releaseDevs(j, devs)
+	}
+	return nil
+}
+
+// Fault marks the devices unhealthy, so they are never offered again, and
+// returns the jobs holding any of them, sorted. The jobs keep the devices
+// until they are released or re-placed (a Round moves them). Unknown IDs
+// are an error wrapping ErrUnknownDevice, and then nothing changes.
+func (s *State) Fault(deviceIDs []string) ([]string, error) {
+	return s.setHealth(deviceIDs, false)
+}
+
+// Recover marks the devices healthy again.
+func (s *State) Recover(deviceIDs []string) error {
+	_, err := s.setHealth(deviceIDs, true)
+	return err
+}
+
+// ApplyHealth applies one accel health event: a critical Xid or a lost
+// device faults it, a recovery marks it healthy. It returns the jobs the
+// event touches.
+func (s *State) ApplyHealth(ev accel.HealthEvent) ([]string, error) {
+	switch {
+	case ev.Kind == accel.HealthRecovered:
+		return nil, s.Recover([]string{ev.Device})
+	case ev.Kind == accel.HealthLost || ev.Critical:
+		return s.Fault([]string{ev.Device})
+	}
+	return nil, nil
+}
+
+func (s *State) setHealth(ids []string, healthy bool) ([]string, error) {
+	devs := make([]int32, 0, len(ids))
+	for i, id := range ids {
+		g, ok := s.ix.devByID[id]
+		if !ok {
+			return nil, fmt.Errorf("%w: devices[%d] %q", ErrUnknownDevice, i, id)
+		}
+		devs = append(devs, g)
+	}
+	var jobs []string
+	for _, g := range devs {
+		d := &s.ix.devs[g]
+		u := s.mutNode(d.node)
+		sl := &s.ix.nodes[d.node].slots[d.slot]
+		oldUsed, oldBad := u.used[d.slot], u.bad[d.slot]
+		if healthy {
+			u.bad[d.slot] &^= 1 << d.bit
+		} else {
+			u.bad[d.slot] |= 1 << d.bit
+			if j := u.owner[sl.off+int32(d.bit)]; j != "" {
+				jobs = append(jobs, j)
+			}
+		}
+		s.account(d.node, sl, oldUsed, oldBad, u.used[d.slot], u.bad[d.slot])
+	}
+	slices.Sort(jobs)
+	return slices.Compact(jobs), nil
+}
+
+// resolve maps device IDs to device numbers, rejecting unknown and
+// repeated IDs.
+func (s *State) resolve(ids []string, where string) ([]int32, error) {
+	devs := make([]int32, 0, len(ids))
+	for i, id := range ids {
+		g, ok := s.ix.devByID[id]
+		if !ok {
+			return nil, fmt.Errorf("%w: %s devices[%d] %q", ErrUnknownDevice, where, i, id)
+		}
+		devs = append(devs, g)
+	}
+	slices.Sort(devs)
+	for i := 1; i < len(devs); i++ {
+		if devs[i] == devs[i-1] {
+			return nil, fmt.Errorf("%w: %s repeats device %q", ErrConflict, where, s.ix.devs[devs[i]].id)
+		}
+	}
+	return devs, nil
+}
+
+// ids returns device IDs sorted by node name then device index.
+func (s *State) ids(devs []int32) []string {
+	sorted := slices.Clone(devs)
+	slices.SortFunc(sorted, func(a, b int32) int {
+		da, db := &s.ix.devs[a], &s.ix.devs[b]
+		return cmp.Or(cmp.Compare(da.node, db.node), cmp.Compare(da.index, db.index))
+	})
+	out := make([]string, len(sorted))
+	for i, g := range sorted {
+		out[i] = s.ix.devs[g].id
+	}
+	return out
+}
+
+func (s *State) node(n int32) *nodeUse {
+	r, _ := s.nodes.Get(nodeRef{n: n})
+	return r.u
+}
+
+// mutNode returns node n's usage, copied first if s does not own it.
+func (s *State) mutNode(n int32) *nodeUse {
+	r, _ := s.nodes.Get(nodeRef{n: n})
+	if r.u.cow == s.cow {
+		return r.u
+	}
+	u := &nodeUse{
+		cow:   s.cow,
+		owner: slices.Clone(r.u.owner),
+		used:  slices.Clone(r.u.used),
+		bad:   slices.Clone(r.u.bad),
+		dist:  slices.Clone(r.u.dist),
+	}
+	s.nodes.ReplaceOrInsert(nodeRef{n, u})
+	return u
+}
+
+// account updates the free index and the counters of slot sl on node n
+// after its used and bad masks changed.
+func (s *State) account(n int32, sl *slotInfo, oldUsed, oldBad, used, bad uint64) {
+	t := sl.typ
+	oldFree := sl.offer &^ oldUsed &^ oldBad
+	free := sl.offer &^ used &^ bad
+	of, nf := int32(bits.OnesCount64(oldFree)), int32(bits.OnesCount64(free))
+	if of != nf {
+		if of > 0 {
+			s.free[t].Delete(freeKey{of, n})
+		}
+		if nf > 0 {
+			s.free[t].ReplaceOrInsert(freeKey{nf, n})
+		}
+	}
+	s.freeTotal[t] += int(nf - of)
+	s.usedTotal[t] += bits.OnesCount64(used&sl.offer) - bits.OnesCount64(oldUsed&sl.offer)
+	s.badTotal[t] += bits.OnesCount64(bad&sl.offer) - bits.OnesCount64(oldBad&sl.offer)
+	s.partial[t] += b2i(used&sl.offer != 0 && free != 0) - b2i(oldUsed&sl.offer != 0 && oldFree != 0)
+	s.idle[t] += b2i(used&sl.offer == 0 && free != 0) - b2i(oldUsed&sl.offer == 0 && oldFree != 0)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// assign adds devs (sorted device numbers) to the job. With allowBad,
+// unhealthy devices are accepted (used when recording current usage).
+func (s *State) assign(job string, devs []int32, allowBad bool) error {
+	for _, g := range devs {
+		d := &s.ix.devs[g]
+		u := s.node(d.node)
+		sl := &s.ix.nodes[d.node].slots[d.slot]
+		if o := u.owner[sl.off+int32(d.bit)]; o != "" {
+			return fmt.Errorf("%w: device %q is held by job %q", ErrConflict, d.id, o)
+		}
+		if sl.offer&(1<<d.bit) == 0 {
+			return fmt.Errorf("%w: device %q is a MIG-enabled parent and cannot be assigned whole", ErrInvalid, d.id)
+		}
+		if !allowBad && u.bad[d.slot]&(1<<d.bit) != 0 {
+			return fmt.Errorf("%w: device %q", ErrUnhealthy, d.id)
+		}
+	}
+	old, _ := s.jobs.Get(jobUse{job: job})
+	all := make([]int32, 0, len(old.devs)+len(devs))
+	all = append(append(all, old.devs...), devs...)
+	slices.Sort(all)
+	s.setJob(old, jobUse{job: job, devs: all, nodes: countNodes(s.ix, all)}, devs, nil)
+	return nil
+}
+
+// releaseDevs frees devs (a subset of j.devs).
+func (s *State) releaseDevs(j jobUse, devs []int32) {
+	rest := make([]int32, 0, len(j.devs))
+	for _, g := range j.devs {
+		if !slices.Contains(devs, g) {
+			rest = append(rest, g)
+		}
+	}
+	s.setJob(j, jobUse{job: j.job, devs: rest, nodes: countNodes(s.ix, rest)}, nil, devs)
+}
+
+// setJob replaces the job's record, marking added devices as held and
+// removed ones as free, and keeps the per-node distributed-job lists.
+func (s *State) setJob(old, nw jobUse, add, remove []int32) {
+	if old.nodes > 1 {
+		forNodes(s.ix, old.devs, func(n int32) {
+			u := s.mutNode(n)
+			if i, ok := slices.BinarySearch(u.dist, old.job); ok {
+				u.dist = slices.Delete(u.dist, i, i+1)
+			}
+		})
+	}
+	set := func(devs []int32, owner string) {
+		for _, g := range devs {
+			d := &s.ix.devs[g]
+			u := s.mutNode(d.node)
+			sl := &s.ix.nodes[d.node].slots[d.slot]
+			oldUsed := u.used[d.slot]
+			u.owner[sl.off+int32(d.bit)] = owner
+			if owner == "" {
+				u.used[d.slot] &^= 1 << d.bit
+			} else {
+				u.used[d.slot] |= 1 << d.bit
+			}
+			s.account(d.node, sl, oldUsed, u.bad[d.slot], u.used[d.slot], u.bad[d.slot])
+		}
+	}
+	set(remove, "")
+	set(add, nw.job)
+	if nw.nodes > 1 {
+		forNodes(s.ix, nw.devs, func(n int32) {
+			u := s.mutNode(n)
+			if i, ok := slices.BinarySearch(u.dist, nw.job); !ok {
+				u.dist = slices.Insert(u.dist, i, nw.job)
+			}
+		})
+	}
+	if len(nw.devs) == 0 {
+		s.jobs.Delete(old)
+	} else {
+		s.jobs.ReplaceOrInsert(nw)
+	}
+}
+
+// forNodes calls f once per distinct node of devs (sorted device numbers
+// are grouped by node).
+func forNodes(ix *index, devs []int32, f func(n int32)) {
+	last := int32(-1)
+	for _, g := range devs {
+		if n := ix.devs[g].node; n != last {
+			f(n)
+			last = n
+		}
+	}
+}
+
+func countNodes(ix *index, devs []int32) int32 {
+	var k int32
+	forNodes(ix, devs, func(int32) { k++ })
+	return k
+}
+
+// Fragmentation describes the free capacity of one device type.
+type Fragmentation struct {
+	Type accel.TypeKey `json:"type"`
+	// Capacity counts the devices that may be offered, healthy or not;
+	// Free, Used and Unhealthy split them (a used device may be unhealthy).
+	Capacity  int `json:"capacity"`
+	Free      int `json:"free"`
+	Used      int `json:"used"`
+	Unhealthy int `json:"unhealthy"`
+	// LargestNodeGang is the largest gang that fits on one node now.
+	LargestNodeGang int `json:"largest_node_gang"`
+	// LargestGang is the largest gang that fits on any number of nodes
+	// while keeping at most one distributed job per node.
+	LargestGang int `json:"largest_gang"`
+	// PartlyUsedNodes have both used and free devices of the type;
+	// IdleNodes have free devices and none used.
+	PartlyUsedNodes int `json:"partly_used_nodes"`
+	IdleNodes       int `json:"idle_nodes"`
+}
+
+// Fragmentation returns the figures for every type, sorted by type. It
+// scans the free nodes of each type once.
+func (s *State) Fragmentation() []Fragmentation {
+	out := make([]Fragmentation, len(s.ix.types))
+	for t, key := range s.ix.types {
+		f := Fragmentation{
+			Type: key, Capacity: s.ix.capTotal[t], Free: s.freeTotal[t], Used: s.usedTotal[t],
+			Unhealthy: s.badTotal[t], PartlyUsedNodes: s.partial[t], IdleNodes: s.idle[t],
+		}
+		if m, ok := s.free[t].Max(); ok {
+			f.LargestNodeGang = int(m.free)
+		}
+		shared := 0
+		s.free[t].Ascend(func(k freeKey) bool {
+			if len(s.node(k.node).dist) == 0 {
+				shared += int(k.free)
+			}
+			return true
+		})
+		f.LargestGang = max(f.LargestNodeGang, shared)
+		out[t] = f
+	}
+	return out
+}
