@@ -203,12 +203,12 @@ func (a *Application) bracket(batch float64) (lo, hi *validationRun, f float64) 
 	if batch >= float64(r[len(r)-1].batch) {
 		return &r[len(r)-1], &r[len(r)-1], 0
 	}
-	i := sort(r, batch)
+	i := searchRuns(r, batch)
 	lo, hi = &r[i-1], &r[i]
 	return lo, hi, (batch - float64(lo.batch)) / float64(hi.batch-lo.batch)
 }
 
-func sort(r []validationRun, batch float64) int {
+func searchRuns(r []validationRun, batch float64) int {
 	i, _ := slices.BinarySearchFunc(r, batch, func(v validationRun, b float64) int { return cmp.Compare(float64(v.batch), b) })
 	return i
 }
@@ -288,11 +288,25 @@ func DefaultSuffixes() map[string]accel.TypeKey {
 	}
 }
 
-// modelDefaults are the per-model settings of the Pollux simulator: epochs
-// to the target, YOLOv3's per-device batch cap and NCF's pinned batch.
-var modelDefaults = map[string]struct{ epochs, maxLocal, fixedBatch, maxReplicas int }{
-	"bert": {2, 0, 0, 0}, "cifar10": {100, 0, 0, 0}, "ncf": {10, 0, 32768, 1},
-	"imagenet": {90, 0, 0, 0}, "deepspeech2": {80, 0, 0, 0}, "yolov3": {50, 8, 0, 0},
+// modelDefaults returns the per-model settings of the Pollux simulator:
+// epochs to the target, YOLOv3's per-device batch cap, and NCF's pinned
+// batch and single device.
+func modelDefaults(name string) (epochs, maxLocal, fixedBatch, maxReplicas int) {
+	switch name {
+	case "bert":
+		return 2, 0, 0, 0
+	case "cifar10":
+		return 100, 0, 0, 0
+	case "ncf":
+		return 10, 0, 32768, 1
+	case "imagenet":
+		return 90, 0, 0, 0
+	case "deepspeech2":
+		return 80, 0, 0, 0
+	case "yolov3":
+		return 50, 8, 0, 0
+	}
+	return 0, 0, 0, 0
 }
 
 // ProfileSource is one directory of model profiles inside a file system:
@@ -662,10 +676,10 @@ func (a *Application) finish(opts ProfileOptions) error {
 		}
 		epochs = min(epochs, len(r.progress))
 	}
-	d := modelDefaults[a.Name]
+	dEpochs, dMaxLocal, dFixed, dMaxRep := modelDefaults(a.Name)
 	a.MaxEpochs = epochs
-	if d.epochs > 0 {
-		a.MaxEpochs = min(epochs, d.epochs)
+	if dEpochs > 0 {
+		a.MaxEpochs = min(epochs, dEpochs)
 	}
 	a.InitBatch, a.MaxBatch = a.runs[0].batch, a.runs[len(a.runs)-1].batch
 	a.defaultType = opts.DefaultType
@@ -674,10 +688,10 @@ func (a *Application) finish(opts ProfileOptions) error {
 	}
 	t := a.perf[a.defaultType]
 	a.MinLocal, a.MaxLocal = t.minLocal, t.maxLocal
-	if d.maxLocal > 0 {
-		a.MaxLocal = min(a.MaxLocal, d.maxLocal)
+	if dMaxLocal > 0 {
+		a.MaxLocal = min(a.MaxLocal, dMaxLocal)
 	}
-	a.FixedBatch, a.MaxReplicas = d.fixedBatch, d.maxReplicas
+	a.FixedBatch, a.MaxReplicas = dFixed, dMaxRep
 	a.RestartDelay = opts.RestartDelay
 	if v, ok := opts.RestartDelays[a.Name]; ok {
 		if v < 0 {

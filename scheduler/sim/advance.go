@@ -1,0 +1,191 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// advance moves every running job forward by dt seconds of virtual time,
+// as the Pollux simulator does: first the restart stall, then progress at
+// the ground-truth rate gain / T_iter, epoch by epoch, until the round
+// ends or the job reaches its target.
+func (e *engine) advance(dt float64) {
+	slow := e.interfered()
+	for _, j := range e.jobs {
+		if j.done || len(j.devs) == 0 {
+			continue
+		}
+		r := float64(len(j.devs))
+		rem := dt
+		d := min(j.stall, rem)
+		j.stall -= d
+		j.attained += d * r
+		rem -= d
+		for rem > 0 && !j.done {
+			rate := e.rate(j)
+			if slow[j.idx] {
+				rate *= 1 - e.cfg.Interference
+			}
+			next := j.app.EpochProgress(j.epoch + 1)
+			if !(rate > 0) {
+				j.attained += rem * r
+				rem = 0
+				break
+			}
+			if j.progress+rate*rem < next {
+				j.progress += rate * rem
+				j.attained += rem * r
+				rem = 0
+				break
+			}
+			delta := (next - j.progress) / rate
+			delta = min(max(delta, 0), rem)
+			j.progress = next
+			j.epoch++
+			j.ckptProg, j.ckptEp = j.progress, j.epoch
+			j.attained += delta * r
+			rem -= delta
+			j.rateValid = false
+			if j.epoch >= j.app.MaxEpochs {
+				j.done = true
+				j.finish = e.now + (dt - rem)
+				j.devs, j.counts, j.nodes = nil, nil, nil
+				break
+			}
+			if e.cfg.Mode == Adaptive {
+				e.chooseBatch(j, e.replan(j))
+			}
+		}
+		if !j.done && e.cfg.Mode == Adaptive {
+			e.chooseBatch(j, e.replan(j))
+		}
+	}
+}
+
+// rate returns the job's progress per second on its current allocation,
+// batch and epoch, and reports the measurement to the job's model the
+// first time a configuration is seen.
+func (e *engine) rate(j *job) float64 {
+	key := [3]int{j.local, j.accum, j.epoch}
+	if j.rateValid && key == j.stepKey {
+		return j.cachedRate
+	}
+	step, sync, ok := j.app.StepTime(j.typ, j.counts, float64(j.local))
+	if !ok || !(step > 0) {
+		j.rateValid, j.stepKey, j.cachedRate = true, key, 0
+		return 0
+	}
+	sync = min(sync, step)
+	iter := step + float64(j.accum)*(step-sync)
+	batch := float64(j.local * len(j.devs) * (j.accum + 1))
+	gain := j.app.Gain(batch, j.epoch)
+	sqr, v := j.app.GradStats(batch, j.epoch)
+	j.grad.Sqr, j.grad.Var = sqr, v
+	if e.cfg.Mode == Adaptive {
+		e.typeModelOf(j, j.typ).observe(len(j.counts), len(j.devs), j.local, step, sync)
+	}
+	j.stepSecs, j.syncSecs, j.iterSecs = step, sync, iter
+	j.cachedRate = gain / iter
+	j.rateValid, j.stepKey = true, key
+	return j.cachedRate
+}
+
+// interfered marks the jobs slowed by interference: distributed jobs on a
+// node that hosts more than one distributed job.
+func (e *engine) interfered() []bool {
+	slow := make([]bool, len(e.jobs))
+	if e.cfg.Interference == 0 {
+		return slow
+	}
+	dist := make([]int, len(e.cluster.Nodes))
+	for _, j := range e.jobs {
+		if !j.done && len(j.nodes) > 1 {
+			for _, n := range j.nodes {
+				dist[n]++
+			}
+		}
+	}
+	for _, j := range e.jobs {
+		if j.done || len(j.nodes) < 2 {
+			continue
+		}
+		for _, n := range j.nodes {
+			if dist[n] > 1 {
+				slow[j.idx] = true
+			}
+		}
+	}
+	return slow
+}
+
+// faults fails and repairs nodes at round boundaries. A job on a failed
+// node loses the work since its last checkpoint and waits for the next
+// round; the node's devices are unhealthy until it is repaired.
+func (e *engine) faults() {
+	if e.rng == nil {
+		return
+	}
+	mtbf, repair := e.cfg.Faults.MTBF.Seconds(), e.cfg.Faults.Repair.Seconds()
+	for i := range e.cluster.Nodes {
+		if e.down[i] > 0 && e.down[i] <= e.now {
+			e.down[i] = 0
+			e.setHealth(i, true)
+		}
+		if e.down[i] == 0 && e.nextFail[i] <= e.now {
+			e.down[i] = e.now + repair
+			e.nextFail[i] = e.down[i] + e.rng.ExpFloat64()*mtbf
+			e.setHealth(i, false)
+			for _, j := range e.jobs {
+				if j.done || !slices.Contains(j.nodes, i) {
+					continue
+				}
+				j.failures++
+				j.progress, j.epoch = j.ckptProg, j.ckptEp
+				j.devs, j.counts, j.nodes, j.typ = nil, nil, nil, ""
+				j.local, j.accum, j.batch, j.stall = 0, 0, 0, 0
+				j.rateValid = false
+			}
+		}
+	}
+}
+
+func (e *engine) setHealth(node int, ok bool) {
+	for k := range e.cluster.Nodes[node].Devices {
+		e.cluster.Nodes[node].Devices[k].Healthy = ok
+	}
+}
+
+// checkInvariants verifies the bookkeeping after a round: every job is
+// waiting, running or completed; no device serves two jobs; running jobs
+// hold healthy devices.
+func (e *engine) checkInvariants() error {
+	owner := make(map[string]string)
+	healthy := make(map[string]bool)
+	for _, n := range e.cluster.Nodes {
+		for _, d := range n.Devices {
+			healthy[d.ID] = d.Healthy
+		}
+	}
+	for _, j := range e.jobs {
+		if j.done && len(j.devs) > 0 {
+			return fmt.Errorf("%w: completed job %s still holds devices", ErrLostJob, j.spec.Name)
+		}
+		if j.done && (j.finish < j.submit || math.IsNaN(j.finish)) {
+			return fmt.Errorf("%w: job %s completed at %v before its arrival", ErrLostJob, j.spec.Name, j.finish)
+		}
+		if !j.done && j.epoch >= j.app.MaxEpochs {
+			return fmt.Errorf("%w: job %s reached its target but is not completed", ErrLostJob, j.spec.Name)
+		}
+		for _, d := range j.devs {
+			if o, dup := owner[d]; dup {
+				return fmt.Errorf("%w: device %s serves %s and %s", ErrLostJob, d, o, j.spec.Name)
+			}
+			owner[d] = j.spec.Name
+			if !healthy[d] {
+				return fmt.Errorf("%w: job %s runs on unhealthy device %s", ErrLostJob, j.spec.Name, d)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,679 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler"
+)
+
+// Mode says how the simulator presents workload jobs to the policy.
+type Mode int
+
+const (
+	// Adaptive jobs (the default) ignore the workload's num_replicas and
+	// batch_size: the policy chooses any count from 0 to the job's
+	// maximum and the job picks its batch size with its goodput model, as
+	// in Pollux.
+	Adaptive Mode = iota
+	// Elastic jobs keep the workload's batch size but may run on any
+	// count from 1 to batch_size / MinLocal (Optimus).
+	Elastic
+	// Rigid jobs run on exactly num_replicas devices with batch_size
+	// (FIFO, Tiresias).
+	Rigid
+)
+
+// String returns "adaptive", "elastic" or "rigid".
+func (m Mode) String() string {
+	switch m {
+	case Adaptive:
+		return "adaptive"
+	case Elastic:
+		return "elastic"
+	case Rigid:
+		return "rigid"
+	}
+	return fmt.Sprintf("mode(%d)", int(m))
+}
+
+// Faults configures injected node failures. The zero value injects none.
+type Faults struct {
+	// MTBF is each node's mean time between failures (exponential); 0 =
+	// no failures.
+	MTBF time.Duration
+	// Repair is how long a failed node stays down (default 1 h).
+	Repair time.Duration
+	// Seed seeds the failure process.
+	Seed uint64
+}
+
+// Status is reported after every simulated round through Config.Progress.
+type Status struct {
+	Now       time.Duration // virtual time since the start of the workload
+	Submitted int
+	Running   int
+	Completed int
+	Jobs      int
+}
+
+// Config is one simulation. The zero value of every optional field is a
+// documented default; Cluster, Jobs, Apps and Policy (or Scheduler) are
+// required.
+type Config struct {
+	// Cluster is the simulated cluster (for example from accel.ParseSpec).
+	Cluster accel.Cluster
+	// Jobs is the workload.
+	Jobs []JobSpec
+	// Apps maps application names to their measured profiles (the ground
+	// truth); every job's Application must be present.
+	Apps map[string]*Application
+	// Policy decides each round; it is realised by a scheduler.Scheduler
+	// with Placer. Ignored when Scheduler is set.
+	Policy scheduler.Policy
+	// Placer realises the policy's targets; nil = scheduler.Packer{}.
+	Placer scheduler.Placer
+	// Scheduler, if set, is used as is instead of Policy and Placer.
+	Scheduler *scheduler.Scheduler
+	// Mode says how jobs are presented to the policy (default Adaptive).
+	Mode Mode
+	// PerType gives adaptive jobs one goodput model per accelerator type,
+	// bootstrapped from a one-device profile on every type at arrival (as
+	// in Sia). Without it a job has a single model that ignores the type
+	// (heterogeneity-blind).
+	PerType bool
+	// Oracle gives Elastic and Rigid jobs a Speedup and RemainingWork
+	// computed from the ground truth, as the published Optimus+Oracle
+	// baseline has. Adaptive jobs always learn from measurements.
+	Oracle bool
+	// Interval is the scheduling round (default 60 s).
+	Interval time.Duration
+	// Interference slows every distributed job that shares a node with
+	// another distributed job by this fraction, in [0, 1) (default 0).
+	Interference float64
+	// MaxReplicas caps any job's device count for adaptive jobs (default
+	// 64, as the Pollux simulator).
+	MaxReplicas int
+	// Faults injects node failures (default none).
+	Faults Faults
+	// Start is the wall-clock time of the workload's time 0, used for
+	// Input.Now and Job.Submitted (default 2021-01-01 UTC). The simulator
+	// never reads the real clock.
+	Start time.Time
+	// Horizon stops the simulation at this virtual time even if jobs
+	// remain (default 60 days); unfinished jobs are reported, not lost.
+	Horizon time.Duration
+	// Progress, if set, is called after every round from the goroutine
+	// running the simulation.
+	Progress func(Status)
+}
+
+// job is the simulator's state of one job.
+type job struct {
+	spec   JobSpec
+	app    *Application
+	idx    int
+	submit float64 // seconds
+
+	// allocation
+	typ    accel.TypeKey
+	counts []int // devices per node, in cluster node order
+	devs   []string
+	nodes  []int // node indices used
+
+	local, accum int
+	batch        int
+
+	stall    float64
+	progress float64
+	epoch    int
+	ckptProg float64
+	ckptEp   int
+
+	attained float64 // device-seconds
+	allocs   int     // allocations so far
+	started  bool
+	startAt  float64
+	done     bool
+	finish   float64
+	failures int
+	grad     goodput.GradStats // latest measured gradient statistics
+
+	// cached ground truth for the current configuration
+	stepKey    [3]int // local, accum, epoch of cached rate
+	iterSecs   float64
+	stepSecs   float64
+	syncSecs   float64
+	cachedRate float64
+	rateValid  bool
+
+	// what the job has measured
+	models  map[accel.TypeKey]*typeModel
+	blind   *typeModel
+	maxSeen int
+	oracle  *fixedBatchSpeedup
+}
+
+type engine struct {
+	cfg      Config
+	sched    *scheduler.Scheduler
+	cluster  accel.Cluster
+	nodeIdx  map[string]int
+	devNode  map[string]int
+	devType  map[string]accel.TypeKey
+	perNode  map[accel.TypeKey]int
+	types    []accel.TypeKey
+	jobs     []*job
+	byName   map[string]*job
+	now      float64
+	down     []float64 // per node: time when it comes back (0 = up)
+	nextFail []float64
+	rng      *rand.Rand
+	util     []UtilSample
+	healthy  int
+}
+
+func (c *Config) validate() error {
+	if err := c.Cluster.Validate(); err != nil {
+		return fmt.Errorf("%w: Cluster: %w", ErrInvalid, err)
+	}
+	if c.Cluster.Size() == 0 {
+		return fmt.Errorf("%w: Cluster has no devices", ErrInvalid)
+	}
+	if len(c.Jobs) == 0 {
+		return fmt.Errorf("%w: Jobs is empty", ErrInvalid)
+	}
+	if c.Policy == nil && c.Scheduler == nil {
+		return fmt.Errorf("%w: Policy is nil", ErrInvalid)
+	}
+	if c.Interval < 0 || c.Horizon < 0 || c.Faults.MTBF < 0 || c.Faults.Repair < 0 || c.MaxReplicas < 0 {
+		return fmt.Errorf("%w: negative Interval, Horizon, MaxReplicas or Faults duration", ErrInvalid)
+	}
+	if c.Interval == 0 {
+		c.Interval = 60 * time.Second
+	}
+	if c.Interval < time.Second {
+		return fmt.Errorf("%w: Interval %v is below 1s", ErrInvalid, c.Interval)
+	}
+	if c.Horizon == 0 {
+		c.Horizon = 60 * 24 * time.Hour
+	}
+	if c.MaxReplicas == 0 {
+		c.MaxReplicas = 64
+	}
+	if c.Faults.Repair == 0 {
+		c.Faults.Repair = time.Hour
+	}
+	if !(c.Interference >= 0 && c.Interference < 1) {
+		return fmt.Errorf("%w: Interference %v is outside [0, 1)", ErrInvalid, c.Interference)
+	}
+	if c.Mode < Adaptive || c.Mode > Rigid {
+		return fmt.Errorf("%w: Mode %d", ErrInvalid, c.Mode)
+	}
+	if c.Start.IsZero() {
+		c.Start = time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	seen := make(map[string]bool, len(c.Jobs))
+	for i, j := range c.Jobs {
+		if j.Name == "" || seen[j.Name] {
+			return fmt.Errorf("%w: Jobs[%d]: empty or duplicate name %q", ErrInvalid, i, j.Name)
+		}
+		seen[j.Name] = true
+		if j.Submit < 0 || j.Replicas < 1 || j.BatchSize < 1 {
+			return fmt.Errorf("%w: Jobs[%d] (%s): negative submit time or non-positive replicas/batch", ErrInvalid, i, j.Name)
+		}
+		app := c.Apps[j.Application]
+		if app == nil {
+			return fmt.Errorf("%w: Jobs[%d] (%s): %q", ErrUnknownApplication, i, j.Name, j.Application)
+		}
+	}
+	return nil
+}
+
+// Run simulates cfg to completion (or to cfg.Horizon) on a virtual clock
+// and returns the metrics. It returns an error for an invalid Config (ErrInvalid,
+// ErrUnknownApplication), when the scheduler fails, when ctx is done, and
+// (ErrLostJob) if a job ever goes missing. Run is safe to call
+// concurrently with distinct Configs (policies and applications may be
+// shared if they are safe for concurrent use).
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if err := cfg.validate(); err != nil {
+		return Result{}, err
+	}
+	e, err := newEngine(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := e.loop(ctx); err != nil {
+		return Result{}, err
+	}
+	return e.result()
+}
+
+func newEngine(cfg Config) (*engine, error) {
+	e := &engine{cfg: cfg, nodeIdx: map[string]int{}, devNode: map[string]int{}, devType: map[string]accel.TypeKey{}, perNode: map[accel.TypeKey]int{}, byName: map[string]*job{}}
+	e.cluster = cloneCluster(cfg.Cluster)
+	for i, n := range e.cluster.Nodes {
+		e.nodeIdx[n.Name] = i
+		per := map[accel.TypeKey]int{}
+		for _, d := range n.Devices {
+			e.devNode[d.ID] = i
+			e.devType[d.ID] = d.Type
+			per[d.Type]++
+		}
+		for t, k := range per {
+			e.perNode[t] = max(e.perNode[t], k)
+		}
+	}
+	e.types = e.cluster.Types()
+	for _, t := range e.types {
+		for _, a := range cfg.Apps {
+			if _, _, ok := a.LocalRange(t); !ok && cfg.Mode != Adaptive {
+				_ = a // measurements missing on a type: jobs cannot use it (Types restricts)
+			}
+		}
+	}
+	if cfg.Scheduler != nil {
+		e.sched = cfg.Scheduler
+	} else {
+		s, err := scheduler.New(scheduler.Config{Policy: cfg.Policy, Placer: cfg.Placer})
+		if err != nil {
+			return nil, fmt.Errorf("%w: scheduler: %w", ErrInvalid, err)
+		}
+		e.sched = s
+	}
+	for i, s := range cfg.Jobs {
+		j := &job{spec: s, app: cfg.Apps[s.Application], idx: i, submit: s.Submit.Seconds()}
+		e.jobs = append(e.jobs, j)
+		e.byName[s.Name] = j
+	}
+	e.down = make([]float64, len(e.cluster.Nodes))
+	e.nextFail = make([]float64, len(e.cluster.Nodes))
+	if cfg.Faults.MTBF > 0 {
+		e.rng = rand.New(rand.NewPCG(cfg.Faults.Seed, 0x9e3779b97f4a7c15))
+		for i := range e.nextFail {
+			e.nextFail[i] = e.rng.ExpFloat64() * cfg.Faults.MTBF.Seconds()
+		}
+	}
+	return e, nil
+}
+
+func cloneCluster(c accel.Cluster) accel.Cluster {
+	out := accel.Cluster{Nodes: make([]accel.Node, len(c.Nodes))}
+	for i, n := range c.Nodes {
+		out.Nodes[i] = n
+		out.Nodes[i].Devices = slices.Clone(n.Devices)
+		for k := range out.Nodes[i].Devices {
+			out.Nodes[i].Devices[k].Healthy = true
+		}
+	}
+	return out
+}
+
+// jobTypes is the list of cluster types the job has measurements for.
+func (e *engine) jobTypes(j *job) []accel.TypeKey {
+	var ts []accel.TypeKey
+	for _, t := range e.types {
+		if _, _, ok := j.app.LocalRange(t); ok {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+func (e *engine) loop(ctx context.Context) error {
+	dt := e.cfg.Interval.Seconds()
+	horizon := e.cfg.Horizon.Seconds()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := e.schedule(ctx); err != nil {
+			return err
+		}
+		e.sample()
+		if e.allDone() || e.now >= horizon {
+			return nil
+		}
+		e.advance(dt)
+		e.now += dt
+		e.faults()
+		if err := e.checkInvariants(); err != nil {
+			return err
+		}
+		if e.cfg.Progress != nil {
+			e.cfg.Progress(e.status())
+		}
+		if e.allDone() {
+			e.sample()
+			return nil
+		}
+	}
+}
+
+func (e *engine) allDone() bool {
+	for _, j := range e.jobs {
+		if !j.done {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *engine) status() Status {
+	s := Status{Now: dur(e.now), Jobs: len(e.jobs)}
+	for _, j := range e.jobs {
+		switch {
+		case j.done:
+			s.Completed++
+			s.Submitted++
+		case j.submit <= e.now:
+			s.Submitted++
+			if len(j.devs) > 0 {
+				s.Running++
+			}
+		}
+	}
+	return s
+}
+
+func dur(sec float64) time.Duration { return time.Duration(math.Round(sec * float64(time.Second))) }
+
+// active returns the submitted, unfinished jobs in workload order.
+func (e *engine) active() []*job {
+	var out []*job
+	for _, j := range e.jobs {
+		if !j.done && j.submit <= e.now {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// schedule runs one round: build the Input, ask the scheduler, apply the plan.
+func (e *engine) schedule(ctx context.Context) error {
+	act := e.active()
+	if len(act) == 0 {
+		return nil
+	}
+	in := scheduler.Input{Cluster: e.cluster, Now: e.cfg.Start.Add(dur(e.now))}
+	for _, j := range act {
+		in.Jobs = append(in.Jobs, e.describe(j))
+		if len(j.devs) > 0 {
+			in.Current = append(in.Current, placement.Assignment{Job: j.spec.Name, Devices: slices.Clone(j.devs)})
+		}
+	}
+	plan, err := e.sched.Schedule(ctx, in)
+	if err != nil {
+		return fmt.Errorf("sim: round at %v: %w", dur(e.now), err)
+	}
+	if len(plan.Decisions) != len(act) {
+		return fmt.Errorf("%w: round at %v: %d decisions for %d active jobs", ErrLostJob, dur(e.now), len(plan.Decisions), len(act))
+	}
+	for _, d := range plan.Decisions {
+		j := e.byName[d.Job]
+		if j == nil || j.done || j.submit > e.now {
+			return fmt.Errorf("%w: plan names job %q which is not active", ErrLostJob, d.Job)
+		}
+		devs := d.Assignment.Devices
+		if d.To == 0 {
+			devs = nil
+		}
+		if slices.Equal(devs, j.devs) {
+			continue
+		}
+		e.reallocate(j, d.Type, devs, d.Batch)
+	}
+	return nil
+}
+
+// describe builds what the policy sees of job j: never the ground truth
+// (except the Optimus oracle's, when Config.Oracle is set).
+func (e *engine) describe(j *job) scheduler.Job {
+	sj := scheduler.Job{
+		ID:        j.spec.Name,
+		Submitted: e.cfg.Start.Add(j.spec.Submit),
+		Attained:  dur(j.attained),
+		Restarts:  max(j.allocs-1, 0),
+		Types:     e.jobTypes(j),
+	}
+	app := j.app
+	switch e.cfg.Mode {
+	case Rigid:
+		sj.Kind = scheduler.Rigid
+		sj.Requested, sj.MinReplicas, sj.MaxReplicas = j.spec.Replicas, j.spec.Replicas, j.spec.Replicas
+		if e.cfg.Oracle {
+			e.oracleView(j, &sj, j.spec.Replicas)
+		}
+	case Elastic:
+		sj.Kind = scheduler.Elastic
+		lo := max(app.MinLocal, 1)
+		maxRep := max(j.fixedBatch()/lo, 1)
+		if app.MaxReplicas > 0 {
+			maxRep = min(maxRep, app.MaxReplicas)
+		}
+		sj.MinReplicas, sj.MaxReplicas, sj.Requested = 1, maxRep, min(j.spec.Replicas, maxRep)
+		if e.cfg.Oracle {
+			e.oracleView(j, &sj, maxRep)
+		}
+	default:
+		sj.Kind = scheduler.Adaptive
+		maxRep := min(max(2*j.maxSeen, 1), e.cfg.MaxReplicas, max(app.MaxBatch/max(app.MinLocal, 1), 1))
+		if app.MaxReplicas > 0 {
+			maxRep = min(maxRep, app.MaxReplicas)
+		}
+		sj.MinReplicas, sj.MaxReplicas, sj.Requested = 0, maxRep, 1
+		sj.Speedup = e.speedupOf(j, maxRep)
+	}
+	return sj
+}
+
+// fixedBatch is the total batch of a job that does not adapt it.
+func (j *job) fixedBatch() int {
+	if j.app.FixedBatch > 0 {
+		return j.app.FixedBatch
+	}
+	return j.spec.BatchSize
+}
+
+func (e *engine) oracleView(j *job, sj *scheduler.Job, maxRep int) {
+	if j.oracle == nil {
+		j.oracle = newFixedBatchSpeedup(j.app, j.fixedBatch(), maxRep, e.jobTypes(j), e.perNode)
+	}
+	sj.Speedup = j.oracle
+	b := float64(j.fixedBatch())
+	last := j.app.MaxEpochs - 1
+	rem := 1.0
+	if j.epoch < last {
+		rem = j.app.Iterations(b, last) - j.app.Iterations(b, j.epoch)
+	}
+	sj.RemainingWork = rem * j.oracle.t1
+}
+
+// speedupOf refits the job's models if needed and returns an immutable
+// snapshot for the policy.
+func (e *engine) speedupOf(j *job, maxRep int) goodput.Speedup {
+	if j.app.FixedBatch > 0 && e.cfg.Mode == Adaptive && j.blind == nil && len(j.models) == 0 {
+		return linearSpeedup{maxRep: maxRep}
+	}
+	s := &snapshot{maxRep: maxRep, models: map[accel.TypeKey]goodput.Model{}, ratio: map[accel.TypeKey]float64{}}
+	if !e.cfg.PerType {
+		if j.blind == nil || j.blind.params == nil && !j.blind.dirty {
+			return linearSpeedup{maxRep: maxRep}
+		}
+		j.blind.refit()
+		if j.blind.params == nil {
+			return linearSpeedup{maxRep: maxRep}
+		}
+		s.blind = true
+		s.ref = e.jobTypes(j)[0]
+		s.models[s.ref] = e.modelOf(j, j.blind)
+		s.base = s.models[s.ref].Optimize(1, 1).Goodput
+		return s
+	}
+	s.allowed = map[accel.TypeKey]bool{}
+	for _, t := range e.jobTypes(j) {
+		s.allowed[t] = true
+		if m := j.models[t]; m != nil {
+			m.refit()
+			if m.params != nil {
+				s.models[t] = e.modelOf(j, m)
+			}
+		}
+	}
+	if len(s.models) == 0 {
+		return linearSpeedup{maxRep: maxRep}
+	}
+	for _, t := range slices.Sorted(maps.Keys(s.models)) {
+		g := s.models[t].Optimize(1, 1).Goodput
+		if g > s.base {
+			s.base, s.ref = g, t
+		}
+	}
+	if !(s.base > 0) {
+		return linearSpeedup{maxRep: maxRep}
+	}
+	return s
+}
+
+// modelOf builds the goodput model of one type from the job's fit.
+func (e *engine) modelOf(j *job, m *typeModel) goodput.Model {
+	return goodput.Model{Params: *m.params, Grad: j.grad, Limits: m.limits}
+}
+
+func (e *engine) limitsFor(j *job, t accel.TypeKey) goodput.Limits {
+	lo, hi, _ := j.app.LocalRange(t)
+	l := goodput.Limits{InitBatch: j.app.InitBatch, MaxBatch: j.app.MaxBatch, MinLocal: lo, MaxLocal: hi, Accumulation: true}
+	if j.app.FixedBatch > 0 {
+		l.InitBatch, l.MaxBatch = j.app.FixedBatch, 0
+	}
+	return l
+}
+
+// reallocate applies a new assignment (possibly empty) to job j.
+func (e *engine) reallocate(j *job, typ accel.TypeKey, devs []string, plan goodput.BatchPlan) {
+	// Preemption or move: the job restarts from its last checkpoint,
+	// which AdaptDL takes when it is asked to rescale.
+	j.ckptProg, j.ckptEp = j.progress, j.epoch
+	if len(devs) == 0 {
+		j.devs, j.counts, j.nodes, j.typ = nil, nil, nil, ""
+		j.local, j.accum, j.batch, j.stall = 0, 0, 0, 0
+		j.rateValid = false
+		return
+	}
+	if t, ok := e.devType[devs[0]]; ok && typ == "" {
+		typ = t
+	}
+	j.typ = typ
+	j.rateValid = false
+	j.devs = slices.Clone(devs)
+	per := make(map[int]int)
+	for _, d := range devs {
+		per[e.devNode[d]]++
+	}
+	j.nodes = slices.Sorted(maps.Keys(per))
+	j.counts = j.counts[:0]
+	for _, n := range j.nodes {
+		j.counts = append(j.counts, per[n])
+	}
+	j.maxSeen = max(j.maxSeen, len(devs))
+	j.allocs++
+	if !j.started {
+		j.started, j.startAt = true, e.now
+		e.bootstrap(j)
+	}
+	j.stall = j.app.RestartDelay.Seconds()
+	e.chooseBatch(j, plan)
+}
+
+// bootstrap profiles a newly started adaptive job on one device of every
+// type, as Sia does, when per-type models are on.
+func (e *engine) bootstrap(j *job) {
+	if e.cfg.Mode != Adaptive || !e.cfg.PerType {
+		return
+	}
+	for _, t := range e.jobTypes(j) {
+		lo, hi, _ := j.app.LocalRange(t)
+		m := e.typeModelOf(j, t)
+		for _, l := range []int{lo, max(lo, (lo+hi)/2), hi} {
+			s, y, ok := j.app.StepTime(t, []int{1}, float64(l))
+			if ok {
+				m.observe(1, 1, l, s, y)
+			}
+		}
+	}
+}
+
+func (e *engine) typeModelOf(j *job, t accel.TypeKey) *typeModel {
+	if !e.cfg.PerType {
+		if j.blind == nil {
+			j.blind = newTypeModel(e.limitsFor(j, j.app.DefaultType()))
+		}
+		return j.blind
+	}
+	if j.models == nil {
+		j.models = map[accel.TypeKey]*typeModel{}
+	}
+	if j.models[t] == nil {
+		j.models[t] = newTypeModel(e.limitsFor(j, t))
+	}
+	return j.models[t]
+}
+
+// chooseBatch sets the per-device batch and accumulation steps for the
+// job's allocation: the batch plan of its goodput model for adaptive
+// jobs (Pollux's rule before the first fit), the fixed batch otherwise.
+func (e *engine) chooseBatch(j *job, plan goodput.BatchPlan) {
+	replicas := len(j.devs)
+	if replicas == 0 {
+		return
+	}
+	lo, hi, ok := j.app.LocalRange(j.typ)
+	if !ok {
+		lo, hi = j.app.MinLocal, j.app.MaxLocal
+	}
+	if e.cfg.Mode == Adaptive && j.app.FixedBatch == 0 {
+		if plan.Local <= 0 {
+			plan = e.replan(j)
+		}
+		if plan.Local > 0 {
+			j.local, j.accum = min(max(plan.Local, lo), hi), plan.Accum
+			j.batch = j.local * replicas * (j.accum + 1)
+			return
+		}
+		b := max(j.app.InitBatch, lo*replicas)
+		j.local, j.accum = splitBatch(b, replicas, lo, hi, j.app.MaxBatch, replicas == 1 && b > j.app.InitBatch)
+		j.batch = j.local * replicas * (j.accum + 1)
+		return
+	}
+	b := j.fixedBatch()
+	maxB := max(j.app.MaxBatch, b)
+	j.local, j.accum = splitBatch(b, replicas, lo, hi, maxB, replicas == 1 && b > j.app.InitBatch)
+	j.batch = j.local * replicas * (j.accum + 1)
+}
+
+// replan asks the job's own model for the best batch on its allocation.
+func (e *engine) replan(j *job) goodput.BatchPlan {
+	var m *typeModel
+	if e.cfg.PerType {
+		m = j.models[j.typ]
+	} else {
+		m = j.blind
+	}
+	if m == nil {
+		return goodput.BatchPlan{}
+	}
+	m.refit()
+	if m.params == nil {
+		return goodput.BatchPlan{}
+	}
+	return e.modelOf(j, m).Optimize(len(j.nodes), len(j.devs))
+}
