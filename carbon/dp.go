@@ -1,0 +1,225 @@
+package carbon
+
+import (
+	"fmt"
+	"math"
+)
+
+// maxDPCells bounds the DP tables so a huge instance fails cleanly
+// instead of exhausting memory.
+const maxDPCells = 60_000_000
+
+// quanta returns the work quantum and the number of quanta the job needs.
+func (p *problem) quanta() (delta float64, need int) {
+	res := p.opts.Resolution
+	if res == 0 {
+		res = 2000
+	}
+	top := p.work[len(p.work)-1]
+	delta = max(p.need/float64(res), top/256)
+	need = int(math.Ceil(p.need/delta - 1e-9))
+	return delta, max(need, 1)
+}
+
+// dp solves the plan by dynamic programming over slots and quantised work.
+// Work per scale is rounded down to whole quanta, so the plan is never
+// short; trim then removes the excess.
+func (p *problem) dp() ([]alloc, error) {
+	var a []alloc
+	var err error
+	if p.opts.ChangeCostG > 0 {
+		a, err = p.dpChanges()
+	} else {
+		a, err = p.dpFractional()
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.trim(a)
+	return a, nil
+}
+
+type dpChoice struct {
+	prevQ int32
+	j     int8  // level index taken in this slot
+	frac  int32 // quanta of a fractional step on piece j, 0 for a whole level
+	fromA bool  // for layer B: came from layer A (the fractional slot)
+}
+
+// dpFractional allows, besides whole scales, one slot that runs part way
+// between two neighbouring scales (the exact optimum has at most one).
+func (p *problem) dpFractional() ([]alloc, error) {
+	n, L := len(p.ci), len(p.levels)
+	delta, Q := p.quanta()
+	if int64(n)*int64(Q+1)*2 > maxDPCells {
+		return nil, fmt.Errorf("%w: DP table of %d slots × %d quanta is too large; lower PlanOptions.Resolution", ErrInvalid, n, Q+1)
+	}
+	qk := make([]int, L)
+	for j := range L {
+		qk[j] = int(math.Floor(p.work[j]/delta + 1e-9))
+	}
+	inf := math.Inf(1)
+	A, B := make([]float64, Q+1), make([]float64, Q+1)
+	nA, nB := make([]float64, Q+1), make([]float64, Q+1)
+	for q := range A {
+		A[q], B[q] = inf, inf
+	}
+	A[0] = 0
+	chA := make([][]dpChoice, n)
+	chB := make([][]dpChoice, n)
+	for t := range n {
+		chA[t] = make([]dpChoice, Q+1)
+		chB[t] = make([]dpChoice, Q+1)
+		for q := range nA {
+			nA[q], nB[q] = inf, inf
+		}
+		ci := p.ci[t]
+		for q := 0; q <= Q; q++ {
+			if A[q] < inf {
+				for j := range L {
+					nq := min(q+qk[j], Q)
+					if c := A[q] + ci*p.kwh[j]; c < nA[nq] {
+						nA[nq] = c
+						chA[t][nq] = dpChoice{prevQ: int32(q), j: int8(j)}
+					}
+				}
+				// One fractional step on piece j-1 -> j.
+				for j := 1; j < L; j++ {
+					lo, hi := p.work[j-1]/delta, p.work[j]/delta
+					if hi-lo <= 0 {
+						continue
+					}
+					slope := (p.kwh[j] - p.kwh[j-1]) / (p.work[j] - p.work[j-1])
+					for f := int(math.Floor(lo)) + 1; float64(f) < hi; f++ {
+						nq := min(q+f, Q)
+						kwh := p.kwh[j-1] + (float64(f)*delta-p.work[j-1])*slope
+						if c := A[q] + ci*kwh; c < nB[nq] {
+							nB[nq] = c
+							chB[t][nq] = dpChoice{prevQ: int32(q), j: int8(j), frac: int32(f), fromA: true}
+						}
+						if nq == Q {
+							break
+						}
+					}
+				}
+			}
+			if B[q] < inf {
+				for j := range L {
+					nq := min(q+qk[j], Q)
+					if c := B[q] + ci*p.kwh[j]; c < nB[nq] {
+						nB[nq] = c
+						chB[t][nq] = dpChoice{prevQ: int32(q), j: int8(j)}
+					}
+				}
+			}
+		}
+		A, nA = nA, A
+		B, nB = nB, B
+	}
+	inB := B[Q] < A[Q]
+	if math.IsInf(min(A[Q], B[Q]), 1) {
+		return nil, &InfeasibleError{Need: p.need, Fits: float64(n) * p.work[L-1], Slots: n}
+	}
+	a := make([]alloc, n)
+	q := Q
+	for t := n - 1; t >= 0; t-- {
+		var c dpChoice
+		if inB {
+			c = chB[t][q]
+		} else {
+			c = chA[t][q]
+		}
+		j := int(c.j)
+		if c.frac > 0 {
+			w := float64(c.frac) * delta
+			f := (w - p.work[j-1]) / (p.work[j] - p.work[j-1])
+			a[t] = alloc{j: j, f: min(max(f, 0), 1)}
+		} else {
+			a[t] = alloc{j: j, f: 1}
+		}
+		if c.fromA {
+			inB = false
+		}
+		q = int(c.prevQ)
+	}
+	return a, nil
+}
+
+// dpChanges solves with a change cost: the state is (scale, quanta), whole
+// scales only.
+func (p *problem) dpChanges() ([]alloc, error) {
+	n, L := len(p.ci), len(p.levels)
+	delta, Q := p.quanta()
+	if int64(n)*int64(L)*int64(Q+1) > maxDPCells {
+		return nil, fmt.Errorf("%w: DP table of %d slots × %d scales × %d quanta is too large; lower PlanOptions.Resolution", ErrInvalid, n, L, Q+1)
+	}
+	qk := make([]int, L)
+	for j := range L {
+		qk[j] = int(math.Floor(p.work[j]/delta + 1e-9))
+	}
+	inf := math.Inf(1)
+	cc := p.opts.ChangeCostG
+	cur := make([][]float64, L)
+	next := make([][]float64, L)
+	for j := range L {
+		cur[j], next[j] = make([]float64, Q+1), make([]float64, Q+1)
+	}
+	// prev[t][j][q] is the level index in slot t-1 (-1 at t = 0) and
+	// prevQ[t][j][q] its quanta.
+	prev := make([][][]int8, n)
+	prevQ := make([][][]int32, n)
+	for t := range n {
+		prev[t] = make([][]int8, L)
+		prevQ[t] = make([][]int32, L)
+		for j := range L {
+			prev[t][j] = make([]int8, Q+1)
+			prevQ[t][j] = make([]int32, Q+1)
+			for q := range next[j] {
+				next[j][q] = inf
+			}
+		}
+		ci := p.ci[t]
+		for j := range L {
+			step := ci * p.kwh[j]
+			if t == 0 {
+				nq := min(qk[j], Q)
+				next[j][nq] = step + cc*float64(changeCost(p.opts.InitialScale, p.levels[j]))
+				prev[t][j][nq] = -1
+				continue
+			}
+			for i := range L {
+				move := step + cc*float64(changeCost(p.levels[i], p.levels[j]))
+				row := cur[i]
+				for q := 0; q <= Q; q++ {
+					if row[q] == inf {
+						continue
+					}
+					nq := min(q+qk[j], Q)
+					if c := row[q] + move; c < next[j][nq] {
+						next[j][nq] = c
+						prev[t][j][nq] = int8(i)
+						prevQ[t][j][nq] = int32(q)
+					}
+				}
+			}
+		}
+		cur, next = next, cur
+	}
+	bj, best := -1, inf
+	for j := range L {
+		if cur[j][Q] < best {
+			bj, best = j, cur[j][Q]
+		}
+	}
+	if bj < 0 {
+		return nil, &InfeasibleError{Need: p.need, Fits: float64(n) * p.work[L-1], Slots: n}
+	}
+	a := make([]alloc, n)
+	q, j := Q, bj
+	for t := n - 1; t >= 0; t-- {
+		a[t] = alloc{j: j, f: 1}
+		pj, pq := int(prev[t][j][q]), int(prevQ[t][j][q])
+		j, q = pj, pq
+	}
+	return a, nil
+}

@@ -1,0 +1,498 @@
+package carbon
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Method selects how Plan solves the allocation.
+type Method int
+
+// Methods.
+const (
+	// Auto uses Greedy when the curve is concave over [MinScale, MaxScale]
+	// and there is no ChangeCostG, and DP otherwise.
+	Auto Method = iota
+	// Greedy is CarbonScaler's marginal allocation: repeatedly add the
+	// (slot, next scale) step with the most work per gram. Exact for
+	// concave curves without change costs; a heuristic otherwise.
+	Greedy
+	// DP is dynamic programming over slots and quantised work (and scale,
+	// when changes cost). Near-exact for any curve; slower.
+	DP
+)
+
+// String returns "auto", "greedy" or "dp".
+func (m Method) String() string {
+	switch m {
+	case Greedy:
+		return "greedy"
+	case DP:
+		return "dp"
+	}
+	return "auto"
+}
+
+// PlanOptions tune the planners. The zero value is valid: scales 1 to
+// the curve's maximum, PUE 1, no change cost, Auto method.
+type PlanOptions struct {
+	// MinScale is the smallest scale at which the job may run (it may
+	// also be suspended, scale 0). Zero means 1.
+	MinScale int
+	// MaxScale is the largest scale. Zero means the curve's maximum.
+	MaxScale int
+	// PUE multiplies IT energy into facility energy. Zero means 1; below 1
+	// is an error.
+	PUE float64
+	// ChangeCostG is the carbon, in grams, charged per device added when
+	// the job grows or resumes, and per device removed when it shrinks
+	// while still running (suspending and finishing are free): a stand-in
+	// for checkpoint and restart overhead. Zero means scale changes are
+	// free. A positive value makes Auto use DP.
+	ChangeCostG float64
+	// InitialScale is the job's scale before the first slot, for
+	// ChangeCostG. Zero means not running.
+	InitialScale int
+	// Method selects the solver; zero means Auto.
+	Method Method
+	// Resolution is the number of work quanta DP uses for the whole job;
+	// zero means 2000. Higher is closer to exact and slower.
+	Resolution int
+}
+
+// Slot is the plan for one time slot: run at Scale for Fraction of the
+// slot and at Lower for the rest (Lower is Scale-1, the previous allowed
+// scale, or 0, suspended). At most a few slots of a plan are fractional.
+type Slot struct {
+	// Start is the beginning of the slot.
+	Start time.Time
+	// Scale is the scale to provision in this slot; 0 means suspended.
+	Scale int
+	// Lower is the scale for the part of the slot after Fraction.
+	Lower int
+	// Fraction of the slot spent at Scale, in (0, 1]; 1 when Scale is 0.
+	Fraction float64
+	// IntensityGPerKWh is the forecast intensity the plan used.
+	IntensityGPerKWh float64
+	// Work done in the slot, in the curve's work units.
+	Work float64
+	// EnergyJoules is the IT energy in the slot (before PUE).
+	EnergyJoules float64
+	// CarbonG is the forecast emissions in the slot, PUE included.
+	CarbonG float64
+}
+
+// Schedule is a plan: one Slot per slot from the forecast's start to the
+// deadline. It is a plain value.
+type Schedule struct {
+	// Start and Step locate the slots.
+	Start time.Time
+	Step  time.Duration
+	// Slots has one entry per slot, including suspended ones.
+	Slots []Slot
+	// Work is the total planned work (at least what was asked).
+	Work float64
+	// EnergyJoules is the total IT energy.
+	EnergyJoules float64
+	// CarbonG is the forecast emissions, PUE included.
+	CarbonG float64
+	// ChangeCostG is the total change cost charged under
+	// PlanOptions.ChangeCostG (not included in CarbonG).
+	ChangeCostG float64
+	// Changes counts scale changes while running, resumes and starts.
+	Changes int
+	// Method is the solver that produced the plan.
+	Method Method
+	// Concave reports whether the curve was concave over the scales used.
+	Concave bool
+}
+
+// Finish returns the end of the last slot with work, or Start when the
+// plan does nothing.
+func (s Schedule) Finish() time.Time {
+	for i := len(s.Slots) - 1; i >= 0; i-- {
+		if s.Slots[i].Scale > 0 {
+			return s.Slots[i].Start.Add(s.Step)
+		}
+	}
+	return s.Start
+}
+
+// Scales returns the provisioned scale of each slot.
+func (s Schedule) Scales() []int {
+	out := make([]int, len(s.Slots))
+	for i, sl := range s.Slots {
+		out[i] = sl.Scale
+	}
+	return out
+}
+
+// problem is a validated planning instance.
+type problem struct {
+	start  time.Time
+	step   time.Duration
+	sec    float64   // slot length in seconds
+	ci     []float64 // g/kWh per slot
+	curve  Curve
+	levels []int     // allowed scales: 0, min, ..., max
+	work   []float64 // work per slot at each allowed scale
+	kwh    []float64 // facility kWh per slot at each allowed scale (PUE in)
+	need   float64
+	opts   PlanOptions
+	pue    float64
+}
+
+func newProblem(forecast Series, c Curve, work float64, deadline time.Time, opts PlanOptions) (*problem, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := forecast.Validate(); err != nil {
+		return nil, fmt.Errorf("forecast: %w", err)
+	}
+	if math.IsNaN(work) || math.IsInf(work, 0) || work <= 0 {
+		return nil, fmt.Errorf("%w: work %v must be positive and finite", ErrInvalid, work)
+	}
+	minS, maxS := opts.MinScale, opts.MaxScale
+	if minS == 0 {
+		minS = 1
+	}
+	if maxS == 0 {
+		maxS = c.MaxScale()
+	}
+	if minS < 1 || maxS > c.MaxScale() || minS > maxS {
+		return nil, fmt.Errorf("%w: PlanOptions.MinScale %d, MaxScale %d for a curve of %d levels", ErrInvalid, opts.MinScale, opts.MaxScale, c.MaxScale())
+	}
+	if opts.InitialScale < 0 {
+		return nil, fmt.Errorf("%w: PlanOptions.InitialScale %d", ErrInvalid, opts.InitialScale)
+	}
+	pue := opts.PUE
+	if pue == 0 {
+		pue = 1
+	}
+	if math.IsNaN(pue) || math.IsInf(pue, 0) || pue < 1 {
+		return nil, fmt.Errorf("%w: PlanOptions.PUE %v must be at least 1", ErrInvalid, opts.PUE)
+	}
+	if math.IsNaN(opts.ChangeCostG) || math.IsInf(opts.ChangeCostG, 0) || opts.ChangeCostG < 0 {
+		return nil, fmt.Errorf("%w: PlanOptions.ChangeCostG %v", ErrInvalid, opts.ChangeCostG)
+	}
+	if opts.Method < Auto || opts.Method > DP {
+		return nil, fmt.Errorf("%w: PlanOptions.Method %d", ErrInvalid, opts.Method)
+	}
+	if opts.Resolution < 0 || opts.Resolution > 1_000_000 {
+		return nil, fmt.Errorf("%w: PlanOptions.Resolution %d", ErrInvalid, opts.Resolution)
+	}
+	ci, err := forecast.gramsPerKWh()
+	if err != nil {
+		return nil, err
+	}
+	if !deadline.After(forecast.Start) {
+		return nil, &InfeasibleError{Need: work}
+	}
+	n := int(deadline.Sub(forecast.Start) / forecast.Step)
+	if n > len(ci) {
+		return nil, fmt.Errorf("%w: forecast ends at %v, before the deadline %v", ErrRange, forecast.End(), deadline)
+	}
+	p := &problem{
+		start: forecast.Start, step: forecast.Step, sec: forecast.Step.Seconds(),
+		ci: ci[:n], curve: c, need: work, opts: opts, pue: pue,
+	}
+	p.levels = append(p.levels, 0)
+	for k := minS; k <= maxS; k++ {
+		p.levels = append(p.levels, k)
+	}
+	for _, k := range p.levels {
+		p.work = append(p.work, c.WorkPerSecond[k]*p.sec)
+		p.kwh = append(p.kwh, c.Watts[k]*p.sec/3.6e6*pue)
+	}
+	fits := float64(n) * p.work[len(p.work)-1]
+	if fits < work*(1-1e-12) {
+		return nil, &InfeasibleError{Need: work, Fits: fits, Slots: n}
+	}
+	return p, nil
+}
+
+// alloc is a slot's allocation as indices into problem.levels: upper
+// level j for fraction f, level j-1 for the rest; j = 0 is suspended.
+type alloc struct {
+	j int
+	f float64
+}
+
+// Plan is the marginal planner of CarbonScaler: it decides the scale of an
+// elastic job in each slot of forecast, from forecast.Start until the
+// deadline (whole slots only), so that the job does work units of work at
+// the least forecast carbon. With a concave curve and no change cost the
+// greedy over (slot, scale) by marginal work per gram is exact; otherwise
+// Auto falls back to DP. The forecast must be in a unit convertible to
+// g/kWh. An impossible deadline returns an *InfeasibleError (wrapping
+// ErrInfeasible) that says how much work fits.
+func Plan(forecast Series, c Curve, work float64, deadline time.Time, opts PlanOptions) (Schedule, error) {
+	p, err := newProblem(forecast, c, work, deadline, opts)
+	if err != nil {
+		return Schedule{}, err
+	}
+	concave := c.Concave(p.levels[1], p.levels[len(p.levels)-1])
+	m := opts.Method
+	if m == Auto {
+		m = Greedy
+		if !concave || opts.ChangeCostG > 0 {
+			m = DP
+		}
+	}
+	var a []alloc
+	if m == Greedy {
+		a, err = p.greedy()
+	} else {
+		a, err = p.dp()
+	}
+	if err != nil {
+		return Schedule{}, err
+	}
+	s := p.schedule(a)
+	s.Method, s.Concave = m, concave
+	return s, nil
+}
+
+// slotWork returns the work of allocation x.
+func (p *problem) slotWork(x alloc) float64 {
+	if x.j == 0 {
+		return 0
+	}
+	return p.work[x.j-1] + x.f*(p.work[x.j]-p.work[x.j-1])
+}
+
+func (p *problem) slotKWh(x alloc) float64 {
+	if x.j == 0 {
+		return 0
+	}
+	return p.kwh[x.j-1] + x.f*(p.kwh[x.j]-p.kwh[x.j-1])
+}
+
+// schedule turns allocations into a Schedule.
+func (p *problem) schedule(a []alloc) Schedule {
+	s := Schedule{Start: p.start, Step: p.step, Slots: make([]Slot, len(a))}
+	for t, x := range a {
+		sl := Slot{Start: p.start.Add(time.Duration(t) * p.step), IntensityGPerKWh: p.ci[t], Fraction: 1}
+		if x.j > 0 {
+			sl.Scale, sl.Lower, sl.Fraction = p.levels[x.j], p.levels[x.j], x.f
+			if x.f < 1 {
+				sl.Lower = p.levels[x.j-1]
+			}
+		}
+		sl.Work = p.slotWork(x)
+		kwh := p.slotKWh(x)
+		sl.EnergyJoules = kwh / p.pue * 3.6e6
+		sl.CarbonG = kwh * p.ci[t]
+		s.Slots[t] = sl
+		s.Work += sl.Work
+		s.EnergyJoules += sl.EnergyJoules
+		s.CarbonG += sl.CarbonG
+	}
+	s.Changes, s.ChangeCostG = changes(s.Slots, p.opts.InitialScale, p.opts.ChangeCostG)
+	return s
+}
+
+// changeCost is the charge for going from scale a to scale b.
+func changeCost(a, b int) int {
+	if b == 0 || a == b {
+		return 0
+	}
+	if b > a {
+		return b - a
+	}
+	return a - b
+}
+
+// changes counts scale changes (in the order Scale, then Lower within a
+// slot) and their cost.
+func changes(slots []Slot, initial int, perDevice float64) (int, float64) {
+	n, units := 0, 0
+	cur := initial
+	step := func(next int) {
+		if d := changeCost(cur, next); d > 0 {
+			n++
+			units += d
+		}
+		cur = next
+	}
+	for _, sl := range slots {
+		step(sl.Scale)
+		if sl.Fraction < 1 {
+			step(sl.Lower)
+		}
+	}
+	return n, float64(units) * perDevice
+}
+
+// greedy is CarbonScaler's marginal allocation with a fractional last
+// step: a max-heap of slots keyed by the work per gram of each slot's next
+// scale step.
+func (p *problem) greedy() ([]alloc, error) {
+	n, L := len(p.ci), len(p.levels)
+	a := make([]alloc, n)
+	score := func(t int) float64 {
+		j := a[t].j + 1
+		dw, dk := p.work[j]-p.work[j-1], (p.kwh[j]-p.kwh[j-1])*p.ci[t]
+		switch {
+		case dw <= 0:
+			return 0
+		case dk <= 0:
+			return math.Inf(1)
+		}
+		return dw / dk
+	}
+	h := slotHeap{key: make([]float64, n)}
+	for t := range n {
+		h.key[t] = score(t)
+		h.items = append(h.items, t)
+	}
+	h.init()
+	remaining := p.need
+	eps := p.need * 1e-12
+	for remaining > eps {
+		if len(h.items) == 0 {
+			return nil, &InfeasibleError{Need: p.need, Fits: p.need - remaining, Slots: n}
+		}
+		t := h.pop()
+		j := a[t].j + 1
+		dw := p.work[j] - p.work[j-1]
+		if dw >= remaining && dw > 0 {
+			a[t] = alloc{j: j, f: remaining / dw}
+			remaining = 0
+			break
+		}
+		a[t] = alloc{j: j, f: 1}
+		remaining -= dw
+		if j+1 < L {
+			h.key[t] = score(t)
+			h.push(t)
+		}
+	}
+	return a, nil
+}
+
+// slotHeap is a binary max-heap of slot indices by key, ties to the
+// earlier slot.
+type slotHeap struct {
+	items []int
+	key   []float64
+}
+
+func (h *slotHeap) less(i, j int) bool { // i before j
+	a, b := h.items[i], h.items[j]
+	if h.key[a] != h.key[b] {
+		return h.key[a] > h.key[b]
+	}
+	return a < b
+}
+
+func (h *slotHeap) init() {
+	for i := len(h.items)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *slotHeap) push(t int) {
+	h.items = append(h.items, t)
+	i := len(h.items) - 1
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			break
+		}
+		h.items[i], h.items[parent] = h.items[parent], h.items[i]
+		i = parent
+	}
+}
+
+func (h *slotHeap) pop() int {
+	top := h.items[0]
+	last := len(h.items) - 1
+	h.items[0] = h.items[last]
+	h.items = h.items[:last]
+	if last > 0 {
+		h.down(0)
+	}
+	return top
+}
+
+func (h *slotHeap) down(i int) {
+	n := len(h.items)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		best := l
+		if r := l + 1; r < n && h.less(r, l) {
+			best = r
+		}
+		if !h.less(best, i) {
+			return
+		}
+		h.items[i], h.items[best] = h.items[best], h.items[i]
+		i = best
+	}
+}
+
+// trim removes planned work beyond need, cutting first where the top
+// scale step costs the most carbon per unit of work.
+func (p *problem) trim(a []alloc) {
+	total := 0.0
+	for _, x := range a {
+		total += p.slotWork(x)
+	}
+	excess := total - p.need
+	for excess > p.need*1e-12 {
+		best, bestRate := -1, -1.0
+		for t, x := range a {
+			if x.j == 0 {
+				continue
+			}
+			dw := p.work[x.j] - p.work[x.j-1]
+			if dw <= 0 {
+				// A step that adds no work is pure cost: drop it first.
+				best, bestRate = t, math.Inf(1)
+				break
+			}
+			r := (p.kwh[x.j] - p.kwh[x.j-1]) * p.ci[t] / dw
+			if r > bestRate {
+				best, bestRate = t, r
+			}
+		}
+		if best < 0 {
+			return
+		}
+		x := a[best]
+		dw := p.work[x.j] - p.work[x.j-1]
+		have := x.f * dw
+		if dw <= 0 || have <= excess {
+			excess -= have
+			a[best] = alloc{j: x.j - 1, f: 1}
+			continue
+		}
+		a[best].f = (have - excess) / dw
+		excess = 0
+	}
+}
+
+// SortedSlots returns the indices of values in ascending order, ties to
+// the earlier index.
+func sortedSlots(ci []float64) []int {
+	idx := make([]int, len(ci))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case ci[a] < ci[b]:
+			return -1
+		case ci[a] > ci[b]:
+			return 1
+		}
+		return 0
+	})
+	return idx
+}
