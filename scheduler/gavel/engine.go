@@ -1,0 +1,372 @@
+package gavel
+
+import (
+	"context"
+	"math"
+	"slices"
+)
+
+// engine solves one structured LP by column generation over device prices:
+//
+//	maximise  θ·[useTheta] + Σ_m Σ_j v[m][j]·x[m][j]
+//	s.t.      Σ_j a[m][j]·x[m][j] ≥ F[m] + θ·D[m]      (demand of job m)
+//	          Σ_j x[m][j] ≤ 1,  x ≥ 0                    (time of job m)
+//	          Σ_m s[m]·x[m][j] ≤ cap[j]                  (devices of type j)
+//	          θ ≥ 0
+//
+// Only the K capacity rows couple the jobs. For device prices λ ≥ 0 each
+// job's cheapest way to meet a demand d is read off the lower convex hull
+// of the points (a[m][j], λ_j·s[m] − v[m][j]) and the origin, so the
+// Lagrangian L(λ) = λ·cap + max_θ [θ − Σ_m h_m(F[m]+θ·D[m])] is exact and
+// cheap (a sweep over the hull breakpoints), and every L(λ) is a proven
+// upper bound. The restricted master keeps convex combinations of the
+// priced responses (K+1 rows), whose value is a feasible lower bound; its
+// duals give the next prices (Kelley's cutting planes on L).
+type engine struct {
+	n, k     int
+	a        []float64 // n*k
+	s        []float64 // n
+	capac    []float64 // k
+	v        []float64 // n*k or nil
+	f, d     []float64 // n
+	useTheta bool
+
+	// hull scratch: per job up to k+1 vertices.
+	hn  []int32
+	ht  []float64
+	hc  []float64
+	hty []int32
+	ev  []event
+
+	order  []int32 // n*k usable types per job by throughput
+	norder []int32
+}
+
+type event struct {
+	theta, delta float64
+}
+
+
+func newEngine(n, k int, a, s, capac, v, f, d []float64, useTheta bool) *engine {
+	return &engine{n: n, k: k, a: a, s: s, capac: capac, v: v, f: f, d: d, useTheta: useTheta,
+		hn: make([]int32, n), ht: make([]float64, n*(k+1)), hc: make([]float64, n*(k+1)),
+		hty: make([]int32, n*(k+1))}
+}
+
+// sortTypes records, per job, its usable types in order of throughput
+// (then type index): the order the hull sweep visits them. It does not
+// depend on prices, so it is computed once per engine.
+func (e *engine) sortTypes() {
+	k := e.k
+	e.order = make([]int32, e.n*k)
+	e.norder = make([]int32, e.n)
+	for m := range e.n {
+		row := e.a[m*k : m*k+k]
+		o := e.order[m*k : m*k+k]
+		c := 0
+		for j, t := range row {
+			if t > 0 {
+				o[c] = int32(j)
+				c++
+			}
+		}
+		for i := 1; i < c; i++ {
+			for j := i; j > 0 && (row[o[j]] < row[o[j-1]] || row[o[j]] == row[o[j-1]] && o[j] < o[j-1]); j-- {
+				o[j], o[j-1] = o[j-1], o[j]
+			}
+		}
+		e.norder[m] = int32(c)
+	}
+}
+
+// hulls computes every job's cost curve for prices lambda.
+func (e *engine) hulls(lambda []float64) {
+	k := e.k
+	if e.order == nil {
+		e.sortTypes()
+	}
+	for m := range e.n {
+		row := e.a[m*k : m*k+k]
+		o := e.order[m*k : m*k+int(e.norder[m])]
+		sm := e.s[m]
+		var vrow []float64
+		if e.v != nil {
+			vrow = e.v[m*k : m*k+k]
+		}
+		cost := func(j int32) float64 {
+			c := lambda[j] * sm
+			if vrow != nil {
+				c -= vrow[j]
+			}
+			return c
+		}
+		// The cheapest point (ties: larger throughput, then lower index).
+		bt, bc, bj := 0.0, 0.0, int32(-1)
+		for _, j := range o {
+			if c := cost(j); c < bc || c == bc && row[j] > bt {
+				bt, bc, bj = row[j], c, j
+			}
+		}
+		base := m * (k + 1)
+		ht, hc, hty := e.ht[base:base+k+1], e.hc[base:base+k+1], e.hty[base:base+k+1]
+		ht[0], hc[0], hty[0] = bt, bc, bj
+		L := 1
+		for _, j := range o {
+			qt := row[j]
+			if qt <= bt {
+				continue
+			}
+			qc := cost(j)
+			if L >= 2 && qt == ht[L-1] {
+				if qc >= hc[L-1] {
+					continue // same throughput, not cheaper
+				}
+				L--
+			}
+			for L >= 2 {
+				t1, c1, t2, c2 := ht[L-2], hc[L-2], ht[L-1], hc[L-1]
+				if (c2-c1)*(qt-t2) >= (qc-c2)*(t2-t1) {
+					L--
+					continue
+				}
+				break
+			}
+			ht[L], hc[L], hty[L] = qt, qc, j
+			L++
+		}
+		e.hn[m] = int32(L)
+	}
+}
+
+// respond returns job m's cheapest mix for demand dm: up to two types with
+// their time fractions (type −1 = none), and its cost.
+func (e *engine) respond(m int, dm float64) (j1 int32, f1 float64, j2 int32, f2 float64, cost float64) {
+	base := m * (e.k + 1)
+	L := int(e.hn[m])
+	ht, hc, hty := e.ht[base:base+L], e.hc[base:base+L], e.hty[base:base+L]
+	if dm <= ht[0] {
+		switch {
+		case hty[0] < 0 || dm <= 0 && hc[0] >= 0:
+			return -1, 0, -1, 0, 0
+		case hc[0] < 0:
+			return hty[0], 1, -1, 0, hc[0]
+		default:
+			return hty[0], dm / ht[0], -1, 0, 0
+		}
+	}
+	i := 1
+	for i < L-1 && dm > ht[i] {
+		i++
+	}
+	if i >= L { // only the cheapest point exists: clamp
+		return hty[0], 1, -1, 0, hc[0]
+	}
+	al := (dm - ht[i-1]) / (ht[i] - ht[i-1])
+	al = min(max(al, 0), 1)
+	cost = (1-al)*hc[i-1] + al*hc[i]
+	if hty[i-1] < 0 {
+		return hty[i], al, -1, 0, cost
+	}
+	return hty[i-1], 1 - al, hty[i], al, cost
+}
+
+// maxTheta returns the level θ ≥ 0 that maximises θ − Σ_m h_m(F[m]+θ·D[m])
+// for the hulls last computed.
+func (e *engine) maxTheta() float64 {
+	if !e.useTheta {
+		return 0
+	}
+	k := e.k
+	ev := e.ev[:0]
+	slope := 0.0
+	thMax := math.Inf(1)
+	for m := range e.n {
+		dm := e.d[m]
+		if dm <= 0 {
+			continue
+		}
+		base := m * (k + 1)
+		L := int(e.hn[m])
+		ht, hc := e.ht[base:base+L], e.hc[base:base+L]
+		f := e.f[m]
+		thMax = min(thMax, max((ht[L-1]-f)/dm, 0))
+		prev := 0.0 // slope left of vertex i
+		for i := range L {
+			next := math.Inf(1)
+			if i+1 < L {
+				next = (hc[i+1] - hc[i]) / (ht[i+1] - ht[i])
+			}
+			if i+1 == L {
+				break
+			}
+			if ht[i] <= f { // vertex already passed at θ = 0
+				if ht[i+1] > f {
+					slope += dm * next
+				}
+			} else {
+				ev = append(ev, event{theta: (ht[i] - f) / dm, delta: dm * (next - prev)})
+			}
+			prev = next
+		}
+	}
+	e.ev = ev
+	if slope >= 1 || thMax <= 0 {
+		return 0
+	}
+	slices.SortFunc(ev, func(x, y event) int {
+		switch {
+		case x.theta < y.theta:
+			return -1
+		case x.theta > y.theta:
+			return 1
+		}
+		return 0
+	})
+	for _, q := range ev {
+		if q.theta >= thMax {
+			break
+		}
+		slope += q.delta
+		if slope >= 1 {
+			return q.theta
+		}
+	}
+	return thMax
+}
+
+// price computes the best response column for prices lambda: its level,
+// objective and device use, and the Lagrangian term phi = obj − λ·use.
+func (e *engine) price(lambda []float64) (c column, phi float64) {
+	e.hulls(lambda)
+	th := e.maxTheta()
+	c = column{theta: th, use: make([]float64, e.k), lambda: slices.Clone(lambda)}
+	if e.useTheta {
+		c.obj = th
+	}
+	for m := range e.n {
+		dm := e.f[m] + th*e.d[m]
+		j1, f1, j2, f2, _ := e.respond(m, dm)
+		if j1 >= 0 {
+			c.use[j1] += e.s[m] * f1
+			if e.v != nil {
+				c.obj += e.v[m*e.k+int(j1)] * f1
+			}
+		}
+		if j2 >= 0 {
+			c.use[j2] += e.s[m] * f2
+			if e.v != nil {
+				c.obj += e.v[m*e.k+int(j2)] * f2
+			}
+		}
+	}
+	phi = c.obj
+	for j, u := range c.use {
+		phi -= lambda[j] * u
+	}
+	return c, phi
+}
+
+// addX adds mu times column c's allocation into x (n*k).
+func (e *engine) addX(c *column, mu float64, x []float64) {
+	if c.x != nil {
+		for i, v := range c.x {
+			x[i] += mu * v
+		}
+		return
+	}
+	if c.lambda == nil {
+		return // the zero column
+	}
+	e.hulls(c.lambda)
+	for m := range e.n {
+		j1, f1, j2, f2, _ := e.respond(m, e.f[m]+c.theta*e.d[m])
+		if j1 >= 0 {
+			x[m*e.k+int(j1)] += mu * f1
+		}
+		if j2 >= 0 {
+			x[m*e.k+int(j2)] += mu * f2
+		}
+	}
+}
+
+// explicitColumn wraps an allocation x (n*k) that meets the demand rows at
+// level theta as a master column.
+func (e *engine) explicitColumn(x []float64, theta float64) column {
+	c := column{x: x, theta: theta, use: make([]float64, e.k)}
+	if e.useTheta {
+		c.obj = theta
+	}
+	for m := range e.n {
+		for j := range e.k {
+			v := x[m*e.k+j]
+			c.use[j] += e.s[m] * v
+			if e.v != nil {
+				c.obj += e.v[m*e.k+j] * v
+			}
+		}
+	}
+	return c
+}
+
+// cgResult is the outcome of one column-generation run.
+type cgResult struct {
+	x      []float64 // n*k
+	lb, ub float64   // feasible value of x's master point; proven bound
+	lambda []float64 // prices at the best bound
+	iters  int
+}
+
+// cgOptions bounds one run.
+type cgOptions struct {
+	tol       float64 // relative gap to stop at
+	maxIter   int
+	stopAbove float64 // stop once lb ≥ stopAbove (feasibility tests)
+	stopBelow float64 // stop once ub < stopBelow
+}
+
+// run performs column generation from the given starting columns (the
+// first must fit capacity).
+func (e *engine) run(ctx context.Context, init []column, o cgOptions) (cgResult, error) {
+	ms := newMaster(e.capac, init[0])
+	for _, c := range init[1:] {
+		ms.add(c)
+	}
+	lambda := make([]float64, e.k)
+	res := cgResult{ub: math.Inf(1), lambda: make([]float64, e.k)}
+	for it := 1; ; it++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if err := ms.solve(); err != nil {
+			return res, err
+		}
+		res.iters = it
+		res.lb = ms.value()
+		sigma := ms.prices(lambda)
+		col, phi := e.price(lambda)
+		var ub float64
+		for j, l := range lambda {
+			ub += l * e.capac[j]
+		}
+		ub += phi
+		if ub < res.ub {
+			res.ub = ub
+			copy(res.lambda, lambda)
+		}
+		gap := res.ub - res.lb
+		if gap <= o.tol*max(math.Abs(res.ub), math.Abs(res.lb), 1e-300) ||
+			res.lb >= o.stopAbove || res.ub < o.stopBelow ||
+			phi-sigma <= 1e-13*ms.scale || it >= o.maxIter {
+			break
+		}
+		ms.add(col)
+	}
+	res.ub = max(res.ub, res.lb)
+	res.x = make([]float64, e.n*e.k)
+	for i, mu := range ms.weights() {
+		if mu > 0 {
+			e.addX(&ms.cols[i], mu, res.x)
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,632 @@
+package gavel
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Settings tunes a solve. The zero value (or a nil *Settings) gives the
+// documented defaults.
+type Settings struct {
+	// Tolerance is the relative gap |Objective−Bound| / |Bound| at which a
+	// solve stops (0 = 1e-7). Finish-time fairness bisects to it too.
+	Tolerance float64
+	// MaxIterations bounds the pricing rounds of one column-generation
+	// run (0 = 2000). A solve that hits it still returns its feasible
+	// allocation, with the gap it reached.
+	MaxIterations int
+	// Partitions is POP's k: jobs are split at random into k groups, each
+	// solved with 1/k of every type, then the union is refined on the
+	// whole problem (0 = automatic: one group per 4096 jobs; 1 = off).
+	Partitions int
+	// Seed seeds POP's random split (the same seed gives the same split).
+	Seed uint64
+	// MaxLevels bounds the water-filling levels of MaxMinFairness with
+	// WaterFilling set (0 = 8); the last level freezes every job left.
+	MaxLevels int
+}
+
+func (s *Settings) orDefault() Settings {
+	var o Settings
+	if s != nil {
+		o = *s
+	}
+	if !(o.Tolerance > 0) {
+		o.Tolerance = 1e-7
+	}
+	if o.MaxIterations <= 0 {
+		o.MaxIterations = 2000
+	}
+	if o.MaxLevels <= 0 {
+		o.MaxLevels = 8
+	}
+	return o
+}
+
+// Solution is an optimal or near-optimal allocation with a proven bound.
+type Solution struct {
+	// X[m][j] is the fraction of time job m spends on type j.
+	X [][]float64
+	// Objective is the policy's objective achieved by X: the minimum
+	// normalised share (max-min), the largest ρ (finish-time fairness), the
+	// makespan in seconds (min makespan), or normalised steps per unit cost
+	// (cost).
+	Objective float64
+	// Bound is a proven bound on the optimum from duality: no allocation
+	// does better (an upper bound when maximising, lower when minimising).
+	Bound float64
+	// Gap is |Objective − Bound| / max(|Objective|, |Bound|).
+	Gap float64
+	// Iterations counts pricing rounds over all column-generation runs.
+	Iterations int
+	// Levels is the number of water-filling levels solved (1 otherwise).
+	Levels int
+	// Partitions is the number of POP groups used (1 = none).
+	Partitions int
+}
+
+// Objective is one of Gavel's policies: MaxMinFairness,
+// FinishTimeFairness, MinMakespan or MaxThroughputPerCost.
+type Objective interface {
+	// Name is a short identifier, such as "max-min".
+	Name() string
+	solve(ctx context.Context, p *Problem, s Settings) (Solution, error)
+}
+
+// Solve computes the allocation that optimises obj on p. It returns an
+// error wrapping ErrInvalid, ErrZeroRow, ErrNoDevices or ErrInfeasible for
+// bad input, or the context's error. Solve is safe for concurrent use: it
+// keeps no state between calls.
+func Solve(ctx context.Context, p Problem, obj Objective, s *Settings) (Solution, error) {
+	if obj == nil {
+		return Solution{}, fmt.Errorf("%w: nil Objective", ErrInvalid)
+	}
+	return obj.solve(ctx, &p, s.orDefault())
+}
+
+func gapOf(obj, bound float64) float64 {
+	d := math.Max(math.Abs(obj), math.Abs(bound))
+	if d == 0 {
+		return 0
+	}
+	return math.Abs(obj-bound) / d
+}
+
+// finishX clips a combined allocation into the feasible region (rounding
+// noise only) and returns it as rows.
+func finishX(in *instance, capac []float64, x []float64) [][]float64 {
+	n, k := in.n, in.k
+	use := make([]float64, k)
+	for m := range n {
+		var s float64
+		for j := range k {
+			v := x[m*k+j]
+			if v < 1e-15 || in.a[m*k+j] == 0 {
+				v = 0
+			}
+			x[m*k+j] = v
+			s += v
+		}
+		if s > 1 {
+			for j := range k {
+				x[m*k+j] /= s
+			}
+		}
+		for j := range k {
+			use[j] += in.scale[m] * x[m*k+j]
+		}
+	}
+	for j := range k {
+		if use[j] > capac[j] {
+			f := capac[j] / use[j]
+			for m := range n {
+				x[m*k+j] *= f
+			}
+		}
+	}
+	rows := make([][]float64, n)
+	for m := range n {
+		rows[m] = x[m*k : m*k+k : m*k+k]
+	}
+	return rows
+}
+
+// level returns min over jobs with d > 0 of (thr − f)/d for x.
+func level(in *instance, x []float64, f, d []float64) float64 {
+	lv := math.Inf(1)
+	for m := range in.n {
+		if d[m] <= 0 {
+			continue
+		}
+		var t float64
+		for j := range in.k {
+			t += in.a[m*in.k+j] * x[m*in.k+j]
+		}
+		fm := 0.0
+		if f != nil {
+			fm = f[m]
+		}
+		lv = min(lv, (t-fm)/d[m])
+	}
+	return max(lv, 0)
+}
+
+// equalX is the equal-share allocation as a flat n*k matrix.
+func equalX(in *instance) []float64 {
+	x := make([]float64, in.n*in.k)
+	for m := range in.n {
+		for j := range in.k {
+			if in.a[m*in.k+j] > 0 {
+				x[m*in.k+j] = in.eqX[j]
+			}
+		}
+	}
+	return x
+}
+
+// MaxMinFairness maximises the minimum over jobs of effective throughput
+// divided by the job's equal-share throughput and weight (Gavel's
+// max_min_fairness_perf, the heterogeneity-aware LAS). Objective is that
+// minimum share; 1 means every job does at least as well as under an equal
+// split of every type.
+type MaxMinFairness struct {
+	// HeterogeneityBlind solves with every usable throughput set to 1
+	// (Gavel's max_min_fairness); Objective is then measured on the blind
+	// problem. Use Problem.NormalizedShares to measure X on the real one.
+	HeterogeneityBlind bool
+	// WaterFilling, after the minimum is maximised, freezes the jobs that
+	// cannot do better and raises the others in turn (multi-level
+	// max-min). Objective and Bound still refer to the first level.
+	WaterFilling bool
+}
+
+// Name implements Objective.
+func (o MaxMinFairness) Name() string {
+	if o.HeterogeneityBlind {
+		return "max-min-blind"
+	}
+	return "max-min"
+}
+
+func (o MaxMinFairness) solve(ctx context.Context, p *Problem, s Settings) (Solution, error) {
+	q := *p
+	if o.HeterogeneityBlind {
+		q = p.Blind()
+	}
+	in, err := q.validate()
+	if err != nil {
+		return Solution{}, err
+	}
+	d := make([]float64, in.n)
+	for m := range in.n {
+		d[m] = in.w[m] * in.eq[m]
+	}
+	sol, lambda, err := solveLevel(ctx, in, d, s)
+	if err != nil || !o.WaterFilling {
+		return sol, err
+	}
+	return waterFill(ctx, in, d, sol, lambda, s)
+}
+
+// solveLevel maximises θ with demands θ·d, using POP for large inputs.
+func solveLevel(ctx context.Context, in *instance, d []float64, s Settings) (Solution, []float64, error) {
+	f := make([]float64, in.n)
+	e := newEngine(in.n, in.k, in.a, in.scale, in.capac, nil, f, d, true)
+	xeq := equalX(in)
+	init := []column{e.explicitColumn(xeq, level(in, xeq, nil, d))}
+	parts := s.Partitions
+	if parts == 0 {
+		parts = (in.n + 4095) / 4096
+	}
+	parts = min(parts, in.n)
+	iters := 0
+	var seeds [][]float64
+	if parts > 1 {
+		xp, lam, it, err := pop(ctx, in, d, parts, s)
+		if err != nil {
+			return Solution{}, nil, err
+		}
+		iters += it
+		init = append(init, e.explicitColumn(xp, level(in, xp, nil, d)))
+		seeds = append(seeds, lam)
+		// Put the better starting column first: the master starts from it.
+		if init[1].obj > init[0].obj {
+			init[0], init[1] = init[1], init[0]
+		}
+	}
+	res, err := e.runSeeded(ctx, init, seeds, cgOptions{tol: s.Tolerance, maxIter: s.MaxIterations,
+		stopAbove: math.Inf(1), stopBelow: math.Inf(-1)})
+	if err != nil {
+		return Solution{}, nil, err
+	}
+	iters += res.iters
+	x := finishX(in, in.capac, res.x)
+	obj := level(in, res.x, nil, d)
+	return Solution{X: x, Objective: obj, Bound: res.ub, Gap: gapOf(obj, res.ub),
+		Iterations: iters, Levels: 1, Partitions: parts}, res.lambda, nil
+}
+
+// runSeeded prices the seed price vectors first (adding their columns and
+// bounds), then runs column generation.
+func (e *engine) runSeeded(ctx context.Context, init []column, seeds [][]float64, o cgOptions) (cgResult, error) {
+	for _, lam := range seeds {
+		c, _ := e.price(lam)
+		init = append(init, c)
+	}
+	return e.run(ctx, init, o)
+}
+
+// pop solves k random groups of jobs, each with 1/k of every type, and
+// returns the union of their allocations and the mean group price scaled to
+// the whole problem.
+func pop(ctx context.Context, in *instance, d []float64, parts int, s Settings) ([]float64, []float64, int, error) {
+	rng := rand.New(rand.NewPCG(s.Seed, 0x9e3779b97f4a7c15))
+	perm := rng.Perm(in.n)
+	k := in.k
+	x := make([]float64, in.n*k)
+	lam := make([]float64, k)
+	capac := make([]float64, k)
+	for j := range k {
+		capac[j] = in.capac[j] / float64(parts)
+	}
+	iters := 0
+	for p := range parts {
+		lo, hi := p*in.n/parts, (p+1)*in.n/parts
+		jobs := perm[lo:hi]
+		nn := len(jobs)
+		a := make([]float64, nn*k)
+		sc := make([]float64, nn)
+		dd := make([]float64, nn)
+		for i, m := range jobs {
+			copy(a[i*k:i*k+k], in.a[m*k:m*k+k])
+			sc[i] = in.scale[m]
+			dd[i] = d[m]
+		}
+		e := newEngine(nn, k, a, sc, capac, nil, make([]float64, nn), dd, true)
+		// Each group's equal split of its share is the whole problem's, so the
+		// equal-share allocation restricted to the group fits 1/k of capacity
+		// only on average; start from zero instead.
+		zero := column{use: make([]float64, k)}
+		res, err := e.run(ctx, []column{zero}, cgOptions{tol: s.Tolerance, maxIter: s.MaxIterations,
+			stopAbove: math.Inf(1), stopBelow: math.Inf(-1)})
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		iters += res.iters
+		for i, m := range jobs {
+			copy(x[m*k:m*k+k], res.x[i*k:i*k+k])
+		}
+		for j := range k {
+			lam[j] += res.lambda[j] / float64(parts) / float64(parts)
+		}
+	}
+	return x, lam, iters, nil
+}
+
+// waterFill raises, level by level, the jobs that are not bottlenecked.
+func waterFill(ctx context.Context, in *instance, d []float64, first Solution, lambda []float64, s Settings) (Solution, error) {
+	n, k := in.n, in.k
+	f := make([]float64, n)
+	dd := append([]float64(nil), d...)
+	x := make([]float64, n*k)
+	for m, row := range first.X {
+		copy(x[m*k:], row)
+	}
+	sol := first
+	th := first.Objective
+	for lvl := 2; lvl <= s.MaxLevels+1; lvl++ {
+		// Freeze the jobs whose demand has a positive price at the optimum.
+		e := newEngine(n, k, in.a, in.scale, in.capac, nil, f, dd, true)
+		e.hulls(lambda)
+		frozen := 0
+		for _, strict := range []bool{true, false} {
+			for m := range n {
+				if dd[m] == 0 {
+					continue
+				}
+				if lvl > s.MaxLevels || e.bottleneck(m, f[m]+th*dd[m], strict) {
+					f[m] = th * dd[m]
+					dd[m] = 0
+					frozen++
+				}
+			}
+			if frozen > 0 {
+				break
+			}
+		}
+		active := 0
+		for m := range n {
+			if dd[m] > 0 {
+				active++
+			}
+		}
+		if frozen == 0 || active == 0 {
+			break
+		}
+		e = newEngine(n, k, in.a, in.scale, in.capac, nil, f, dd, true)
+		res, err := e.run(ctx, []column{e.explicitColumn(x, level(in, x, f, dd))},
+			cgOptions{tol: s.Tolerance, maxIter: s.MaxIterations, stopAbove: math.Inf(1), stopBelow: math.Inf(-1)})
+		if err != nil {
+			return Solution{}, err
+		}
+		sol.Iterations += res.iters
+		sol.Levels = lvl
+		x = res.x
+		lambda = res.lambda
+		th = level(in, x, f, dd)
+	}
+	sol.X = finishX(in, in.capac, x)
+	return sol, nil
+}
+
+// bottleneck reports whether raising job m's demand beyond dm costs
+// capacity at the prices of the last hulls: its cost curve has a positive
+// left slope at dm (strict) or a positive right slope (not strict).
+func (e *engine) bottleneck(m int, dm float64, strict bool) bool {
+	base := m * (e.k + 1)
+	L := int(e.hn[m])
+	ht, hc := e.ht[base:base+L], e.hc[base:base+L]
+	const eps = 1e-9
+	if dm >= ht[L-1]*(1-eps) {
+		return true // at its fastest mix
+	}
+	for i := 1; i < L; i++ {
+		if strict && dm > ht[i-1]*(1+eps) && dm <= ht[i]*(1+eps) ||
+			!strict && dm >= ht[i-1]*(1-eps) && dm < ht[i] {
+			return (hc[i]-hc[i-1])/(ht[i]-ht[i-1]) > eps
+		}
+	}
+	return false
+}
+
+// MinMakespan minimises the time until every job finishes (Gavel's
+// min_total_duration_perf), given Problem.StepsLeft. Objective is the
+// makespan in seconds if the allocation were kept until the end.
+type MinMakespan struct{}
+
+// Name implements Objective.
+func (MinMakespan) Name() string { return "makespan" }
+
+func (MinMakespan) solve(ctx context.Context, p *Problem, s Settings) (Solution, error) {
+	in, err := p.validate()
+	if err != nil {
+		return Solution{}, err
+	}
+	if p.StepsLeft == nil {
+		return Solution{}, fmt.Errorf("%w: MinMakespan needs StepsLeft", ErrInvalid)
+	}
+	var top float64
+	for _, v := range p.StepsLeft {
+		top = max(top, v)
+	}
+	if top == 0 {
+		return Solution{X: finishX(in, in.capac, make([]float64, in.n*in.k)), Levels: 1, Partitions: 1}, nil
+	}
+	d := make([]float64, in.n)
+	for m, v := range p.StepsLeft {
+		d[m] = v / top
+	}
+	sol, _, err := solveLevel(ctx, in, d, s)
+	if err != nil {
+		return Solution{}, err
+	}
+	th, ub := sol.Objective, sol.Bound
+	sol.Objective = top / th
+	sol.Bound = top / ub
+	sol.Gap = gapOf(sol.Objective, sol.Bound)
+	return sol, nil
+}
+
+// FinishTimeFairness minimises the largest finish-time fairness ρ (Themis,
+// Gavel's finish_time_fairness_perf):
+//
+//	ρ_m = (Elapsed_m + StepsLeft_m / throughput_m(X)) /
+//	      (IsolatedElapsed_m + StepsLeft_m / equal-share throughput_m)
+//
+// by bisection on ρ, each step a max-min feasibility test with a proof
+// either way. Needs Problem.StepsLeft and Problem.Elapsed. Objective is the
+// largest ρ under X; Bound a proven lower bound on the optimum.
+type FinishTimeFairness struct {
+	// IsolatedElapsed[m] is how long the work job m has done would have
+	// taken at its equal share (Gavel's cumulative isolated time); nil =
+	// Problem.Elapsed (the job got its fair share so far).
+	IsolatedElapsed []time.Duration
+}
+
+// Name implements Objective.
+func (FinishTimeFairness) Name() string { return "finish-time" }
+
+func (o FinishTimeFairness) solve(ctx context.Context, p *Problem, s Settings) (Solution, error) {
+	in, err := p.validate()
+	if err != nil {
+		return Solution{}, err
+	}
+	if p.StepsLeft == nil || p.Elapsed == nil {
+		return Solution{}, fmt.Errorf("%w: FinishTimeFairness needs StepsLeft and Elapsed", ErrInvalid)
+	}
+	if o.IsolatedElapsed != nil && len(o.IsolatedElapsed) != in.n {
+		return Solution{}, fmt.Errorf("%w: len(IsolatedElapsed) = %d, want %d", ErrInvalid, len(o.IsolatedElapsed), in.n)
+	}
+	n, k := in.n, in.k
+	el := make([]float64, n)
+	c := make([]float64, n)
+	lo := 0.0
+	for m := range n {
+		el[m] = p.Elapsed[m].Seconds()
+		iso := el[m]
+		if o.IsolatedElapsed != nil {
+			if o.IsolatedElapsed[m] < 0 {
+				return Solution{}, fmt.Errorf("%w: IsolatedElapsed[%d] = %v", ErrInvalid, m, o.IsolatedElapsed[m])
+			}
+			iso = o.IsolatedElapsed[m].Seconds()
+		}
+		c[m] = iso + p.StepsLeft[m]/in.eq[m]
+		if c[m] <= 0 {
+			return Solution{}, fmt.Errorf("%w: job %d has no elapsed time and no steps left", ErrInvalid, m)
+		}
+		var best float64
+		for j := range k {
+			best = max(best, in.a[m*k+j])
+		}
+		lo = max(lo, (el[m]+p.StepsLeft[m]/best)/c[m])
+	}
+	rho := func(x []float64) float64 {
+		r := 0.0
+		for m := range n {
+			var t float64
+			for j := range k {
+				t += in.a[m*k+j] * x[m*k+j]
+			}
+			v := el[m] / c[m]
+			if p.StepsLeft[m] > 0 {
+				v = (el[m] + p.StepsLeft[m]/t) / c[m]
+			}
+			r = max(r, v)
+		}
+		return r
+	}
+	best := equalX(in)
+	hi := rho(best)
+	f := make([]float64, n)
+	d := make([]float64, n)
+	iters := 0
+	for range 100 {
+		if (hi-lo)/hi <= s.Tolerance {
+			break
+		}
+		mid := (lo + hi) / 2
+		ok := true
+		for m := range n {
+			d[m] = 0
+			if p.StepsLeft[m] > 0 {
+				den := mid*c[m] - el[m]
+				if den <= 0 {
+					ok = false
+					break
+				}
+				d[m] = p.StepsLeft[m] / den
+			}
+		}
+		if !ok {
+			lo = mid
+			continue
+		}
+		e := newEngine(n, k, in.a, in.scale, in.capac, nil, f, d, true)
+		init := []column{e.explicitColumn(best, level(in, best, nil, d))}
+		res, err := e.run(ctx, init, cgOptions{tol: 1e-10, maxIter: s.MaxIterations, stopAbove: 1, stopBelow: 1})
+		if err != nil {
+			return Solution{}, err
+		}
+		iters += res.iters
+		switch {
+		case res.ub < 1:
+			lo = mid
+		case res.lb >= 1:
+			best = res.x
+			hi = min(mid, rho(best))
+		default: // undecided within tolerance: keep what is proven
+			if r := rho(res.x); r < hi {
+				best, hi = res.x, r
+			}
+			lo = max(lo, mid*(1-1e-9))
+		}
+	}
+	x := finishX(in, in.capac, best)
+	obj := rho(best)
+	return Solution{X: x, Objective: obj, Bound: lo, Gap: gapOf(obj, lo), Iterations: iters, Levels: 1, Partitions: 1}, nil
+}
+
+// MaxThroughputPerCost maximises the total normalised throughput per unit
+// cost, Σ_m Σ_j (Throughput[m][j] / equal-share throughput_m) · X[m][j] /
+// (Scale[m]·CostPerHour[j]) (Gavel's
+// max_sum_throughput_normalized_by_cost_perf), optionally subject to SLO
+// rows: job m must finish StepsLeft[m] within SLO[m]. Objective is that sum.
+type MaxThroughputPerCost struct {
+	// CostPerHour[j] is the price of one device of type j per hour
+	// (finite, > 0).
+	CostPerHour []float64
+	// SLO[m] is the time within which job m must finish at the allocated
+	// rate (0 = none); needs Problem.StepsLeft. Unmeetable SLOs give an
+	// error wrapping ErrInfeasible.
+	SLO []time.Duration
+}
+
+// Name implements Objective.
+func (MaxThroughputPerCost) Name() string { return "cost" }
+
+func (o MaxThroughputPerCost) solve(ctx context.Context, p *Problem, s Settings) (Solution, error) {
+	in, err := p.validate()
+	if err != nil {
+		return Solution{}, err
+	}
+	n, k := in.n, in.k
+	if len(o.CostPerHour) != k {
+		return Solution{}, fmt.Errorf("%w: len(CostPerHour) = %d, want %d", ErrInvalid, len(o.CostPerHour), k)
+	}
+	for j, c := range o.CostPerHour {
+		if !(c > 0) || math.IsInf(c, 0) {
+			return Solution{}, fmt.Errorf("%w: CostPerHour[%d] = %v", ErrInvalid, j, c)
+		}
+	}
+	v := make([]float64, n*k)
+	for m := range n {
+		for j := range k {
+			v[m*k+j] = in.a[m*k+j] / in.eq[m] / (in.scale[m] * o.CostPerHour[j])
+		}
+	}
+	slo := make([]float64, n)
+	any := false
+	if o.SLO != nil {
+		if len(o.SLO) != n {
+			return Solution{}, fmt.Errorf("%w: len(SLO) = %d, want %d", ErrInvalid, len(o.SLO), n)
+		}
+		for m, t := range o.SLO {
+			switch {
+			case t < 0:
+				return Solution{}, fmt.Errorf("%w: SLO[%d] = %v", ErrInvalid, m, t)
+			case t == 0:
+				continue
+			case p.StepsLeft == nil:
+				return Solution{}, fmt.Errorf("%w: SLO rows need StepsLeft", ErrInvalid)
+			}
+			slo[m] = p.StepsLeft[m] / t.Seconds()
+			any = any || slo[m] > 0
+		}
+	}
+	iters := 0
+	start := column{use: make([]float64, k)}
+	if any {
+		e1 := newEngine(n, k, in.a, in.scale, in.capac, nil, make([]float64, n), slo, true)
+		zero := column{use: make([]float64, k)}
+		r1, err := e1.run(ctx, []column{zero}, cgOptions{tol: 1e-10, maxIter: s.MaxIterations, stopAbove: 1, stopBelow: 1})
+		if err != nil {
+			return Solution{}, err
+		}
+		iters += r1.iters
+		if r1.lb < 1 {
+			return Solution{}, fmt.Errorf("%w: the SLOs need %.4g times the cluster's capacity (proven ≥ %.4g)",
+				ErrInfeasible, 1/r1.lb, 1/r1.ub)
+		}
+		e := newEngine(n, k, in.a, in.scale, in.capac, v, slo, make([]float64, n), false)
+		start = e.explicitColumn(r1.x, 0)
+	}
+	e := newEngine(n, k, in.a, in.scale, in.capac, v, slo, make([]float64, n), false)
+	if !any {
+		start = e.explicitColumn(make([]float64, n*k), 0)
+	}
+	res, err := e.run(ctx, []column{start}, cgOptions{tol: s.Tolerance, maxIter: s.MaxIterations,
+		stopAbove: math.Inf(1), stopBelow: math.Inf(-1)})
+	if err != nil {
+		return Solution{}, err
+	}
+	iters += res.iters
+	x := finishX(in, in.capac, res.x)
+	var obj float64
+	for i, xv := range res.x {
+		obj += v[i] * xv
+	}
+	return Solution{X: x, Objective: obj, Bound: res.ub, Gap: gapOf(obj, res.ub), Iterations: iters, Levels: 1, Partitions: 1}, nil
+}
