@@ -46,7 +46,6 @@ type event struct {
 	theta, delta float64
 }
 
-
 func newEngine(n, k int, a, s, capac, v, f, d []float64, useTheta bool) *engine {
 	return &engine{n: n, k: k, a: a, s: s, capac: capac, v: v, f: f, d: d, useTheta: useTheta,
 		hn: make([]int32, n), ht: make([]float64, n*(k+1)), hc: make([]float64, n*(k+1)),
