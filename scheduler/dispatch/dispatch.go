@@ -161,11 +161,11 @@ type Dispatcher[T any] struct {
 	free  int32
 
 	workers []worker
-	live    []int32 // live workers, dense; workers[i].livePos indexes it
-	idle    []int32 // live workers serving nothing with empty queues
-	heap    []int32 // ChoiceLeastLoaded: indexed min-heap of live workers
-	rr      uint64  // ChoiceRoundRobin cursor
-	orph    worker  // copies waiting for a live worker
+	live    []int32  // live workers, dense; workers[i].livePos indexes it
+	idle    []int32  // live workers serving nothing with empty queues
+	heap    []uint64 // ChoiceLeastLoaded: indexed min-heap of live workers' keys
+	rr      uint64   // ChoiceRoundRobin cursor
+	orph    worker   // copies waiting for a live worker
 
 	hedges     []hedgeEntry // ring of hedge candidates in submit order
 	hHead, hN  int
@@ -234,7 +234,7 @@ func (d *Dispatcher[T]) join() int32 {
 	d.live = append(d.live, w)
 	if d.cfg.Choice == ChoiceLeastLoaded {
 		wk.heapPos = int32(len(d.heap))
-		d.heap = append(d.heap, w)
+		d.heap = append(d.heap, d.key(w))
 		d.heapUp(int(wk.heapPos))
 	}
 	d.touch(w)
@@ -497,7 +497,7 @@ func (d *Dispatcher[T]) Next(w WorkerID) (task Task[T], ok bool, err error) {
 		d.touch(int32(w))
 		return task, false, nil
 	}
-	d.unlink(ci)
+	d.detach(ci)
 	c := d.copyAt(ci)
 	c.state, c.worker = cServing, int32(w)
 	wk.serving, wk.cur, wk.curCopy = true, d.idOf(ci>>1), ci
@@ -634,6 +634,16 @@ func (d *Dispatcher[T]) enqueue(ci, w int32, class uint8) {
 }
 
 func (d *Dispatcher[T]) unlink(ci int32) {
+	w := d.copyAt(ci).worker
+	d.detach(ci)
+	if w != orphan {
+		d.touch(w)
+	}
+}
+
+// detach removes a queued copy from its queue without updating the
+// worker's indexes (the caller touches the worker).
+func (d *Dispatcher[T]) detach(ci int32) {
 	c := d.copyAt(ci)
 	w := c.worker
 	wk := d.wk(w)
@@ -649,9 +659,6 @@ func (d *Dispatcher[T]) unlink(ci int32) {
 	}
 	wk.n[c.class]--
 	c.prev, c.next, c.state, c.worker = -1, -1, cFree, -1
-	if w != orphan {
-		d.touch(w)
-	}
 }
 
 // touch restores the heap and idle-set invariants after worker w changed.
@@ -662,8 +669,14 @@ func (d *Dispatcher[T]) touch(w int32) {
 	}
 	if wk.heapPos >= 0 {
 		i := int(wk.heapPos)
-		d.heapUp(i)
-		d.heapDown(int(d.workers[w].heapPos))
+		k, old := d.key(w), d.heap[i]
+		if k < old {
+			d.heap[i] = k
+			d.heapUp(i)
+		} else if k > old {
+			d.heap[i] = k
+			d.heapDown(i)
+		}
 	}
 	isIdle := !wk.serving && wk.n[high] == 0 && wk.n[low] == 0
 	if isIdle && wk.idlePos < 0 {
@@ -688,25 +701,32 @@ func (d *Dispatcher[T]) idleRemove(w int32) {
 
 // ---------------------------------------------------------------- choice
 
+// Load keys pack a worker's order into one integer: high-class copies
+// queued or in service (22 bits), low-class copies queued (18 bits), then
+// the worker index (24 bits, maxWorkers). Counts beyond a field saturate,
+// after which such workers are ordered by index.
+const (
+	keyIDBits  = 24
+	keyLowBits = 18
+	keyIDMask  = 1<<keyIDBits - 1
+	keyLowMax  = 1<<keyLowBits - 1
+	keyHighMax = 1<<(64-keyIDBits-keyLowBits) - 1
+)
+
+func (d *Dispatcher[T]) key(w int32) uint64 {
+	wk := &d.workers[w]
+	h := uint64(wk.n[high])
+	if wk.serving {
+		h++
+	}
+	l := uint64(wk.n[low])
+	h, l = min(h, keyHighMax), min(l, keyLowMax)
+	return h<<(keyIDBits+keyLowBits) | l<<keyIDBits | uint64(w)
+}
+
 // less orders workers by load: high-class copies queued or in service, then
 // low-class copies queued, then ID.
-func (d *Dispatcher[T]) less(a, b int32) bool {
-	wa, wb := &d.workers[a], &d.workers[b]
-	la, lb := wa.n[high], wb.n[high]
-	if wa.serving {
-		la++
-	}
-	if wb.serving {
-		lb++
-	}
-	if la != lb {
-		return la < lb
-	}
-	if wa.n[low] != wb.n[low] {
-		return wa.n[low] < wb.n[low]
-	}
-	return a < b
-}
+func (d *Dispatcher[T]) less(a, b int32) bool { return d.key(a) < d.key(b) }
 
 // pick returns a live worker other than exclude by Config.Choice, or -1.
 func (d *Dispatcher[T]) pick(exclude int32) int32 {
@@ -723,17 +743,15 @@ func (d *Dispatcher[T]) pick(exclude int32) int32 {
 	}
 	switch d.cfg.Choice {
 	case ChoiceLeastLoaded:
-		r := d.heap[0]
-		if r != exclude {
+		if r := int32(d.heap[0] & keyIDMask); r != exclude {
 			return r
 		}
-		best := int32(-1)
-		for _, i := range [2]int{1, 2} {
-			if i < len(d.heap) && (best < 0 || d.less(d.heap[i], best)) {
-				best = d.heap[i]
-			}
+		// The runner-up of a binary heap is one of the root's children.
+		best := d.heap[1]
+		if len(d.heap) > 2 && d.heap[2] < best {
+			best = d.heap[2]
 		}
-		return best
+		return int32(best & keyIDMask)
 	case ChoicePowerOfTwo:
 		a := d.sampleLive(exclude, m, -1)
 		if m == 1 {
@@ -812,14 +830,15 @@ func (d *Dispatcher[T]) pickIdle(p int32) int32 {
 func (d *Dispatcher[T]) heapSwap(i, j int) {
 	h := d.heap
 	h[i], h[j] = h[j], h[i]
-	d.workers[h[i]].heapPos = int32(i)
-	d.workers[h[j]].heapPos = int32(j)
+	d.workers[h[i]&keyIDMask].heapPos = int32(i)
+	d.workers[h[j]&keyIDMask].heapPos = int32(j)
 }
 
 func (d *Dispatcher[T]) heapUp(i int) {
+	h := d.heap
 	for i > 0 {
 		p := (i - 1) / 2
-		if !d.less(d.heap[i], d.heap[p]) {
+		if h[i] >= h[p] {
 			return
 		}
 		d.heapSwap(i, p)
@@ -828,17 +847,18 @@ func (d *Dispatcher[T]) heapUp(i int) {
 }
 
 func (d *Dispatcher[T]) heapDown(i int) {
-	n := len(d.heap)
+	h := d.heap
+	n := len(h)
 	for {
 		l := 2*i + 1
 		if l >= n {
 			return
 		}
 		m := l
-		if r := l + 1; r < n && d.less(d.heap[r], d.heap[l]) {
+		if r := l + 1; r < n && h[r] < h[l] {
 			m = r
 		}
-		if !d.less(d.heap[m], d.heap[i]) {
+		if h[m] >= h[i] {
 			return
 		}
 		d.heapSwap(i, m)
@@ -848,7 +868,7 @@ func (d *Dispatcher[T]) heapDown(i int) {
 
 func (d *Dispatcher[T]) heapRemove(i int) {
 	last := len(d.heap) - 1
-	w := d.heap[i]
+	w := d.heap[i] & keyIDMask
 	if i != last {
 		d.heapSwap(i, last)
 	}
@@ -856,6 +876,6 @@ func (d *Dispatcher[T]) heapRemove(i int) {
 	d.workers[w].heapPos = -1
 	if i < last {
 		d.heapUp(i)
-		d.heapDown(int(d.workers[d.heap[i]].heapPos))
+		d.heapDown(int(d.workers[d.heap[i]&keyIDMask].heapPos))
 	}
 }

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// plotP99 writes one panel per service distribution: p99 latency (log
+// scale) against primary load, one line per policy.
+func plotP99(path string, o options, results []SimResult) error {
+	var row []*plot.Plot
+	for _, svc := range o.services {
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("p99 latency, %s service, %d workers", svc.Name, o.workers)
+		p.X.Label.Text = "primary load"
+		p.Y.Label.Text = "p99 latency (ms, log)"
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Legend.Top = true
+		p.Legend.Left = true
+		for i, pol := range o.policies {
+			var pts plotter.XYs
+			for _, r := range results {
+				if r.Service == svc.Name && r.Policy == pol.String() && r.P99Ms > 0 {
+					pts = append(pts, plotter.XY{X: r.Load, Y: r.P99Ms})
+				}
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			l, s, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return err
+			}
+			l.Color = plotutil.Color(i)
+			s.Color = plotutil.Color(i)
+			s.Shape = plotutil.Shape(i)
+			p.Add(l, s)
+			p.Legend.Add(pol.String(), l, s)
+		}
+		row = append(row, p)
+	}
+	const wPanel, hPanel = 14 * vg.Centimeter, 10 * vg.Centimeter
+	img := vgsvg.New(wPanel*vg.Length(len(row)), hPanel)
+	dc := draw.New(img)
+	canvases := plot.Align([][]*plot.Plot{row}, draw.Tiles{Rows: 1, Cols: len(row)}, dc)
+	for i, p := range row {
+		p.Draw(canvases[0][i])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := img.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
