@@ -57,7 +57,8 @@ func analyze(in *Input) (*instance, error) {
 	if err := in.Cluster.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: cluster: %w", ErrInvalid, err)
 	}
-	x := &instance{in: in, typeIdx: make(map[accel.TypeKey]int), devType: make(map[string]int), devNode: make(map[string]string)}
+	size := in.Cluster.Size()
+	x := &instance{in: in, typeIdx: make(map[accel.TypeKey]int), devType: make(map[string]int, size), devNode: make(map[string]string, size)}
 	x.types = in.Cluster.Types()
 	for i, t := range x.types {
 		x.typeIdx[t] = i

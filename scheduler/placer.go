@@ -51,16 +51,15 @@ func (Packer) Place(ctx context.Context, cluster accel.Cluster, current []placem
 	if err := ctx.Err(); err != nil {
 		return PlaceResult{}, err
 	}
-	type slot struct {
-		node string
-		devs []accel.Device // free healthy devices of one type, by index
+	type loc struct {
+		node int
+		typ  accel.TypeKey
+		ok   bool // healthy
 	}
-	devType := make(map[string]accel.TypeKey)
-	healthy := make(map[string]bool)
-	for _, n := range cluster.Nodes {
+	where := make(map[string]loc)
+	for ni, n := range cluster.Nodes {
 		for _, d := range n.Devices {
-			devType[d.ID] = d.Type
-			healthy[d.ID] = d.Healthy
+			where[d.ID] = loc{ni, d.Type, d.Healthy}
 		}
 	}
 	cur := make(map[string][]string, len(current))
@@ -76,12 +75,16 @@ func (Packer) Place(ctx context.Context, cluster accel.Cluster, current []placem
 		}
 		devs := cur[t.Job]
 		keep := len(devs) == t.Count
+		nodes := make(map[int]bool)
 		for _, id := range devs {
-			if devType[id] != t.Type || !healthy[id] || used[id] {
+			l, found := where[id]
+			if !found || l.typ != t.Type || !l.ok || used[id] {
 				keep = false
+				break
 			}
+			nodes[l.node] = true
 		}
-		if keep && (t.MaxNodes <= 0 || nodesOf(cluster, devs) <= t.MaxNodes) {
+		if keep && (t.MaxNodes <= 0 || len(nodes) <= t.MaxNodes) {
 			for _, id := range devs {
 				used[id] = true
 			}
@@ -90,23 +93,47 @@ func (Packer) Place(ctx context.Context, cluster accel.Cluster, current []placem
 		}
 		todo = append(todo, t)
 	}
+	// Free healthy devices per (type, node), lowest index first.
+	type slot struct {
+		node int
+		free []string
+	}
+	slots := make(map[accel.TypeKey][]*slot)
+	for ni, n := range cluster.Nodes {
+		byType := make(map[accel.TypeKey]*slot)
+		devs := slices.Clone(n.Devices)
+		accel.SortDevices(devs)
+		for _, d := range devs {
+			if !d.Healthy || used[d.ID] {
+				continue
+			}
+			sl := byType[d.Type]
+			if sl == nil {
+				sl = &slot{node: ni}
+				byType[d.Type] = sl
+				slots[d.Type] = append(slots[d.Type], sl)
+			}
+			sl.free = append(sl.free, d.ID)
+		}
+	}
 	slices.SortStableFunc(todo, func(a, b Target) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Job, b.Job))
 	})
-	for _, t := range todo {
-		var slots []slot
-		total := 0
-		for _, n := range cluster.Nodes {
-			var free []accel.Device
-			for _, d := range n.Devices {
-				if d.Type == t.Type && d.Healthy && !used[d.ID] {
-					free = append(free, d)
-				}
+	name := func(s *slot) string { return cluster.Nodes[s.node].Name }
+	for k, t := range todo {
+		if k&63 == 0 {
+			if err := ctx.Err(); err != nil {
+				return PlaceResult{}, err
 			}
-			if len(free) > 0 {
-				accel.SortDevices(free)
-				slots = append(slots, slot{node: n.Name, devs: free})
-				total += len(free)
+		}
+		ss := slots[t.Type]
+		total := 0
+		best := -1
+		for i, s := range ss {
+			n := len(s.free)
+			total += n
+			if n >= t.Count && (best < 0 || n < len(ss[best].free) || (n == len(ss[best].free) && name(s) < name(ss[best]))) {
+				best = i
 			}
 		}
 		if total < t.Count {
@@ -114,42 +141,39 @@ func (Packer) Place(ctx context.Context, cluster accel.Cluster, current []placem
 			continue
 		}
 		var pick []string
-		// Best fit on one node.
-		best := -1
-		for i, s := range slots {
-			if len(s.devs) >= t.Count && (best < 0 || len(s.devs) < len(slots[best].devs) ||
-				(len(s.devs) == len(slots[best].devs) && s.node < slots[best].node)) {
-				best = i
-			}
-		}
 		if best >= 0 {
-			for _, d := range slots[best].devs[:t.Count] {
-				pick = append(pick, d.ID)
-			}
+			s := ss[best]
+			pick = slices.Clone(s.free[:t.Count])
+			s.free = s.free[t.Count:]
 		} else {
-			slices.SortStableFunc(slots, func(a, b slot) int {
-				return cmp.Or(cmp.Compare(len(b.devs), len(a.devs)), cmp.Compare(a.node, b.node))
+			order := slices.Clone(ss)
+			slices.SortStableFunc(order, func(a, b *slot) int {
+				return cmp.Or(cmp.Compare(len(b.free), len(a.free)), cmp.Compare(name(a), name(b)))
 			})
-			need := t.Count
-			nodes := 0
-			for _, s := range slots {
+			need, nodes := t.Count, 0
+			for _, s := range order {
 				if need == 0 {
 					break
 				}
-				k := min(need, len(s.devs))
-				for _, d := range s.devs[:k] {
-					pick = append(pick, d.ID)
+				if len(s.free) > 0 {
+					need -= min(need, len(s.free))
+					nodes++
 				}
-				need -= k
-				nodes++
 			}
 			if t.MaxNodes > 0 && nodes > t.MaxNodes {
 				res.Unplaced = append(res.Unplaced, Unplaced{Job: t.Job, Reason: fmt.Sprintf("%d %s devices span %d nodes, more than %d", t.Count, t.Type, nodes, t.MaxNodes)})
 				continue
 			}
-		}
-		for _, id := range pick {
-			used[id] = true
+			need = t.Count
+			for _, s := range order {
+				if need == 0 {
+					break
+				}
+				k := min(need, len(s.free))
+				pick = append(pick, s.free[:k]...)
+				s.free = s.free[k:]
+				need -= k
+			}
 		}
 		res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: pick})
 	}

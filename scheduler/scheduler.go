@@ -57,7 +57,12 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	targets, err := s.policy.Allocate(ctx, in)
+	var targets []Target
+	if a, ok := s.policy.(analyzed); ok {
+		targets, err = a.allocate(ctx, x) // skips a second validation
+	} else {
+		targets, err = s.policy.Allocate(ctx, in)
+	}
 	if err != nil {
 		return Plan{}, err
 	}
@@ -94,6 +99,12 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	}
 	slices.SortFunc(plan.Decisions, func(a, b Decision) int { return cmp.Compare(a.Job, b.Job) })
 	return plan, nil
+}
+
+// analyzed is implemented by the package's policies, which can work on
+// the Scheduler's already validated instance.
+type analyzed interface {
+	allocate(ctx context.Context, x *instance) ([]Target, error)
 }
 
 // checkTargets returns one target per job (index-aligned with x.jobs),

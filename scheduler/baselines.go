@@ -1,0 +1,282 @@
+package scheduler
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// FIFO is the first-in-first-out baseline with backfill: running jobs keep
+// their devices (it never preempts); waiting jobs, by priority (higher
+// first) then submission time, start on their Requested count when it
+// fits, on the allowed type where their Speedup is highest; a job that does
+// not fit waits while later jobs that fit start (backfill, without
+// reservations, so a large job can wait long).
+//
+// FIFO is a plain value: safe for concurrent use.
+type FIFO struct{}
+
+var _ Policy = FIFO{}
+
+// Allocate implements Policy.
+func (FIFO) Allocate(ctx context.Context, in Input) ([]Target, error) {
+	x, err := analyze(&in)
+	if err != nil {
+		return nil, err
+	}
+	order := x.sortedJobs(func(a, b *jobInfo) int {
+		return cmp.Or(cmp.Compare(b.job.Priority, a.job.Priority), a.job.Submitted.Compare(b.job.Submitted), cmp.Compare(a.job.ID, b.job.ID))
+	})
+	return x.rigidFill(ctx, order, true, func(pos int, j *jobInfo) string {
+		return fmt.Sprintf("FIFO position %d", pos+1)
+	})
+}
+
+// Tiresias is the two-queue discretised least-attained-service baseline
+// (Tiresias, NSDI'19): a job whose attained service is below Threshold is
+// in the high-priority queue, else in the low one; within a queue jobs go
+// first-come first-served. Each round jobs are taken in that order and
+// given their Requested count when it fits (lower-queue jobs are
+// preempted to make room, later jobs backfill); running non-preemptible
+// jobs keep their devices.
+//
+// Tiresias is a plain value: safe for concurrent use.
+type Tiresias struct {
+	// Threshold is the attained service (device-time, Job.Attained) that
+	// demotes a job to the low-priority queue; 0 = 16 GPU-hours.
+	Threshold time.Duration
+}
+
+var _ Policy = Tiresias{}
+
+// Allocate implements Policy.
+func (p Tiresias) Allocate(ctx context.Context, in Input) ([]Target, error) {
+	x, err := analyze(&in)
+	if err != nil {
+		return nil, err
+	}
+	th := p.Threshold
+	if th <= 0 {
+		th = 16 * time.Hour
+	}
+	queue := func(j *jobInfo) int {
+		if j.job.Attained >= th {
+			return 1
+		}
+		return 0
+	}
+	order := x.sortedJobs(func(a, b *jobInfo) int {
+		return cmp.Or(cmp.Compare(queue(a), queue(b)), a.job.Submitted.Compare(b.job.Submitted), cmp.Compare(a.job.ID, b.job.ID))
+	})
+	return x.rigidFill(ctx, order, false, func(pos int, j *jobInfo) string {
+		return fmt.Sprintf("queue %d (attained %.1f GPU-h), position %d", queue(j), j.job.Attained.Hours(), pos+1)
+	})
+}
+
+// sortedJobs returns the jobs in the order cmpFn gives, pinned jobs first.
+func (x *instance) sortedJobs(cmpFn func(a, b *jobInfo) int) []*jobInfo {
+	order := make([]*jobInfo, len(x.jobs))
+	for i := range x.jobs {
+		order[i] = &x.jobs[i]
+	}
+	slices.SortStableFunc(order, func(a, b *jobInfo) int {
+		if a.pinned != b.pinned {
+			if a.pinned {
+				return -1
+			}
+			return 1
+		}
+		return cmpFn(a, b)
+	})
+	return order
+}
+
+// bestType is the allowed type with room for count devices where j's
+// Speedup is highest (the current type on ties), or −1.
+func (x *instance) bestType(j *jobInfo, count int, free []int) (int, error) {
+	best, bestV := -1, 0.0
+	for _, t := range j.allowed {
+		if free[t] < count {
+			continue
+		}
+		v, err := x.speedup(j, t, x.packedNodes(t, count), count)
+		if err != nil {
+			return -1, err
+		}
+		if best < 0 || v > bestV*(1+1e-12) || (t == j.curType && v >= bestV*(1-1e-12)) {
+			best, bestV = t, v
+		}
+	}
+	return best, nil
+}
+
+// rigidFill gives jobs, in order, their requested count where it fits.
+// With keepRunning, running jobs keep their allocation before anyone else.
+func (x *instance) rigidFill(ctx context.Context, order []*jobInfo, keepRunning bool, why func(int, *jobInfo) string) ([]Target, error) {
+	free := slices.Clone(x.cap)
+	got := make(map[*jobInfo]Target, len(order))
+	for _, j := range order {
+		if j.pinned || (keepRunning && j.curCount > 0) {
+			free[j.curType] -= j.curCount
+			got[j] = Target{Job: j.job.ID, Type: x.types[j.curType], Count: j.curCount, Reason: ReasonUnchanged, Note: "running jobs are not preempted"}
+			if j.pinned {
+				got[j] = Target{Job: j.job.ID, Type: x.types[j.curType], Count: j.curCount, Reason: ReasonPinned, Note: "non-preemptible"}
+			}
+		}
+	}
+	out := make([]Target, 0, len(order))
+	for pos, j := range order {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if t, ok := got[j]; ok {
+			out = append(out, t)
+			continue
+		}
+		want := j.job.requested()
+		if !j.rigid {
+			want = min(max(want, j.min), j.max)
+		}
+		tg := Target{Job: j.job.ID}
+		// Prefer staying where it runs.
+		t := -1
+		if j.curCount == want && j.curType >= 0 && slices.Contains(j.allowed, j.curType) && free[j.curType] >= want {
+			t = j.curType
+		} else {
+			var err error
+			if t, err = x.bestType(j, want, free); err != nil {
+				return nil, err
+			}
+		}
+		if t >= 0 {
+			free[t] -= want
+			tg.Type, tg.Count = x.types[t], want
+			tg.Reason, tg.Note = ReasonOrder, why(pos, j)
+		} else {
+			tg.Reason, tg.Note = ReasonNoCapacity, fmt.Sprintf("%s; %d devices do not fit", why(pos, j), want)
+		}
+		out = append(out, tg)
+	}
+	slices.SortFunc(out, func(a, b Target) int { return cmp.Compare(a.Job, b.Job) })
+	return out, nil
+}
+
+// Optimus is the Optimus (EuroSys'18) baseline with an oracle for the
+// remaining work: every job first gets its minimum (smallest remaining
+// work first), on the allowed type where its Speedup is highest; then
+// devices go one at a time to the job whose estimated remaining time
+// RemainingWork/Speedup falls most. Jobs with unknown RemainingWork count
+// as one unit of work. It charges no restart cost; running
+// non-preemptible jobs keep their devices; rigid jobs get Requested.
+//
+// Optimus is a plain value: safe for concurrent use.
+type Optimus struct{}
+
+var _ Policy = Optimus{}
+
+// Allocate implements Policy.
+func (Optimus) Allocate(ctx context.Context, in Input) ([]Target, error) {
+	x, err := analyze(&in)
+	if err != nil {
+		return nil, err
+	}
+	work := func(j *jobInfo) float64 {
+		if j.job.RemainingWork > 0 {
+			return j.job.RemainingWork
+		}
+		return 1
+	}
+	order := x.sortedJobs(func(a, b *jobInfo) int {
+		return cmp.Or(cmp.Compare(work(a), work(b)), a.job.Submitted.Compare(b.job.Submitted), cmp.Compare(a.job.ID, b.job.ID))
+	})
+	free := slices.Clone(x.cap)
+	typ := make([]int, len(order))
+	cnt := make([]int, len(order))
+	for k, j := range order {
+		typ[k] = -1
+		if j.pinned {
+			typ[k], cnt[k] = j.curType, j.curCount
+			free[j.curType] -= j.curCount
+		}
+	}
+	for k, j := range order {
+		if j.pinned {
+			continue
+		}
+		t, err := x.bestType(j, j.min, free)
+		if err != nil {
+			return nil, err
+		}
+		if t >= 0 {
+			typ[k], cnt[k] = t, j.min
+			free[t] -= j.min
+		}
+	}
+	speed := func(k, c int) (float64, error) {
+		return x.speedup(order[k], typ[k], x.packedNodes(typ[k], c), c)
+	}
+	h := make(moveHeap, 0, len(order))
+	started := false
+	push := func(k int) error {
+		j := order[k]
+		if typ[k] < 0 || j.pinned || j.rigid || cnt[k] >= min(j.max, x.cap[typ[k]]) {
+			return nil
+		}
+		s0, err := speed(k, cnt[k])
+		if err != nil {
+			return err
+		}
+		s1, err := speed(k, cnt[k]+1)
+		if err != nil {
+			return err
+		}
+		if s1 <= s0 || s0 <= 0 {
+			return nil
+		}
+		m := move{gain: work(j) * (1/s0 - 1/s1), job: k, t: typ[k], c: cnt[k] + 1}
+		if started {
+			heap.Push(&h, m)
+		} else {
+			h = append(h, m)
+		}
+		return nil
+	}
+	for k := range order {
+		if err := push(k); err != nil {
+			return nil, err
+		}
+	}
+	heap.Init(&h)
+	started = true
+	for h.Len() > 0 {
+		m := heap.Pop(&h).(move)
+		if free[m.t] < 1 {
+			continue
+		}
+		free[m.t]--
+		cnt[m.job] = m.c
+		if err := push(m.job); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Target, 0, len(order))
+	for k, j := range order {
+		tg := Target{Job: j.job.ID}
+		switch {
+		case j.pinned:
+			tg.Type, tg.Count, tg.Reason, tg.Note = x.types[typ[k]], cnt[k], ReasonPinned, "non-preemptible"
+		case typ[k] >= 0:
+			s, _ := speed(k, cnt[k])
+			tg.Type, tg.Count, tg.Reason = x.types[typ[k]], cnt[k], ReasonObjective
+			tg.Note = fmt.Sprintf("remaining time %.3g s at speedup %.2f", work(j)/max(s, 1e-12), s)
+		default:
+			tg.Reason, tg.Note = ReasonNoCapacity, fmt.Sprintf("needs %d devices; smaller remaining work went first", j.min)
+		}
+		out = append(out, tg)
+	}
+	slices.SortFunc(out, func(a, b Target) int { return cmp.Compare(a.Job, b.Job) })
+	return out, nil
+}

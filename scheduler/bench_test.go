@@ -1,0 +1,41 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+)
+
+var (
+	shape160x64 = genOpts{groups: []group{{16, 4, "t4"}}, jobs: 160, maxReplicas: 16, rounds: 2, pinnedFrac: 0.05, rigidFrac: 0.2}
+	shape2000x8 = genOpts{groups: []group{{256, 8, "a100"}, {256, 8, "v100"}, {512, 4, "t4"}, {128, 16, "h100"}},
+		jobs: 2000, maxReplicas: 32, rounds: 1, pinnedFrac: 0.05, rigidFrac: 0.2}
+)
+
+func benchSchedule(b *testing.B, pol Policy, in Input) {
+	s, _ := New(Config{Policy: pol})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.Schedule(context.Background(), in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGoodput160x64 is Pollux's testbed size: target ≤ 5 ms per round.
+func BenchmarkGoodput160x64(b *testing.B) { benchSchedule(b, Goodput{}, genInput(1, shape160x64)) }
+
+// BenchmarkGoodput2000x8192 is 2,000 jobs on 8,192 devices of 4 types:
+// target ≤ 500 ms per round.
+func BenchmarkGoodput2000x8192(b *testing.B) {
+	benchSchedule(b, Goodput{}, genInput(1, shape2000x8))
+}
+
+// BenchmarkGenetic160x64 is the reference search on the 160×64 instance.
+func BenchmarkGenetic160x64(b *testing.B) {
+	benchSchedule(b, Genetic{Seed: 1}, genInput(1, shape160x64))
+}
+
+func BenchmarkFIFO2000x8192(b *testing.B)     { benchSchedule(b, FIFO{}, genInput(1, shape2000x8)) }
+func BenchmarkTiresias2000x8192(b *testing.B) { benchSchedule(b, Tiresias{}, genInput(1, shape2000x8)) }
+func BenchmarkOptimus2000x8192(b *testing.B)  { benchSchedule(b, Optimus{}, genInput(1, shape2000x8)) }

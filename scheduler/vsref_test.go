@@ -1,0 +1,47 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+)
+
+// refShapes are the instances on which the fast policy must match or beat
+// the reference genetic search.
+var refShapes = []genOpts{
+	{groups: []group{{4, 4, "t4"}}, jobs: 6, maxReplicas: 8, rounds: 2},
+	{groups: []group{{4, 4, "t4"}}, jobs: 12, maxReplicas: 8, rounds: 2, pinnedFrac: 0.2, rigidFrac: 0.2},
+	{groups: []group{{16, 4, "t4"}}, jobs: 20, maxReplicas: 16, rounds: 2, pinnedFrac: 0.1, rigidFrac: 0.2},
+	{groups: []group{{16, 4, "t4"}}, jobs: 60, maxReplicas: 16, rounds: 2, rigidFrac: 0.2},
+	{groups: []group{{2, 8, "a100"}, {4, 4, "t4"}, {2, 8, "v100"}}, jobs: 10, maxReplicas: 24, rounds: 2, rigidFrac: 0.2},
+	{groups: []group{{2, 8, "a100"}, {4, 4, "t4"}, {2, 8, "v100"}}, jobs: 30, maxReplicas: 24, rounds: 3, pinnedFrac: 0.2, rigidFrac: 0.3},
+}
+
+// TestGoodputVsReference checks that the fast Goodput policy's plan has a
+// fitness at least the reference genetic search's on every instance.
+func TestGoodputVsReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	ctx := context.Background()
+	fast, _ := New(Config{Policy: Goodput{}})
+	for si, sh := range refShapes {
+		for seed := uint64(0); seed < 3; seed++ {
+			in := genInput(seed+100*uint64(si), sh)
+			ref, _ := New(Config{Policy: Genetic{Seed: seed, Population: 50, Generations: 50}})
+			pf, err := fast.Schedule(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr, err := ref.Schedule(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ff, _ := Goodput{}.Fitness(in, pf)
+			fr, _ := Goodput{}.Fitness(in, pr)
+			t.Logf("shape %d seed %d: fast %.5f reference %.5f", si, seed, ff, fr)
+			if ff < fr*(1-1e-9) {
+				t.Errorf("shape %d seed %d: fast fitness %.6f < reference %.6f", si, seed, ff, fr)
+			}
+		}
+	}
+}
