@@ -1,7 +1,6 @@
 package goodput
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -126,20 +125,23 @@ const (
 	iBetaR
 	iAlphaN
 	iBetaN
-	iBandN
+	iAlphaT
+	iBetaT
+	iDeltaT
 	iGamma
 	nParams
+	nSync = iDeltaT - iAlphaR + 1
 )
 
-var paramNames = [nParams]string{"AlphaC", "BetaC", "AlphaR", "BetaR", "AlphaN", "BetaN", "BandN", "Gamma"}
+var paramNames = [nParams]string{"AlphaC", "BetaC", "AlphaR", "BetaR", "AlphaN", "BetaN", "AlphaT", "BetaT", "DeltaT", "Gamma"}
 
 func toVec(p Params) [nParams]float64 {
-	return [nParams]float64{p.AlphaC, p.BetaC, p.AlphaR, p.BetaR, p.AlphaN, p.BetaN, p.BandN, p.Gamma}
+	return [nParams]float64{p.AlphaC, p.BetaC, p.AlphaR, p.BetaR, p.AlphaN, p.BetaN, p.AlphaT, p.BetaT, p.DeltaT, p.Gamma}
 }
 
 func fromVec(v [nParams]float64, form Form) Params {
 	return Params{Form: form, AlphaC: v[iAlphaC], BetaC: v[iBetaC], AlphaR: v[iAlphaR], BetaR: v[iBetaR],
-		AlphaN: v[iAlphaN], BetaN: v[iBetaN], BandN: v[iBandN], Gamma: v[iGamma]}
+		AlphaN: v[iAlphaN], BetaN: v[iBetaN], AlphaT: v[iAlphaT], BetaT: v[iBetaT], DeltaT: v[iDeltaT], Gamma: v[iGamma]}
 }
 
 // fitObs is an observation preprocessed for the objective.
@@ -149,7 +151,7 @@ type fitObs struct {
 	logOptim float64
 	// T_sync = syncConst + Σ syncCoef[j]·θ[iAlphaR+j]
 	syncConst float64
-	syncCoef  [5]float64
+	syncCoef  [nSync]float64
 }
 
 // problem is the objective of one fit.
@@ -157,27 +159,29 @@ type problem struct {
 	obs    []fitObs
 	form   Form
 	fixed  [nParams]float64 // values of pinned parameters
+	ratios [][2]int         // penalised ratios θ[a]/θ[b]
 	free   []int            // indices of free parameters, in order
 	theta  [nParams]float64 // scratch
 	dtheta [nParams]float64 // scratch: d loss / d θ
 	evals  int
 }
 
-func syncTerms(form Form, nodes, replicas int) (c float64, coef [5]float64) {
+// syncTerms returns T_sync's constant and its coefficient on each sync
+// parameter (AlphaR, BetaR, AlphaN, BetaN, AlphaT, BetaT, DeltaT) for a
+// shape; tree selects the tree term for 3 or more nodes (FormAllReduce).
+func syncTerms(tree bool, nodes, replicas int) (c float64, coef [nSync]float64) {
 	if replicas <= 1 {
 		return MinCoef, coef
 	}
 	k := float64(replicas)
-	if nodes <= 1 {
+	switch {
+	case nodes <= 1:
 		coef[0], coef[1] = 1, math.Max(k-2, MinCoef)
-		return 0, coef
+	case nodes > 2 && tree:
+		coef[4], coef[5], coef[6] = 1, math.Log2(k/2), k/float64(nodes)-1
+	default:
+		coef[2], coef[3] = 1, math.Max(k-2, MinCoef)
 	}
-	if form == FormAllReduce {
-		n := float64(nodes)
-		coef[2], coef[3], coef[4] = 1, math.Max(n-2, 0), k/n*(n-1)/n
-		return 0, coef
-	}
-	coef[2], coef[3] = 1, math.Max(k-2, MinCoef)
 	return 0, coef
 }
 
@@ -264,11 +268,10 @@ func (pr *problem) eval(u, grad []float64) float64 {
 	}
 	n := float64(len(pr.obs))
 	e1, e2 := math.Sqrt(s1/n), math.Sqrt(s2/n)
-	rn, rr := th[iBetaN]/th[iAlphaN], th[iBetaR]/th[iAlphaR]
-	loss := e1 + e2 + 1e-3*(gamma-1)*(gamma-1) + 1e-2*(rn*rn+rr*rr)
-	if pr.form == FormAllReduce {
-		rb := th[iBandN] / th[iAlphaN]
-		loss += 1e-2 * rb * rb
+	loss := e1 + e2 + 1e-3*(gamma-1)*(gamma-1)
+	for _, rp := range pr.ratios {
+		r := th[rp[0]] / th[rp[1]]
+		loss += 1e-2 * r * r
 	}
 	if !wantGrad {
 		return loss
@@ -284,14 +287,10 @@ func (pr *problem) eval(u, grad []float64) float64 {
 		}
 	}
 	dt[iGamma] += 2e-3 * (gamma - 1)
-	dt[iBetaN] += 2e-2 * rn / th[iAlphaN]
-	dt[iAlphaN] -= 2e-2 * rn * rn / th[iAlphaN]
-	dt[iBetaR] += 2e-2 * rr / th[iAlphaR]
-	dt[iAlphaR] -= 2e-2 * rr * rr / th[iAlphaR]
-	if pr.form == FormAllReduce {
-		rb := th[iBandN] / th[iAlphaN]
-		dt[iBandN] += 2e-2 * rb / th[iAlphaN]
-		dt[iAlphaN] -= 2e-2 * rb * rb / th[iAlphaN]
+	for _, rp := range pr.ratios {
+		r := th[rp[0]] / th[rp[1]]
+		dt[rp[0]] += 2e-2 * r / th[rp[1]]
+		dt[rp[1]] -= 2e-2 * r * r / th[rp[1]]
 	}
 	for j, i := range pr.free {
 		if i == iGamma {
@@ -304,23 +303,31 @@ func (pr *problem) eval(u, grad []float64) float64 {
 }
 
 // Fit fits throughput parameters to observations by minimising Pollux's
-// objective, the RMS log error of pass times plus that of optimizer-step
-// times plus 1e-3·(γ−1)² plus 1e-2·((β_n/α_n)² + (β_r/α_r)²) (FormAllReduce
-// adds 1e-2·(BandN/α_n)²), with LBFGS over reparametrised parameters
-// (coefficients = 1e-8 + exp(u), γ = 1 + 9·sigmoid(u)) and an analytic
-// gradient.
+// objective: the RMS log error of pass times (T_grad against
+// AccumSeconds) plus that of optimizer-step times (T_optim against
+// OptimSeconds) plus 1e-3·(γ−1)² plus 1e-2·((BetaN/AlphaN)² +
+// (BetaR/AlphaR)²); FormAllReduce adds 1e-2·((BetaT/AlphaT)² +
+// (DeltaT/AlphaT)²). It runs gonum's LBFGS with an analytic gradient over
+// reparametrised parameters (coefficient = 1e-8 + exp(u), γ = 1 +
+// 9·sigmoid(u)), so every coefficient stays ≥ 1e-8 and γ in [1, 10].
 //
-// Pollux's priors hold parameters the data cannot yet determine:
+// Pollux's priors hold what the data cannot yet show, keeping the model
+// optimistic about configurations the job has not run:
 //   - one per-GPU batch size seen: AlphaC is fixed at mean(AccumSeconds)/2;
-//   - no multi-node sample: AlphaN, BetaN (and BandN) stay at 1e-8 during
-//     the fit and are then raised to at least 1.1× their intra-node
-//     counterparts (AlphaR, BetaR; BandN against BetaR);
+//   - no multi-node sample: AlphaN and BetaN stay at 1e-8 during the fit
+//     and are then raised to at least 1.1× AlphaR and BetaR;
 //   - no single-node multi-replica sample: AlphaR and BetaR stay at 1e-8;
-//   - no sample with more than 2 replicas: BetaR and BetaN stay at 1e-8
-//     (FormAllReduce: BetaN needs a sample on more than 2 nodes).
+//   - no sample with more than 2 replicas: BetaR and BetaN stay at 1e-8.
 //
-// An invalid observation is rejected with an error naming its index.
-// Fit is safe for concurrent use (it shares no state between calls).
+// FormAllReduce adds the same philosophy for its tree term: without a
+// sample on 3 or more nodes the tree is unknown (AlphaT = BetaT = DeltaT =
+// 0: the ring term applies everywhere); BetaT needs two replica counts
+// there and DeltaT a sample with more than one replica per node, or they
+// stay at 1e-8. Without a two-node sample the ring term is taken from the
+// tree (AlphaN = AlphaT, BetaN = BetaT).
+//
+// An invalid observation is rejected with an error naming its index;
+// nothing is fitted. Fit is safe for concurrent use.
 func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
 	var res FitResult
 	if len(obs) == 0 {
@@ -330,8 +337,8 @@ func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
 	if form != FormPollux && form != FormAllReduce {
 		return Params{}, res, fmt.Errorf("%w: Form %d", ErrInvalidOptions, int(opts.Form))
 	}
-	if opts.Starts < 0 || opts.MaxIterations < 0 || opts.GradientThreshold < 0 || math.IsNaN(opts.GradientThreshold) {
-		return Params{}, res, fmt.Errorf("%w: negative Starts, MaxIterations or GradientThreshold", ErrInvalidOptions)
+	if opts.Starts < 0 || opts.MaxIterations < 0 || opts.GradientThreshold < 0 || math.IsNaN(opts.GradientThreshold) || math.IsInf(opts.GradientThreshold, 0) {
+		return Params{}, res, fmt.Errorf("%w: Starts, MaxIterations and GradientThreshold must be finite and ≥ 0", ErrInvalidOptions)
 	}
 	if opts.Init != nil {
 		init := *opts.Init
@@ -340,24 +347,35 @@ func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
 			return Params{}, res, fmt.Errorf("FitOptions.Init: %w", err)
 		}
 	}
+	tree := form == FormAllReduce
 	pr := &problem{form: form, obs: make([]fitObs, len(obs))}
 	var (
-		multiNode, intraMulti, over2, over2Nodes bool
-		firstLocal                               = obs[0].Local
-		singleLocal                              = true
-		sumAccum                                 float64
+		multiNode, ring2, intraMulti, over2 bool
+		treeSeen, treeDense, treeTwoK       bool
+		treeK                               = -1
+		firstLocal                          = obs[0].Local
+		singleLocal                         = true
+		sumAccum                            float64
 	)
 	for i, o := range obs {
 		if err := o.Validate(); err != nil {
 			return Params{}, res, fmt.Errorf("observation %d: %w", i, err)
 		}
-		c, coef := syncTerms(form, o.Nodes, o.Replicas)
+		c, coef := syncTerms(tree, o.Nodes, o.Replicas)
 		pr.obs[i] = fitObs{local: float64(o.Local), logAccum: math.Log(o.AccumSeconds),
 			logOptim: math.Log(o.OptimSeconds), syncConst: c, syncCoef: coef}
 		multiNode = multiNode || o.Nodes > 1
+		ring2 = ring2 || o.Nodes == 2
 		intraMulti = intraMulti || (o.Nodes == 1 && o.Replicas > 1)
 		over2 = over2 || o.Replicas > 2
-		over2Nodes = over2Nodes || o.Nodes > 2
+		if o.Nodes > 2 {
+			treeSeen = true
+			treeDense = treeDense || o.Replicas > o.Nodes
+			if treeK >= 0 && treeK != o.Replicas {
+				treeTwoK = true
+			}
+			treeK = o.Replicas
+		}
 		singleLocal = singleLocal && o.Local == firstLocal
 		sumAccum += o.AccumSeconds
 	}
@@ -371,7 +389,7 @@ func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
 		pr.fixed[iAlphaC] = sumAccum / float64(len(obs)) / 2
 	}
 	if !multiNode {
-		pinned[iAlphaN], pinned[iBetaN], pinned[iBandN] = true, true, true
+		pinned[iAlphaN], pinned[iBetaN] = true, true
 	}
 	if !intraMulti {
 		pinned[iAlphaR], pinned[iBetaR] = true, true
@@ -379,11 +397,24 @@ func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
 	if !over2 {
 		pinned[iBetaR], pinned[iBetaN] = true, true
 	}
-	if form == FormPollux {
-		pinned[iBandN] = true
-		pr.fixed[iBandN] = 0
-	} else if !over2Nodes {
-		pinned[iBetaN] = true
+	pr.ratios = [][2]int{{iBetaN, iAlphaN}, {iBetaR, iAlphaR}}
+	if tree {
+		if treeSeen && !ring2 {
+			pinned[iAlphaN], pinned[iBetaN] = true, true
+		}
+		if !treeSeen {
+			pinned[iAlphaT], pinned[iBetaT], pinned[iDeltaT] = true, true, true
+		}
+		if !treeTwoK {
+			pinned[iBetaT] = true
+		}
+		if !treeDense {
+			pinned[iDeltaT] = true
+		}
+		pr.ratios = append(pr.ratios, [2]int{iBetaT, iAlphaT}, [2]int{iDeltaT, iAlphaT})
+	} else {
+		pinned[iAlphaT], pinned[iBetaT], pinned[iDeltaT] = true, true, true
+		pr.fixed[iAlphaT], pr.fixed[iBetaT], pr.fixed[iDeltaT] = 0, 0, 0
 	}
 	for i := range nParams {
 		if pinned[i] {
@@ -393,78 +424,111 @@ func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
 		}
 	}
 
-	var best [nParams]float64
+	best := pr.fixed
 	bestLoss := math.Inf(1)
 	if len(pr.free) == 0 {
-		best = pr.fixed
 		bestLoss = pr.eval(nil, nil)
 		res.Status = FitNoFreeParams
 	} else {
-		starts := pr.starts(obs, opts)
-		maxIter := opts.MaxIterations
-		if maxIter == 0 {
-			maxIter = 200
-		}
-		thr := opts.GradientThreshold
-		if thr == 0 {
-			thr = 1e-6
-		}
-		u0 := make([]float64, len(pr.free))
-		g := make([]float64, len(pr.free))
-		for _, s := range starts {
-			pr.toU(s, u0)
-			p := optimize.Problem{
-				Func: func(u []float64) float64 { return pr.eval(u, nil) },
-				Grad: func(grad, u []float64) { pr.eval(u, grad) },
-			}
-			settings := &optimize.Settings{
-				GradientThreshold: thr,
-				MajorIterations:   maxIter,
-				Converger:         &optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-10, Iterations: 20},
-			}
-			r, err := optimize.Minimize(p, u0, settings, &optimize.LBFGS{Store: 10})
-			res.Starts++
-			if r == nil {
-				continue
-			}
-			loss := pr.eval(r.X, g)
-			if !finite(loss) || loss >= bestLoss {
-				continue
-			}
-			bestLoss = loss
-			pr.thetaOf(r.X)
-			best = pr.theta
-			res.GradNorm = norm(g)
-			switch {
-			case err != nil && !errors.Is(err, optimize.ErrLinesearcherFailure) && r.Status != optimize.Failure:
-				res.Status = FitLineSearchStopped
-			case err != nil:
-				res.Status = FitLineSearchStopped
-			case r.Status == optimize.IterationLimit:
-				res.Status = FitIterationLimit
-			default:
-				res.Status = FitConverged
-			}
-		}
-		if !finite(bestLoss) {
-			// Every start failed to produce a finite point: fall back to
-			// the first start, which is finite by construction.
-			best = starts[0]
-			pr.toU(best, u0)
-			bestLoss = pr.eval(u0, nil)
-			res.Status = FitLineSearchStopped
-		}
+		best, bestLoss = pr.minimize(obs, opts, &res)
 	}
 	res.Loss = bestLoss
 	res.Evaluations = pr.evals
 	if !multiNode {
 		best[iAlphaN] = math.Max(best[iAlphaN], 1.1*best[iAlphaR])
 		best[iBetaN] = math.Max(best[iBetaN], 1.1*best[iBetaR])
-		if form == FormAllReduce {
-			best[iBandN] = math.Max(best[iBandN], 1.1*best[iBetaR])
+	}
+	if tree {
+		if !treeSeen {
+			best[iAlphaT], best[iBetaT], best[iDeltaT] = 0, 0, 0
+		} else if !ring2 {
+			best[iAlphaN], best[iBetaN] = best[iAlphaT], best[iBetaT]
 		}
 	}
 	return fromVec(best, form), res, nil
+}
+
+// minimize runs LBFGS from every start and keeps the best finite result.
+func (pr *problem) minimize(obs []Observation, opts FitOptions, res *FitResult) ([nParams]float64, float64) {
+	starts := pr.starts(obs, opts)
+	maxIter := opts.MaxIterations
+	if maxIter == 0 {
+		maxIter = 200
+	}
+	thr := opts.GradientThreshold
+	if thr == 0 {
+		thr = 1e-6
+	}
+	n := len(pr.free)
+	u := make([]float64, n)
+	g := make([]float64, n)
+	p := optimize.Problem{
+		Func: func(u []float64) float64 { return pr.eval(u, nil) },
+		Grad: func(grad, u []float64) { pr.eval(u, grad) },
+	}
+	best := starts[0]
+	bestLoss := math.Inf(1)
+	for _, s := range starts {
+		pr.toU(s, u)
+		res.Starts++
+		var (
+			status FitStatus
+			loss   float64
+		)
+		// LBFGS's line search sometimes gives up far from an optimum;
+		// restarting from where it stopped (fresh curvature memory) fixes
+		// that. A restart counts as part of the same start.
+		for try := 0; try < 3; try++ {
+			settings := &optimize.Settings{
+				GradientThreshold: thr,
+				MajorIterations:   maxIter,
+				Converger:         &optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-10, Iterations: 20},
+			}
+			r, err := optimize.Minimize(p, u, settings, &optimize.LBFGS{Store: 10})
+			if r == nil || !allFinite(r.X) {
+				status, loss = FitLineSearchStopped, math.Inf(1)
+				break
+			}
+			copy(u, r.X)
+			loss = pr.eval(u, g)
+			switch {
+			case err != nil || r.Status == optimize.Failure:
+				status = FitLineSearchStopped
+			case r.Status == optimize.IterationLimit:
+				status = FitIterationLimit
+			default:
+				status = FitConverged
+			}
+			if status != FitLineSearchStopped || norm(g) <= 100*thr {
+				break
+			}
+		}
+		if !finite(loss) || loss >= bestLoss {
+			continue
+		}
+		bestLoss = loss
+		pr.thetaOf(u)
+		best = pr.theta
+		res.GradNorm = norm(g)
+		res.Status = status
+	}
+	if !finite(bestLoss) {
+		// No start produced a finite point: keep the first start, which is
+		// finite by construction.
+		pr.toU(best, u)
+		bestLoss = pr.eval(u, nil)
+		res.Status = FitLineSearchStopped
+	}
+	return best, bestLoss
+}
+
+func allFinite(v []float64) bool {
+	for _, x := range v {
+		if !finite(x) {
+			return false
+		}
+	}
+	return true
 }
 
 func norm(v []float64) float64 {
@@ -519,6 +583,7 @@ func (pr *problem) isFree(i int) bool {
 // batch, and sync ≈ optimizer step − pass per shape regressed on the
 // form's terms.
 func dataStart(obs []Observation, form Form) [nParams]float64 {
+	tree := form == FormAllReduce
 	var v [nParams]float64
 	// compute: accum = αc + βc·m
 	var sx, sy, sxx, sxy, n float64
@@ -542,21 +607,26 @@ func dataStart(obs []Observation, form Form) [nParams]float64 {
 	v[iAlphaC], v[iBetaC] = alpha, beta
 	floor := 1e-3 * my
 	// sync: least squares on the shape's terms, per link kind.
-	var rows [2][][6]float64 // [intra|inter] rows of (coef[0..4], y)
+	var rows [3][][nSync + 1]float64 // [intra|ring|tree] rows of (coef, y)
 	for _, o := range obs {
 		if o.Replicas <= 1 {
 			continue
 		}
-		_, coef := syncTerms(form, o.Nodes, o.Replicas)
+		_, coef := syncTerms(tree, o.Nodes, o.Replicas)
 		y := math.Max(o.OptimSeconds-o.AccumSeconds, floor)
-		r := [6]float64{coef[0], coef[1], coef[2], coef[3], coef[4], y}
-		if o.Nodes > 1 {
-			rows[1] = append(rows[1], r)
-		} else {
+		var r [nSync + 1]float64
+		copy(r[:], coef[:])
+		r[nSync] = y
+		switch {
+		case o.Nodes == 1:
 			rows[0] = append(rows[0], r)
+		case o.Nodes > 2 && tree:
+			rows[2] = append(rows[2], r)
+		default:
+			rows[1] = append(rows[1], r)
 		}
 	}
-	solve := func(rs [][6]float64, idx []int) []float64 {
+	solve := func(rs [][nSync + 1]float64, idx []int) []float64 {
 		out := make([]float64, len(idx))
 		if len(rs) == 0 {
 			return out
@@ -572,7 +642,7 @@ func dataStart(obs []Observation, form Form) [nParams]float64 {
 				for j, jj := range idx {
 					a[i][j] += r[ii] * r[jj]
 				}
-				a[i][m] += r[ii] * r[5]
+				a[i][m] += r[ii] * r[nSync]
 			}
 		}
 		for i := range m {
@@ -602,12 +672,11 @@ func dataStart(obs []Observation, form Form) [nParams]float64 {
 	}
 	intra := solve(rows[0], []int{0, 1})
 	v[iAlphaR], v[iBetaR] = math.Max(intra[0], floor), math.Max(intra[1], 1e-3*floor)
-	if form == FormAllReduce {
-		inter := solve(rows[1], []int{2, 3, 4})
-		v[iAlphaN], v[iBetaN], v[iBandN] = math.Max(inter[0], floor), math.Max(inter[1], 1e-3*floor), math.Max(inter[2], 1e-3*floor)
-	} else {
-		inter := solve(rows[1], []int{2, 3})
-		v[iAlphaN], v[iBetaN] = math.Max(inter[0], floor), math.Max(inter[1], 1e-3*floor)
+	ring := solve(rows[1], []int{2, 3})
+	v[iAlphaN], v[iBetaN] = math.Max(ring[0], floor), math.Max(ring[1], 1e-3*floor)
+	if tree {
+		t := solve(rows[2], []int{4, 5, 6})
+		v[iAlphaT], v[iBetaT], v[iDeltaT] = math.Max(t[0], floor), math.Max(t[1], 1e-3*floor), math.Max(t[2], 1e-3*floor)
 	}
 	v[iGamma] = 1.001
 	return v

@@ -16,16 +16,19 @@ const (
 	// AlphaR + BetaR·(K−2) when all K replicas share one node and
 	// AlphaN + BetaN·(K−2) when they span several nodes.
 	FormPollux
-	// FormAllReduce is a ring/hierarchical all-reduce model that
-	// extrapolates to larger shapes: within one node it is Pollux's
-	// intra-node term; across N nodes with g = K/N replicas per node it is
+	// FormAllReduce models the two all-reduce algorithms NCCL chooses
+	// between. Within one node and across two nodes replicas form a flat
+	// ring, whose latency grows linearly in K: Pollux's intra-node term
+	// AlphaR + BetaR·(K−2) and inter-node term AlphaN + BetaN·(K−2). Across
+	// N ≥ 3 nodes the all-reduce runs as a tree (reduce within each node,
+	// a tree between nodes, broadcast back), whose depth grows with
+	// log₂ K and whose intra-node chain grows with the g = K/N replicas per
+	// node:
 	//
-	//	AlphaN + BetaN·(N−2)⁺ + BandN·g·(N−1)/N
+	//	AlphaT + BetaT·log₂(K/2) + DeltaT·(g−1)
 	//
-	// a fixed cost, a latency term per extra ring hop between nodes, and a
-	// bandwidth term: each node's network link carries the 2(N−1)/N share
-	// of the gradient for each of its g replicas, which saturates in N but
-	// grows with how densely replicas are packed per node.
+	// Until the job has run on 3 or more nodes (AlphaT = 0), the ring term
+	// applies to every multi-node shape, so the form equals FormPollux.
 	FormAllReduce
 )
 
@@ -101,9 +104,13 @@ type Params struct {
 	// AlphaN + BetaN·(K−2); FormAllReduce: see FormAllReduce.
 	AlphaN float64 `json:"alpha_n"`
 	BetaN  float64 `json:"beta_n"`
-	// BandN is FormAllReduce's inter-node bandwidth coefficient in seconds
-	// per replica-per-node; unused (and 0 is allowed) in FormPollux.
-	BandN float64 `json:"band_n,omitempty"`
+	// AlphaT, BetaT and DeltaT: FormAllReduce's tree sync time across
+	// three or more nodes, AlphaT + BetaT·log₂(K/2) + DeltaT·(K/N − 1).
+	// AlphaT = 0 means the tree is unknown and the ring term applies.
+	// All three are 0 in FormPollux.
+	AlphaT float64 `json:"alpha_t,omitempty"`
+	BetaT  float64 `json:"beta_t,omitempty"`
+	DeltaT float64 `json:"delta_t,omitempty"`
 	// Gamma is the compute/communication overlap exponent in [1, 10]:
 	// 1 is no overlap, 10 is nearly max(T_grad, T_sync).
 	Gamma float64 `json:"gamma"`
@@ -124,8 +131,14 @@ func (p Params) Validate() error {
 			return fmt.Errorf("%w: %s = %v", ErrInvalidParams, c.name, c.v)
 		}
 	}
-	if !finite(p.BandN) || p.BandN < 0 {
-		return fmt.Errorf("%w: BandN = %v", ErrInvalidParams, p.BandN)
+	tree := [...]struct {
+		name string
+		v    float64
+	}{{"AlphaT", p.AlphaT}, {"BetaT", p.BetaT}, {"DeltaT", p.DeltaT}}
+	for _, c := range tree {
+		if !finite(c.v) || c.v < 0 {
+			return fmt.Errorf("%w: %s = %v", ErrInvalidParams, c.name, c.v)
+		}
 	}
 	if p.AlphaC+p.BetaC <= 0 {
 		return fmt.Errorf("%w: AlphaC + BetaC must be positive", ErrInvalidParams)
@@ -146,10 +159,8 @@ func (p Params) SyncSeconds(nodes, replicas int) float64 {
 	if nodes <= 1 {
 		return p.AlphaR + p.BetaR*math.Max(k-2, MinCoef)
 	}
-	if p.Form.resolve() == FormAllReduce {
-		n := float64(nodes)
-		g := k / n
-		return p.AlphaN + p.BetaN*math.Max(n-2, 0) + p.BandN*g*(n-1)/n
+	if nodes > 2 && p.AlphaT > 0 && p.Form.resolve() == FormAllReduce {
+		return p.AlphaT + p.BetaT*math.Log2(k/2) + p.DeltaT*(k/float64(nodes)-1)
 	}
 	return p.AlphaN + p.BetaN*math.Max(k-2, MinCoef)
 }
@@ -194,7 +205,9 @@ func (p Params) scaled(f float64) Params {
 	p.BetaR *= f
 	p.AlphaN *= f
 	p.BetaN *= f
-	p.BandN *= f
+	p.AlphaT *= f
+	p.BetaT *= f
+	p.DeltaT *= f
 	return p
 }
 

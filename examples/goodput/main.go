@@ -234,8 +234,8 @@ func printText(w io.Writer, r report) {
 	fmt.Fprintf(w, "profile %s, form %s: fit on %d configurations (%d rows), evaluated on %d unseen rows\n",
 		r.Profile, r.Form, r.FitPoints, r.FitRows, r.EvalPoints)
 	fmt.Fprintf(w, "fit: %s, loss %.4f, |grad| %.2g, %d start(s), %d evaluations\n", r.Fit.Status, r.Fit.Loss, r.Fit.GradNorm, r.Fit.Starts, r.Fit.Evaluations)
-	fmt.Fprintf(w, "params: αc %.4g βc %.4g  αr %.4g βr %.4g  αn %.4g βn %.4g  bandN %.4g  γ %.3f\n",
-		p.AlphaC, p.BetaC, p.AlphaR, p.BetaR, p.AlphaN, p.BetaN, p.BandN, p.Gamma)
+	fmt.Fprintf(w, "params: αc %.4g βc %.4g  αr %.4g βr %.4g  αn %.4g βn %.4g  αt %.4g βt %.4g δt %.4g  γ %.3f\n",
+		p.AlphaC, p.BetaC, p.AlphaR, p.BetaR, p.AlphaN, p.BetaN, p.AlphaT, p.BetaT, p.DeltaT, p.Gamma)
 	fmt.Fprintf(w, "limits: M0 %d, max batch %d, local [%d, %d]; grad sqr %.4g var %.4g\n",
 		r.Limits.InitBatch, r.Limits.MaxBatch, r.Limits.MinLocal, r.Limits.MaxLocal, r.Grad.Sqr, r.Grad.Var)
 	fmt.Fprintf(w, "step-time error on unseen shapes: median %.1f%%, p90 %.1f%% (in-sample median %.1f%%)\n",
