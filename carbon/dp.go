@@ -17,6 +17,9 @@ func (p *problem) quanta() (delta float64, need int) {
 	}
 	top := p.work[len(p.work)-1]
 	delta = max(p.need/float64(res), top/256)
+	// Make the top scale a whole number of quanta, so that a job that fits
+	// at full scale still fits after rounding.
+	delta = top / math.Ceil(top/delta)
 	need = int(math.Ceil(p.need/delta - 1e-9))
 	return delta, max(need, 1)
 }

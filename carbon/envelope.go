@@ -97,7 +97,7 @@ func ClusterEnvelope(forecast Series, d ClusterDemand, deadline time.Time, opts 
 		extra.need = d.DeviceSeconds - floor
 		keep := len(p.levels) - d.MinDevices
 		extra.work, extra.kwh, extra.levels = p.work[:keep], p.kwh[:keep], p.levels[:keep]
-		if a, err = extra.greedy(); err != nil {
+		if a, err = extra.greedy(extra.allLevels()); err != nil {
 			return Envelope{}, Schedule{}, err
 		}
 	}
@@ -115,4 +115,13 @@ func ClusterEnvelope(forecast Series, d ClusterDemand, deadline time.Time, opts 
 	s.Method, s.Concave = Greedy, true
 	e, _ := EnvelopeOf(s, 1)
 	return e, s, nil
+}
+
+// allLevels returns 0, 1, ..., len(levels)-1.
+func (p *problem) allLevels() []int {
+	idx := make([]int, len(p.levels))
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
 }

@@ -12,12 +12,15 @@ type Method int
 
 // Methods.
 const (
-	// Auto uses Greedy when the curve is concave over [MinScale, MaxScale]
-	// and there is no ChangeCostG, and DP otherwise.
+	// Auto uses Greedy when there is no ChangeCostG and the greedy plan is
+	// provably within Tolerance of the optimum (always, for a concave
+	// curve), and DP otherwise.
 	Auto Method = iota
 	// Greedy is CarbonScaler's marginal allocation: repeatedly add the
-	// (slot, next scale) step with the most work per gram. Exact for
-	// concave curves without change costs; a heuristic otherwise.
+	// (slot, next scale) step with the most work per gram, over the scales
+	// on the lower convex hull of the curve's energy against work. Exact
+	// for concave curves without change costs; otherwise Schedule.BoundG
+	// says how far from optimal it can be.
 	Greedy
 	// DP is dynamic programming over slots and quantised work (and scale,
 	// when changes cost). Near-exact for any curve; slower.
@@ -60,6 +63,10 @@ type PlanOptions struct {
 	// Resolution is the number of work quanta DP uses for the whole job;
 	// zero means 2000. Higher is closer to exact and slower.
 	Resolution int
+	// Tolerance is the relative gap to the proven lower bound within which
+	// Auto accepts the greedy plan for a curve that is not concave instead
+	// of running DP. Zero means 0.001 (0.1%); negative means always DP.
+	Tolerance float64
 }
 
 // Slot is the plan for one time slot: run at Scale for Fraction of the
@@ -107,6 +114,11 @@ type Schedule struct {
 	Method Method
 	// Concave reports whether the curve was concave over the scales used.
 	Concave bool
+	// BoundG is a lower bound on the forecast carbon of any plan for the
+	// same job (the optimum when time in a slot may be split among any
+	// scales). CarbonG equals it for a concave curve without change
+	// costs; zero when the solver did not compute one (DP).
+	BoundG float64
 }
 
 // Finish returns the end of the last slot with work, or Start when the
@@ -234,24 +246,34 @@ func Plan(forecast Series, c Curve, work float64, deadline time.Time, opts PlanO
 		return Schedule{}, err
 	}
 	concave := c.Concave(p.levels[1], p.levels[len(p.levels)-1])
+	tol := opts.Tolerance
+	if tol == 0 {
+		tol = 0.001
+	}
+	if math.IsNaN(tol) {
+		return Schedule{}, fmt.Errorf("%w: PlanOptions.Tolerance is NaN", ErrInvalid)
+	}
 	m := opts.Method
-	if m == Auto {
-		m = Greedy
-		if !concave || opts.ChangeCostG > 0 {
-			m = DP
+	if m == Auto && (opts.ChangeCostG > 0 || tol < 0) {
+		m = DP
+	}
+	if m == Greedy || m == Auto {
+		a, bound, err := p.hullGreedy()
+		if err != nil {
+			return Schedule{}, err
+		}
+		s := p.schedule(a)
+		s.Method, s.Concave, s.BoundG = Greedy, concave, bound
+		if m == Greedy || s.CarbonG <= bound*(1+tol) {
+			return s, nil
 		}
 	}
-	var a []alloc
-	if m == Greedy {
-		a, err = p.greedy()
-	} else {
-		a, err = p.dp()
-	}
+	a, err := p.dp()
 	if err != nil {
 		return Schedule{}, err
 	}
 	s := p.schedule(a)
-	s.Method, s.Concave = m, concave
+	s.Method, s.Concave = DP, concave
 	return s, nil
 }
 
@@ -326,15 +348,80 @@ func changes(slots []Slot, initial int, perDevice float64) (int, float64) {
 	return n, float64(units) * perDevice
 }
 
-// greedy is CarbonScaler's marginal allocation with a fractional last
-// step: a max-heap of slots keyed by the work per gram of each slot's next
-// scale step.
-func (p *problem) greedy() ([]alloc, error) {
-	n, L := len(p.ci), len(p.levels)
+// hull returns the indices of the levels on the lower convex hull of
+// (work, energy), from level 0 up: the levels a cost-minimising plan would
+// use if time in a slot could be split among any scales.
+func (p *problem) hull() []int {
+	h := []int{0}
+	for j := 1; j < len(p.levels); j++ {
+		if p.work[j] <= p.work[h[len(h)-1]] {
+			continue // no more work for more energy: dominated
+		}
+		for len(h) >= 2 {
+			a, b := h[len(h)-2], h[len(h)-1]
+			// Drop b if it lies on or above the segment a -> j.
+			lhs := (p.kwh[b] - p.kwh[a]) * (p.work[j] - p.work[a])
+			rhs := (p.kwh[j] - p.kwh[a]) * (p.work[b] - p.work[a])
+			if lhs < rhs*(1-1e-12) {
+				break
+			}
+			h = h[:len(h)-1]
+		}
+		h = append(h, j)
+	}
+	return h
+}
+
+// hullGreedy runs the marginal greedy over the hull levels. Its carbon in
+// hull space is a lower bound for every plan. Mapping the one fractional
+// slot back onto neighbouring levels gives a feasible plan that is exact
+// when every level is on the hull (a concave curve).
+func (p *problem) hullGreedy() ([]alloc, float64, error) {
+	h := p.hull()
+	a, err := p.greedy(h)
+	if err != nil {
+		return nil, 0, err
+	}
+	var bound float64
+	out := make([]alloc, len(a))
+	for t, x := range a {
+		if x.j == 0 {
+			continue
+		}
+		hi, lo := h[x.j], h[x.j-1]
+		w := p.work[lo] + x.f*(p.work[hi]-p.work[lo])
+		bound += p.ci[t] * (p.kwh[lo] + x.f*(p.kwh[hi]-p.kwh[lo]))
+		if x.f >= 1 {
+			out[t] = alloc{j: hi, f: 1}
+			continue
+		}
+		// The neighbouring levels around w.
+		j := lo + 1
+		for j < hi && p.work[j] < w {
+			j++
+		}
+		f := 1.0
+		if d := p.work[j] - p.work[j-1]; d > 0 {
+			f = (w - p.work[j-1]) / d
+		}
+		out[t] = alloc{j: j, f: min(max(f, 0), 1)}
+		if out[t].f == 0 {
+			out[t] = alloc{j: j - 1, f: 1}
+		}
+	}
+	return out, bound, nil
+}
+
+// greedy is CarbonScaler's marginal allocation over the levels idx (idx[0]
+// = 0) with a fractional last step: a max-heap of slots keyed by the work
+// per gram of each slot's next step. Allocations index into idx.
+func (p *problem) greedy(idx []int) ([]alloc, error) {
+	n, L := len(p.ci), len(idx)
 	a := make([]alloc, n)
+	dW := func(j int) float64 { return p.work[idx[j]] - p.work[idx[j-1]] }
 	score := func(t int) float64 {
 		j := a[t].j + 1
-		dw, dk := p.work[j]-p.work[j-1], (p.kwh[j]-p.kwh[j-1])*p.ci[t]
+		dw, dk := dW(j), (p.kwh[idx[j]]-p.kwh[idx[j-1]])*p.ci[t]
 		switch {
 		case dw <= 0:
 			return 0
@@ -357,7 +444,7 @@ func (p *problem) greedy() ([]alloc, error) {
 		}
 		t := h.pop()
 		j := a[t].j + 1
-		dw := p.work[j] - p.work[j-1]
+		dw := dW(j)
 		if dw >= remaining && dw > 0 {
 			a[t] = alloc{j: j, f: remaining / dw}
 			remaining = 0

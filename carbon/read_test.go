@@ -19,7 +19,9 @@ func open(t testing.TB, name string) *os.File {
 	return f
 }
 
-func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Max(1, math.Max(math.Abs(a), math.Abs(b))) }
+func near(a, b, tol float64) bool {
+	return math.Abs(a-b) <= tol*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}
 
 func TestReaders(t *testing.T) {
 	utc := func(s string) time.Time { tm, _ := time.Parse(time.RFC3339, s); return tm }
