@@ -57,6 +57,7 @@ type Group struct {
 // Unknown fields are rejected. See Group for each field and Build for the
 // cluster it produces.
 type Spec struct {
+	// Groups are built in order; at least one is required.
 	Groups []Group `json:"groups"`
 	// Unhealthy lists device IDs ("node/index") to mark unhealthy.
 	Unhealthy []string `json:"unhealthy,omitempty"`

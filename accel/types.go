@@ -33,7 +33,8 @@ type MIG struct {
 	// Profile is the NVIDIA profile name, for example "1g.10gb".
 	Profile string `json:"profile,omitempty"`
 	// GPUInstance and ComputeInstance are NVML's instance identifiers.
-	GPUInstance     int `json:"gpu_instance"`
+	GPUInstance int `json:"gpu_instance"`
+	// ComputeInstance is NVML's compute instance identifier.
 	ComputeInstance int `json:"compute_instance"`
 }
 
@@ -77,8 +78,12 @@ type Device struct {
 	Fault string `json:"fault,omitempty"`
 	// PowerWatts, EnergyJoules and UtilizationPercent are the latest
 	// readings, zero when the backend does not report them.
-	PowerWatts         float64 `json:"power_watts,omitempty"`
-	EnergyJoules       float64 `json:"energy_joules,omitempty"`
+	PowerWatts float64 `json:"power_watts,omitempty"`
+	// EnergyJoules is the device's total energy counter since the driver
+	// loaded.
+	EnergyJoules float64 `json:"energy_joules,omitempty"`
+	// UtilizationPercent is the GPU utilization over the driver's last
+	// sample period, 0..100.
 	UtilizationPercent float64 `json:"utilization_percent,omitempty"`
 }
 
@@ -101,6 +106,7 @@ const (
 type Link struct {
 	// A and B are device indices on the node, A < B.
 	A int `json:"a"`
+	// B is the other device index.
 	B int `json:"b"`
 	// NVLinks is the number of NVLink lanes between A and B (0 = none).
 	NVLinks int `json:"nvlinks"`
@@ -110,7 +116,9 @@ type Link struct {
 
 // Node is one machine and its devices.
 type Node struct {
-	Name    string   `json:"name"`
+	// Name is unique within a Cluster.
+	Name string `json:"name"`
+	// Devices are the node's devices, in index order.
 	Devices []Device `json:"devices"`
 	// Links lists device pairs; pairs not listed have no NVLink and an
 	// unknown PCIe distance.
@@ -120,6 +128,7 @@ type Node struct {
 // Cluster is a snapshot of nodes and their devices. It is a plain value:
 // safe for concurrent reads, and not modified by this package.
 type Cluster struct {
+	// Nodes are the cluster's machines.
 	Nodes []Node `json:"nodes"`
 }
 
@@ -245,14 +254,17 @@ const (
 
 // HealthEvent reports a change in a device's health.
 type HealthEvent struct {
-	Time   time.Time  `json:"time"`
-	Device string     `json:"device"` // Device.ID
-	Kind   HealthKind `json:"kind"`
+	// Time is when the backend saw the event.
+	Time   time.Time `json:"time"`
+	Device string    `json:"device"` // Device.ID
+	// Kind classifies the event.
+	Kind HealthKind `json:"kind"`
 	// Xid is the Xid error code for HealthXid events.
 	Xid int `json:"xid,omitempty"`
 	// Critical reports whether the device should no longer be scheduled.
-	Critical bool   `json:"critical"`
-	Message  string `json:"message,omitempty"`
+	Critical bool `json:"critical"`
+	// Message describes the event for people.
+	Message string `json:"message,omitempty"`
 }
 
 // Inventory reports what accelerators exist. Implementations document

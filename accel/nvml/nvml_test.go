@@ -429,3 +429,22 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("freed %d event sets, want 2", srv.FreedEventSets())
 	}
 }
+
+func BenchmarkSnapshotDGXH100(b *testing.B) {
+	srv, err := nvmlmock.New("dgxh100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	inv, err := nvml.Open(nvml.WithLibrary(srv), nvml.WithNodeName("dgx"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer inv.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := inv.Snapshot(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
