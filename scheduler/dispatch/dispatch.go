@@ -3,6 +3,7 @@ package dispatch
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -165,6 +166,7 @@ type Dispatcher[T any] struct {
 	idle    []int32  // live workers serving nothing with empty queues
 	heap    []uint64 // ChoiceLeastLoaded: indexed min-heap of live workers' keys
 	rr      uint64   // ChoiceRoundRobin cursor
+	woken   []int32  // scratch: idle workers that received relocated copies
 	orph    worker   // copies waiting for a live worker
 
 	hedges     []hedgeEntry // ring of hedge candidates in submit order
@@ -253,17 +255,19 @@ func (d *Dispatcher[T]) worker(w WorkerID) (*worker, error) {
 // copies are re-placed on other workers (none lost), and a copy it is
 // serving may still be completed by it, after which it is gone. Calls for a
 // worker that has left return ErrWorkerGone (except that Complete of its
-// last copy).
-func (d *Dispatcher[T]) Leave(w WorkerID) error {
+// last copy). It returns the idle workers that received copies, which the
+// host should wake (call Next on).
+func (d *Dispatcher[T]) Leave(w WorkerID) (wake []WorkerID, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	wk, err := d.worker(w)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if wk.state != wLive {
-		return fmt.Errorf("%w: Leave of worker %d", ErrWorkerGone, w)
+		return nil, fmt.Errorf("%w: Leave of worker %d", ErrWorkerGone, w)
 	}
+	d.woken = d.woken[:0]
 	d.retire(int32(w))
 	if wk.serving {
 		wk.state = wDraining
@@ -271,7 +275,7 @@ func (d *Dispatcher[T]) Leave(w WorkerID) error {
 		wk.state = wGone
 	}
 	d.evacuate(int32(w))
-	return nil
+	return d.wokenList(), nil
 }
 
 // Fail removes a worker that crashed: every copy it held, queued or in
@@ -279,17 +283,19 @@ func (d *Dispatcher[T]) Leave(w WorkerID) error {
 // is alive elsewhere and no third worker can take it (the sibling is then
 // promoted to the high class). With no live worker left, copies wait and
 // are placed by the next Join. Nothing is lost. Later calls for the worker
-// return ErrWorkerGone.
-func (d *Dispatcher[T]) Fail(w WorkerID) error {
+// return ErrWorkerGone. It returns the idle workers that received copies,
+// which the host should wake (call Next on).
+func (d *Dispatcher[T]) Fail(w WorkerID) (wake []WorkerID, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	wk, err := d.worker(w)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if wk.state == wGone {
-		return fmt.Errorf("%w: Fail of worker %d", ErrWorkerGone, w)
+		return nil, fmt.Errorf("%w: Fail of worker %d", ErrWorkerGone, w)
 	}
+	d.woken = d.woken[:0]
 	if wk.state == wLive {
 		d.retire(int32(w))
 	}
@@ -304,7 +310,27 @@ func (d *Dispatcher[T]) Fail(w WorkerID) error {
 		}
 	}
 	d.evacuate(int32(w))
-	return nil
+	return d.wokenList(), nil
+}
+
+// place enqueues a relocated copy and notes its worker if idle.
+func (d *Dispatcher[T]) place(ci, t int32, class uint8) {
+	if !d.workers[t].serving && !slices.Contains(d.woken, t) {
+		d.woken = append(d.woken, t)
+	}
+	d.enqueue(ci, t, class)
+}
+
+// wokenList returns the workers noted by place, in the order noted.
+func (d *Dispatcher[T]) wokenList() []WorkerID {
+	if len(d.woken) == 0 {
+		return nil
+	}
+	out := make([]WorkerID, len(d.woken))
+	for i, w := range d.woken {
+		out[i] = WorkerID(w)
+	}
+	return out
 }
 
 // retire removes a live worker from the live set, heap and idle set.
@@ -341,7 +367,7 @@ func (d *Dispatcher[T]) relocate(ci int32, class uint8) {
 	sc := d.copyAt(sib)
 	if sc.state == cQueued || sc.state == cServing {
 		if t := d.pick(sc.worker); t >= 0 {
-			d.enqueue(ci, t, class)
+			d.place(ci, t, class)
 			return
 		}
 		// No third worker: the sibling alone carries the task.
@@ -358,7 +384,7 @@ func (d *Dispatcher[T]) relocate(ci int32, class uint8) {
 	}
 	// Sole copy of its task: it takes the high class.
 	if t := d.pick(-1); t >= 0 {
-		d.enqueue(ci, t, high)
+		d.place(ci, t, high)
 		return
 	}
 	d.enqueue(ci, orphan, high)

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -102,8 +103,8 @@ func TestBadCalls(t *testing.T) {
 		{"unknown worker complete", func() error { _, err := d.Complete(tk.ID, 9, t0); return err }, ErrUnknownWorker},
 		{"negative worker next", func() error { _, _, err := d.Next(-1); return err }, ErrUnknownWorker},
 		{"busy", func() error { _, _, err := d.Next(pl.Primary); return err }, ErrBusy},
-		{"unknown worker leave", func() error { return d.Leave(5) }, ErrUnknownWorker},
-		{"unknown worker fail", func() error { return d.Fail(5) }, ErrUnknownWorker},
+		{"unknown worker leave", func() error { _, err := d.Leave(5); return err }, ErrUnknownWorker},
+		{"unknown worker fail", func() error { _, err := d.Fail(5); return err }, ErrUnknownWorker},
 		{"unknown worker load", func() error { _, err := d.WorkerLoad(5); return err }, ErrUnknownWorker},
 		{"unknown worker cancelled", func() error { _, _, err := d.Cancelled(5); return err }, ErrUnknownWorker},
 	} {
@@ -125,19 +126,19 @@ func TestBadCalls(t *testing.T) {
 		t.Fatalf("complete by the other worker: %v", err)
 	}
 	// A worker that left.
-	if err := d.Leave(pl.Duplicate); err != nil {
+	if _, err := d.Leave(pl.Duplicate); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := d.Next(pl.Duplicate); !errors.Is(err, ErrWorkerGone) {
 		t.Fatalf("next after leave: %v", err)
 	}
-	if err := d.Leave(pl.Duplicate); !errors.Is(err, ErrWorkerGone) {
+	if _, err := d.Leave(pl.Duplicate); !errors.Is(err, ErrWorkerGone) {
 		t.Fatalf("second leave: %v", err)
 	}
-	if err := d.Fail(pl.Duplicate); !errors.Is(err, ErrWorkerGone) {
+	if _, err := d.Fail(pl.Duplicate); !errors.Is(err, ErrWorkerGone) {
 		t.Fatalf("fail after leave: %v", err)
 	}
-	if err := d.Fail(pl.Primary); err != nil {
+	if _, err := d.Fail(pl.Primary); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Submit(2, t0); !errors.Is(err, ErrNoWorkers) {
@@ -407,8 +408,13 @@ func TestLeaveAndFail(t *testing.T) {
 	// Worker 0 starts a task, then leaves gracefully: its queue moves, it
 	// may still complete the task in service.
 	tk, _, _ := d.Next(0)
-	if err := d.Leave(0); err != nil {
+	wake, err := d.Leave(0)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Workers 1 and 2 are idle and received worker 0's queued copies.
+	if len(wake) != 2 || slices.Contains(wake, 0) {
+		t.Fatalf("wake %v", wake)
 	}
 	if l := must(d.WorkerLoad(0)); l.Live || l.High+l.Low != 0 || !l.Serving {
 		t.Fatalf("left worker load %+v", l)
@@ -424,7 +430,7 @@ func TestLeaveAndFail(t *testing.T) {
 	}
 	// Worker 1 fails in service: its copy returns to a queue.
 	tk1, _, _ := d.Next(1)
-	if err := d.Fail(1); err != nil {
+	if _, err := d.Fail(1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Complete(tk1.ID, 1, t0); !errors.Is(err, ErrWorkerGone) {
@@ -438,7 +444,7 @@ func TestLeaveAndFail(t *testing.T) {
 		t.Fatalf("survivor load %+v", l)
 	}
 	// The last worker fails: tasks wait, then a new worker gets them all.
-	if err := d.Fail(2); err != nil {
+	if _, err := d.Fail(2); err != nil {
 		t.Fatal(err)
 	}
 	w := d.Join()
@@ -475,7 +481,7 @@ func TestFailPromotesDuplicate(t *testing.T) {
 	d := must(New[int](Config{Workers: 2, Choice: ChoiceRoundRobin}))
 	must(d.Submit(1, t0)) // p0 d1
 	must(d.Submit(2, t0)) // p1 d0
-	if err := d.Fail(0); err != nil {
+	if _, err := d.Fail(0); err != nil {
 		t.Fatal(err)
 	}
 	l := must(d.WorkerLoad(1))

@@ -34,8 +34,10 @@
 //     reaches NextHedge(); each call places one due duplicate.
 //  6. Leave(w) drains a worker (its queued copies move elsewhere; it may
 //     finish the copy in service); Fail(w) removes a crashed worker and
-//     re-queues every copy it held, including the one in service. No task
-//     is lost; with no live worker left, copies wait for the next Join.
+//     re-queues every copy it held, including the one in service. Both
+//     return the idle workers that received copies: wake them. No task is
+//     lost; with no live worker left, copies wait for the next Join (call
+//     Next on the new worker).
 //
 // Bad calls — an unknown task or worker, completing twice, a worker that
 // left or failed, Next while still serving — return errors wrapping the

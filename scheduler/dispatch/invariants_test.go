@@ -206,9 +206,9 @@ func (r *opRunner) step(op, arg byte) {
 		}
 	case 6:
 		if arg%5 == 0 {
-			_ = d.Fail(r.worker(arg))
+			_, _ = d.Fail(r.worker(arg))
 		} else if arg%5 == 1 {
-			_ = d.Leave(r.worker(arg))
+			_, _ = d.Leave(r.worker(arg))
 		}
 	case 7:
 		for {
