@@ -168,12 +168,15 @@ func (inv *Inventory) Snapshot(ctx context.Context) (accel.Cluster, error) {
 	}
 	inv.applyFaults(node.Devices)
 	node.Links = inv.readLinks(ctx, handles, node.Devices)
+	if err := ctx.Err(); err != nil {
+		return accel.Cluster{}, err
+	}
 	c := accel.Cluster{Nodes: []accel.Node{node}}
 	if err := c.Validate(); err != nil {
 		// Only duplicate UUIDs can cause this; report rather than hide it.
 		return accel.Cluster{}, fmt.Errorf("nvml snapshot: %w", err)
 	}
-	return c, ctx.Err()
+	return c, nil
 }
 
 // archNames maps nvml.DeviceArchitecture values to accel architecture names.
@@ -526,6 +529,9 @@ func (inv *Inventory) Health(ctx context.Context) (<-chan accel.HealthEvent, err
 	var pending []accel.HealthEvent
 	for i := range n {
 		h, r := inv.lib.DeviceGetHandleByIndex(i)
+		if r == gonvml.ERROR_GPU_IS_LOST {
+			pending = append(pending, inv.lostEvent(inv.opts.nodeName+"/"+strconv.Itoa(i), wrap("DeviceGetHandleByIndex", r)))
+		}
 		if r != gonvml.SUCCESS {
 			continue
 		}

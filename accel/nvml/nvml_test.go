@@ -327,11 +327,33 @@ func TestHealthLostAtRegistration(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := <-events
-	if ev.Kind != accel.HealthLost || ev.Device != srv.Device(4).UUID || !ev.Critical {
+	if ev.Kind != accel.HealthLost || ev.Device != srv.Device(4).UUID || !ev.Critical || !strings.Contains(ev.Message, "device lost") {
 		t.Errorf("event %+v", ev)
 	}
 	if d := snapshot(t, inv).Devices[4]; d.Healthy {
 		t.Error("device 4 still healthy")
+	}
+}
+
+func TestHealthHandleLost(t *testing.T) {
+	srv := newMock(t, "dgxh100")
+	byIndex := srv.DeviceGetHandleByIndexFunc
+	srv.DeviceGetHandleByIndexFunc = func(i int) (gonvml.Device, gonvml.Return) {
+		if i == 2 {
+			return nil, gonvml.ERROR_GPU_IS_LOST
+		}
+		return byIndex(i)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events, err := open(t, srv).Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := accel.HealthEvent{Time: epoch, Device: "dgx/2", Kind: accel.HealthLost, Critical: true,
+		Message: "device lost: nvml DeviceGetHandleByIndex: ERROR_GPU_IS_LOST"}
+	if ev := <-events; ev != want {
+		t.Errorf("event %+v, want %+v", ev, want)
 	}
 }
 
