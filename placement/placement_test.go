@@ -2,6 +2,7 @@ package placement
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -169,7 +170,7 @@ func TestPlaceErrors(t *testing.T) {
 		{"negative max nodes", Request{Job: "j", Count: 1, MaxNodes: -1}, ErrInvalid, 0},
 		{"unknown type", Request{Job: "j", Count: 1, Types: []accel.TypeKey{"tpu"}}, ErrUnknownType, 0},
 		{"repeated type", Request{Job: "j", Count: 1, Types: []accel.TypeKey{"t4", "t4"}}, ErrInvalid, 0},
-		{"value for unlisted type", Request{Job: "j", Count: 1, Types: []accel.TypeKey{"t4"}, Values: map[accel.TypeKey]float64{"v100": 1}}, ErrUnknownType, 0},
+		{"infinite value", Request{Job: "j", Count: 1, Types: []accel.TypeKey{"t4"}, Values: map[accel.TypeKey]float64{"v100": math.Inf(1)}}, ErrInvalid, 0},
 		{"nan value", Request{Job: "j", Count: 1, Values: map[accel.TypeKey]float64{"t4": nan()}}, ErrInvalid, 0},
 		{"single node and max nodes", Request{Job: "j", Count: 1, SingleNode: true, MaxNodes: 2}, ErrImpossible, 0},
 		{"single node too big", Request{Job: "j", Count: 5, SingleNode: true}, ErrImpossible, 0},

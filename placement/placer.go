@@ -20,7 +20,8 @@ type Request struct {
 	// Values ranks the allowed types for heterogeneous placement, higher
 	// first (for example the job's goodput per type); a type missing from
 	// the map has value 0; ties keep the order of Types. Values must be
-	// finite and name allowed types.
+	// finite; entries for types that are not allowed are ignored, so a
+	// map of goodput per type can be passed as it is.
 	Values map[accel.TypeKey]float64
 	// Count is the gang size, at least 1.
 	Count int
@@ -187,7 +188,8 @@ type take struct {
 // *NoFitError (errors.Is(err, ErrNoFit)) carrying the reason; Round
 // reports the same reasons as results.
 func (p *Placer) Place(s *State, r Request) (Assignment, error) {
-	types, err := p.check(s, &r)
+	var buf [8]int32
+	types, err := p.check(s, &r, buf[:0])
 	if err != nil {
 		return Assignment{}, err
 	}
@@ -208,7 +210,7 @@ func (p *Placer) Place(s *State, r Request) (Assignment, error) {
 
 // check validates the request and returns the type numbers to try, best
 // first.
-func (p *Placer) check(s *State, r *Request) ([]int32, error) {
+func (p *Placer) check(s *State, r *Request, types []int32) ([]int32, error) {
 	switch {
 	case r.Job == "":
 		return nil, fmt.Errorf("%w: request job is empty", ErrInvalid)
@@ -221,14 +223,11 @@ func (p *Placer) check(s *State, r *Request) ([]int32, error) {
 	case p.Strategy < Pack || p.Strategy > Spread:
 		return nil, fmt.Errorf("%w: placer strategy %d", ErrInvalid, p.Strategy)
 	}
-	var types []int32
 	if len(r.Types) == 0 {
-		types = make([]int32, len(s.ix.types))
-		for i := range types {
-			types[i] = int32(i)
+		for i := range s.ix.types {
+			types = append(types, int32(i))
 		}
 	} else {
-		types = make([]int32, 0, len(r.Types))
 		for i, key := range r.Types {
 			t, ok := s.ix.typeNum[key]
 			if !ok {
@@ -242,15 +241,7 @@ func (p *Placer) check(s *State, r *Request) ([]int32, error) {
 	}
 	if len(r.Values) > 0 {
 		for _, key := range slices.Sorted(mapKeys(r.Values)) {
-			v := r.Values[key]
-			t, ok := s.ix.typeNum[key]
-			if !ok {
-				return nil, fmt.Errorf("%w: request %q values[%q]", ErrUnknownType, r.Job, key)
-			}
-			if !slices.Contains(types, t) {
-				return nil, fmt.Errorf("%w: request %q values[%q] names a type not in types", ErrInvalid, r.Job, key)
-			}
-			if math.IsNaN(v) || math.IsInf(v, 0) {
+			if v := r.Values[key]; math.IsNaN(v) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("%w: request %q values[%q] is %v", ErrInvalid, r.Job, key, v)
 			}
 		}
@@ -258,7 +249,7 @@ func (p *Placer) check(s *State, r *Request) ([]int32, error) {
 			return cmp.Compare(r.Values[s.ix.types[b]], r.Values[s.ix.types[a]])
 		})
 	}
-	possible := types[:0:0]
+	possible := types[:0]
 	for _, t := range types {
 		if s.ix.limit(t, r) >= r.Count {
 			possible = append(possible, t)

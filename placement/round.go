@@ -175,13 +175,15 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 				bad = append(bad, g)
 			}
 		}
+		if len(bad) > 0 {
+			unhealthy[j.job] = true
+			reasons[j.job] = Reason{ReasonUnhealthy, fmt.Sprintf("held %d unhealthy devices", len(bad))}
+		}
 		if wrongType {
 			relocate = append(relocate, i)
 			continue
 		}
 		if len(bad) > 0 {
-			unhealthy[j.job] = true
-			reasons[j.job] = Reason{ReasonUnhealthy, fmt.Sprintf("released %d unhealthy devices", len(bad))}
 			st.releaseDevs(j, bad)
 			j, _ = st.jobs.Get(jobUse{job: j.job})
 		}

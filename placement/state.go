@@ -378,13 +378,16 @@ func (s *State) resolve(ids []string, where string) ([]int32, error) {
 
 // ids returns device IDs sorted by node name then device index.
 func (s *State) ids(devs []int32) []string {
-	sorted := slices.Clone(devs)
-	slices.SortFunc(sorted, func(a, b int32) int {
+	byNodeIndex := func(a, b int32) int {
 		da, db := &s.ix.devs[a], &s.ix.devs[b]
 		return cmp.Or(cmp.Compare(da.node, db.node), cmp.Compare(da.index, db.index))
-	})
-	out := make([]string, len(sorted))
-	for i, g := range sorted {
+	}
+	if !slices.IsSortedFunc(devs, byNodeIndex) {
+		devs = slices.Clone(devs)
+		slices.SortFunc(devs, byNodeIndex)
+	}
+	out := make([]string, len(devs))
+	for i, g := range devs {
 		out[i] = s.ix.devs[g].id
 	}
 	return out
@@ -401,11 +404,15 @@ func (s *State) mutNode(n int32) *nodeUse {
 	if r.u.cow == s.cow {
 		return r.u
 	}
+	ns := len(r.u.used)
+	masks := make([]uint64, 2*ns)
+	copy(masks, r.u.used)
+	copy(masks[ns:], r.u.bad)
 	u := &nodeUse{
 		cow:   s.cow,
 		owner: slices.Clone(r.u.owner),
-		used:  slices.Clone(r.u.used),
-		bad:   slices.Clone(r.u.bad),
+		used:  masks[:ns:ns],
+		bad:   masks[ns:],
 		dist:  slices.Clone(r.u.dist),
 	}
 	s.nodes.ReplaceOrInsert(nodeRef{n, u})
@@ -444,9 +451,13 @@ func b2i(b bool) int {
 // assign adds devs (sorted device numbers) to the job. With allowBad,
 // unhealthy devices are accepted (used when recording current usage).
 func (s *State) assign(job string, devs []int32, allowBad bool) error {
+	var u *nodeUse
+	last := int32(-1)
 	for _, g := range devs {
 		d := &s.ix.devs[g]
-		u := s.node(d.node)
+		if d.node != last {
+			u, last = s.node(d.node), d.node
+		}
 		sl := &s.ix.nodes[d.node].slots[d.slot]
 		if o := u.owner[sl.off+int32(d.bit)]; o != "" {
 			return fmt.Errorf("%w: device %q is held by job %q", ErrConflict, d.id, o)
@@ -489,18 +500,27 @@ func (s *State) setJob(old, nw jobUse, add, remove []int32) {
 		})
 	}
 	set := func(devs []int32, owner string) {
-		for _, g := range devs {
-			d := &s.ix.devs[g]
-			u := s.mutNode(d.node)
-			sl := &s.ix.nodes[d.node].slots[d.slot]
-			oldUsed := u.used[d.slot]
-			u.owner[sl.off+int32(d.bit)] = owner
-			if owner == "" {
-				u.used[d.slot] &^= 1 << d.bit
-			} else {
-				u.used[d.slot] |= 1 << d.bit
+		// Devices are sorted, hence grouped by node and slot: account once
+		// per group.
+		for i := 0; i < len(devs); {
+			d := &s.ix.devs[devs[i]]
+			n, si := d.node, d.slot
+			u := s.mutNode(n)
+			sl := &s.ix.nodes[n].slots[si]
+			oldUsed := u.used[si]
+			for ; i < len(devs); i++ {
+				d = &s.ix.devs[devs[i]]
+				if d.node != n || d.slot != si {
+					break
+				}
+				u.owner[sl.off+int32(d.bit)] = owner
+				if owner == "" {
+					u.used[si] &^= 1 << d.bit
+				} else {
+					u.used[si] |= 1 << d.bit
+				}
 			}
-			s.account(d.node, sl, oldUsed, u.bad[d.slot], u.used[d.slot], u.bad[d.slot])
+			s.account(n, sl, oldUsed, u.bad[si], u.used[si], u.bad[si])
 		}
 	}
 	set(remove, "")
