@@ -499,7 +499,7 @@ func TestFailPromotesDuplicate(t *testing.T) {
 
 func TestOpsProperty(t *testing.T) {
 	r := rand.New(rand.NewPCG(42, 1))
-	for trial := range 300 {
+	for trial := range 150 {
 		data := make([]byte, 2*(50+r.IntN(300)))
 		for i := range data {
 			data[i] = byte(r.UintN(256))

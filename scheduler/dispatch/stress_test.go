@@ -44,9 +44,9 @@ func stress(t *testing.T, cfg Config, total int) {
 			now := time.Unix(0, 0)
 			submitted := 0
 			for submitted < perG || completed.Load() < int64(total) {
-				// Submit two for every one served until this goroutine's
-				// share is in, so queues build up and duplicates race.
-				for k := 0; k < 2 && submitted < perG; k++ {
+				// Submit one task per copy served until this goroutine's
+				// share is in; copies land on every worker, so siblings race.
+				if submitted < perG {
 					if _, err := d.Submit(int32(g*perG+submitted), now); err != nil {
 						errs <- err
 						return
