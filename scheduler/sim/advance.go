@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/goodsched/goodsched/goodput"
 )
 
 // advance moves every running job forward by dt seconds of virtual time,
@@ -53,12 +55,10 @@ func (e *engine) advance(dt float64) {
 				j.devs, j.counts, j.nodes = nil, nil, nil
 				break
 			}
-			if e.cfg.Mode == Adaptive {
-				e.chooseBatch(j, e.replan(j))
-			}
+			e.rebatch(j)
 		}
-		if !j.done && e.cfg.Mode == Adaptive {
-			e.chooseBatch(j, e.replan(j))
+		if !j.done {
+			e.rebatch(j)
 		}
 	}
 }
@@ -80,10 +80,10 @@ func (e *engine) rate(j *job) float64 {
 	iter := step + float64(j.accum)*(step-sync)
 	batch := float64(j.local * len(j.devs) * (j.accum + 1))
 	gain := j.app.Gain(batch, j.epoch)
-	sqr, v := j.app.GradStats(batch, j.epoch)
-	j.grad.Sqr, j.grad.Var = sqr, v
-	if e.cfg.Mode == Adaptive {
-		e.typeModelOf(j, j.typ).observe(len(j.counts), len(j.devs), j.local, step, sync)
+	if e.cfg.Mode == Adaptive && j.app.FixedBatch == 0 {
+		sqr, v := j.app.GradStats(batch, j.epoch)
+		e.report(j, step, sync)
+		e.reportGrad(j, goodput.GradStats{Sqr: sqr, Var: v})
 	}
 	j.stepSecs, j.syncSecs, j.iterSecs = step, sync, iter
 	j.cachedRate = gain / iter

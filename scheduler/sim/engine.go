@@ -109,7 +109,9 @@ type Config struct {
 	// never reads the real clock.
 	Start time.Time
 	// Horizon stops the simulation at this virtual time even if jobs
-	// remain (default 60 days); unfinished jobs are reported, not lost.
+	// remain (default 60 days), or earlier when nothing can change any more
+	// (no job runs or is yet to arrive, and the policy places none of the
+	// waiting ones); unfinished jobs are reported, not lost.
 	Horizon time.Duration
 	// Progress, if set, is called after every round from the goroutine
 	// running the simulation.
@@ -155,9 +157,9 @@ type job struct {
 	cachedRate float64
 	rateValid  bool
 
-	// what the job has measured
-	models  map[accel.TypeKey]*typeModel
-	blind   *typeModel
+	// what the job has measured (adaptive jobs)
+	lrn     *learner
+	plan    goodput.BatchPlan
 	maxSeen int
 	oracle  *fixedBatchSpeedup
 }
@@ -340,7 +342,7 @@ func (e *engine) loop(ctx context.Context) error {
 			return err
 		}
 		e.sample()
-		if e.allDone() || e.now >= horizon {
+		if e.allDone() || e.now >= horizon || e.stuck() {
 			return nil
 		}
 		e.advance(dt)
@@ -357,6 +359,23 @@ func (e *engine) loop(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// stuck reports that nothing can change any more: no job runs, none is
+// yet to arrive, no node is down, and the policy placed none of the
+// waiting jobs (for example gangs larger than the cluster).
+func (e *engine) stuck() bool {
+	for _, j := range e.jobs {
+		if !j.done && (len(j.devs) > 0 || j.submit > e.now) {
+			return false
+		}
+	}
+	for _, d := range e.down {
+		if d > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *engine) allDone() bool {
@@ -498,64 +517,114 @@ func (e *engine) oracleView(j *job, sj *scheduler.Job, maxRep int) {
 	sj.RemainingWork = rem * j.oracle.t1
 }
 
-// speedupOf refits the job's models if needed and returns an immutable
-// snapshot for the policy.
+// speedupOf returns the job's current speedup curve for the policy,
+// rebuilt from its Estimator only when the job reported something new.
 func (e *engine) speedupOf(j *job, maxRep int) goodput.Speedup {
-	if j.app.FixedBatch > 0 && e.cfg.Mode == Adaptive && j.blind == nil && len(j.models) == 0 {
+	if j.app.FixedBatch > 0 {
 		return linearSpeedup{maxRep: maxRep}
 	}
-	s := &snapshot{maxRep: maxRep, models: map[accel.TypeKey]goodput.Model{}, ratio: map[accel.TypeKey]float64{}}
-	if !e.cfg.PerType {
-		if j.blind == nil || j.blind.params == nil && !j.blind.dirty {
-			return linearSpeedup{maxRep: maxRep}
-		}
-		j.blind.refit()
-		if j.blind.params == nil {
-			return linearSpeedup{maxRep: maxRep}
-		}
-		s.blind = true
-		s.ref = e.jobTypes(j)[0]
-		s.models[s.ref] = e.modelOf(j, j.blind)
-		s.base = s.models[s.ref].Optimize(1, 1).Goodput
-		return s
+	l := e.learnerOf(j)
+	if l == nil {
+		return linearSpeedup{maxRep: maxRep}
 	}
-	s.allowed = map[accel.TypeKey]bool{}
-	for _, t := range e.jobTypes(j) {
-		s.allowed[t] = true
-		if m := j.models[t]; m != nil {
-			m.refit()
-			if m.params != nil {
-				s.models[t] = e.modelOf(j, m)
+	if l.curve == nil || l.curveVer != l.version || l.curveMax != maxRep {
+		c, err := l.est.Curve(goodput.CurveOptions{MaxReplicas: maxRep})
+		if err != nil {
+			return linearSpeedup{maxRep: maxRep}
+		}
+		l.curve, l.curveVer, l.curveMax = c, l.version, maxRep
+	}
+	if !e.cfg.PerType {
+		return blindSpeedup{l.curve}
+	}
+	return l.curve
+}
+
+// estType is the key under which the job reports measurements on typ.
+func (e *engine) estType(typ accel.TypeKey) string {
+	if !e.cfg.PerType {
+		return goodput.AnyType
+	}
+	return string(typ)
+}
+
+// learnerOf returns the job's learner, creating its Estimator on first
+// use. With per-type models the job is first profiled on one device of
+// every type (Sia's seed profiles); those count as measurements.
+func (e *engine) learnerOf(j *job) *learner {
+	if j.lrn != nil {
+		return j.lrn
+	}
+	lo, hi, _ := j.app.LocalRange(j.app.DefaultType())
+	cfg := goodput.EstimatorConfig{
+		Limits:      goodput.Limits{InitBatch: j.app.InitBatch, MaxBatch: j.app.MaxBatch, MinLocal: lo, MaxLocal: hi, Accumulation: true},
+		MaxReplicas: e.cfg.MaxReplicas,
+	}
+	if e.cfg.PerType {
+		cfg.Profiles = map[string][]goodput.Observation{}
+		for _, t := range e.jobTypes(j) {
+			tlo, thi, _ := j.app.LocalRange(t)
+			for _, l := range slices.Compact([]int{tlo, max(tlo, (tlo+thi)/2), thi}) {
+				if st, sy, ok := j.app.StepTime(t, []int{1}, float64(l)); ok {
+					cfg.Profiles[string(t)] = append(cfg.Profiles[string(t)], goodput.ObservationFromStep(1, 1, l, st, sy))
+				}
 			}
 		}
 	}
-	if len(s.models) == 0 {
-		return linearSpeedup{maxRep: maxRep}
+	est, err := goodput.NewEstimator(cfg)
+	if err != nil {
+		return nil
 	}
-	for _, t := range slices.Sorted(maps.Keys(s.models)) {
-		g := s.models[t].Optimize(1, 1).Goodput
-		if g > s.base {
-			s.base, s.ref = g, t
+	j.lrn = &learner{est: est, seen: map[[4]int]bool{}, shapes: map[[3]int]bool{}, version: 1}
+	return j.lrn
+}
+
+// report tells the job's Estimator about a configuration it ran, when the
+// measurement changes what it knows materially: a new (nodes, replicas)
+// shape, or a step time its current model misses by more than 5%.
+func (e *engine) report(j *job, step, sync float64) {
+	l := e.learnerOf(j)
+	if l == nil {
+		return
+	}
+	ti := slices.Index(e.types, j.typ)
+	nodes, reps := len(j.counts), len(j.devs)
+	k := [4]int{ti, nodes, reps, j.local}
+	if l.seen[k] {
+		return
+	}
+	l.seen[k] = true
+	typ := e.estType(j.typ)
+	if l.shapes[[3]int{ti, nodes, reps}] {
+		if m, ok := l.est.Model(typ); ok {
+			pred := m.Params.StepSeconds(nodes, reps, j.local, 0)
+			if pred > 0 && math.Abs(pred-step)/step <= refitTolerance {
+				return
+			}
 		}
 	}
-	if !(s.base > 0) {
-		return linearSpeedup{maxRep: maxRep}
+	l.shapes[[3]int{ti, nodes, reps}] = true
+	if l.est.Observe(typ, goodput.ObservationFromStep(nodes, reps, j.local, step, sync)) == nil {
+		l.version++
+		l.reports++
 	}
-	return s
 }
 
-// modelOf builds the goodput model of one type from the job's fit.
-func (e *engine) modelOf(j *job, m *typeModel) goodput.Model {
-	return goodput.Model{Params: *m.params, Grad: j.grad, Limits: m.limits}
-}
-
-func (e *engine) limitsFor(j *job, t accel.TypeKey) goodput.Limits {
-	lo, hi, _ := j.app.LocalRange(t)
-	l := goodput.Limits{InitBatch: j.app.InitBatch, MaxBatch: j.app.MaxBatch, MinLocal: lo, MaxLocal: hi, Accumulation: true}
-	if j.app.FixedBatch > 0 {
-		l.InitBatch, l.MaxBatch = j.app.FixedBatch, 0
+// reportGrad tells the Estimator the job's gradient statistics when the
+// noise scale moved by more than 1%.
+func (e *engine) reportGrad(j *job, g goodput.GradStats) {
+	l := e.learnerOf(j)
+	if l == nil {
+		return
 	}
-	return l
+	old, cur := l.grad.NoiseScale(j.app.InitBatch), g.NoiseScale(j.app.InitBatch)
+	if l.grad != (goodput.GradStats{}) && math.Abs(cur-old) <= gradTolerance*math.Abs(old) {
+		return
+	}
+	if l.est.ObserveGrad(g) == nil {
+		l.grad = g
+		l.version++
+	}
 }
 
 // reallocate applies a new assignment (possibly empty) to job j.
@@ -588,44 +657,9 @@ func (e *engine) reallocate(j *job, typ accel.TypeKey, devs []string, plan goodp
 	j.allocs++
 	if !j.started {
 		j.started, j.startAt = true, e.now
-		e.bootstrap(j)
 	}
 	j.stall = j.app.RestartDelay.Seconds()
 	e.chooseBatch(j, plan)
-}
-
-// bootstrap profiles a newly started adaptive job on one device of every
-// type, as Sia does, when per-type models are on.
-func (e *engine) bootstrap(j *job) {
-	if e.cfg.Mode != Adaptive || !e.cfg.PerType {
-		return
-	}
-	for _, t := range e.jobTypes(j) {
-		lo, hi, _ := j.app.LocalRange(t)
-		m := e.typeModelOf(j, t)
-		for _, l := range []int{lo, max(lo, (lo+hi)/2), hi} {
-			s, y, ok := j.app.StepTime(t, []int{1}, float64(l))
-			if ok {
-				m.observe(1, 1, l, s, y)
-			}
-		}
-	}
-}
-
-func (e *engine) typeModelOf(j *job, t accel.TypeKey) *typeModel {
-	if !e.cfg.PerType {
-		if j.blind == nil {
-			j.blind = newTypeModel(e.limitsFor(j, j.app.DefaultType()))
-		}
-		return j.blind
-	}
-	if j.models == nil {
-		j.models = map[accel.TypeKey]*typeModel{}
-	}
-	if j.models[t] == nil {
-		j.models[t] = newTypeModel(e.limitsFor(j, t))
-	}
-	return j.models[t]
 }
 
 // chooseBatch sets the per-device batch and accumulation steps for the
@@ -645,10 +679,12 @@ func (e *engine) chooseBatch(j *job, plan goodput.BatchPlan) {
 			plan = e.replan(j)
 		}
 		if plan.Local > 0 {
+			j.plan = plan
 			j.local, j.accum = min(max(plan.Local, lo), hi), plan.Accum
 			j.batch = j.local * replicas * (j.accum + 1)
 			return
 		}
+		j.plan = goodput.BatchPlan{}
 		b := max(j.app.InitBatch, lo*replicas)
 		j.local, j.accum = splitBatch(b, replicas, lo, hi, j.app.MaxBatch, replicas == 1 && b > j.app.InitBatch)
 		j.batch = j.local * replicas * (j.accum + 1)
@@ -662,18 +698,33 @@ func (e *engine) chooseBatch(j *job, plan goodput.BatchPlan) {
 
 // replan asks the job's own model for the best batch on its allocation.
 func (e *engine) replan(j *job) goodput.BatchPlan {
-	var m *typeModel
-	if e.cfg.PerType {
-		m = j.models[j.typ]
-	} else {
-		m = j.blind
-	}
-	if m == nil {
+	if j.lrn == nil || len(j.devs) == 0 {
 		return goodput.BatchPlan{}
 	}
-	m.refit()
-	if m.params == nil {
+	sp := e.speedupOf(j, max(j.lrn.curveMax, len(j.devs)))
+	bp, ok := sp.(goodput.BatchPlanner)
+	if !ok {
 		return goodput.BatchPlan{}
 	}
-	return e.modelOf(j, m).Optimize(len(j.nodes), len(j.devs))
+	return bp.BatchPlan(string(j.typ), len(j.counts), len(j.devs))
+}
+
+// rebatch re-optimises a running adaptive job's batch between steps,
+// adopting the new plan only when goodput.Switch says it pays (5%
+// hysteresis).
+func (e *engine) rebatch(j *job) {
+	if e.cfg.Mode != Adaptive || j.app.FixedBatch > 0 || len(j.devs) == 0 {
+		return
+	}
+	next := e.replan(j)
+	if next.Local <= 0 {
+		return
+	}
+	cur := j.plan
+	if m, ok := j.lrn.est.Model(e.estType(j.typ)); ok && cur.Local > 0 {
+		cur.Goodput = m.Goodput(len(j.counts), len(j.devs), cur.Local, cur.Accum)
+	}
+	if cur.Local <= 0 || goodput.Switch(cur, next) {
+		e.chooseBatch(j, next)
+	}
 }

@@ -67,8 +67,9 @@ type Result struct {
 	AvgFTF float64 `json:"avg_ftf"`
 	P99FTF float64 `json:"p99_ftf"`
 	MaxFTF float64 `json:"max_ftf"`
-	// Fits counts throughput-model refits across all jobs.
-	Fits int `json:"fits"`
+	// Reports counts the step-time measurements jobs reported to their
+	// goodput Estimators (each may trigger a refit).
+	Reports int `json:"reports"`
 	// Rounds is the number of scheduling rounds simulated.
 	Rounds int `json:"rounds"`
 }
@@ -132,11 +133,8 @@ func (e *engine) result() (Result, error) {
 		r.Restarts += jr.Restarts
 		r.Failures += j.failures
 		r.GPUHours += j.attained / 3600
-		for _, m := range j.models {
-			r.Fits += m.fits
-		}
-		if j.blind != nil {
-			r.Fits += j.blind.fits
+		if j.lrn != nil {
+			r.Reports += j.lrn.reports
 		}
 		r.Jobs = append(r.Jobs, jr)
 	}

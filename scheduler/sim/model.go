@@ -9,137 +9,52 @@ import (
 	"github.com/goodsched/goodsched/goodput"
 )
 
-// refitTolerance is the relative error between a new measurement and the
-// current fit above which a job's throughput model is refitted. New
-// (nodes, replicas) shapes always trigger a refit.
+// refitTolerance is the relative error between a new step-time
+// measurement and the job's current model below which the measurement is
+// not reported: the model already knows it, and a refit would change
+// nothing. New (nodes, replicas) shapes are always reported.
 const refitTolerance = 0.05
 
-// typeModel is what one job has learnt about one accelerator type from its
-// own simulated measurements, exactly what a real job's data loader would
-// report: step and sync times per configuration, and gradient statistics.
-type typeModel struct {
-	limits goodput.Limits
-	obs    []goodput.Observation
-	keys   map[[3]int]bool
-	shapes map[[2]int]bool
-	params *goodput.Params
-	dirty  bool
-	fits   int
+// gradTolerance is the relative change in the gradient noise scale below
+// which new gradient statistics are not reported.
+const gradTolerance = 0.01
+
+// learner is what an adaptive job has learnt from its own simulated
+// measurements, exactly what a real job's data loader would report: step
+// and sync times per configuration and gradient statistics, fed to its
+// goodput.Estimator. The curve handed to the policy is rebuilt only when
+// the estimator was told something new.
+type learner struct {
+	est      *goodput.Estimator
+	seen     map[[4]int]bool // (type index, nodes, replicas, local)
+	shapes   map[[3]int]bool // (type index, nodes, replicas)
+	grad     goodput.GradStats
+	version  int // bumped on every report
+	curve    *goodput.Curve
+	curveVer int
+	curveMax int
+	reports  int
 }
 
-func newTypeModel(l goodput.Limits) *typeModel {
-	return &typeModel{limits: l, keys: map[[3]int]bool{}, shapes: map[[2]int]bool{}}
-}
-
-// observe records one configuration's step and sync time (seconds). It
-// reports whether the observation was new.
-func (m *typeModel) observe(nodes, replicas, local int, step, sync float64) bool {
-	k := [3]int{nodes, replicas, local}
-	if m.keys[k] {
-		return false
-	}
-	m.keys[k] = true
-	o := goodput.ObservationFromStep(nodes, replicas, local, step, sync)
-	if o.Validate() != nil {
-		return false
-	}
-	m.obs = append(m.obs, o)
-	newShape := !m.shapes[[2]int{nodes, replicas}]
-	m.shapes[[2]int{nodes, replicas}] = true
-	if newShape || m.params == nil {
-		m.dirty = true
-		return true
-	}
-	pred := m.params.StepSeconds(nodes, replicas, local, 0)
-	if !(pred > 0) || math.Abs(pred-step)/step > refitTolerance {
-		m.dirty = true
-	}
-	return true
-}
-
-// refit fits the throughput parameters if the observations changed
-// materially since the last fit, warm-starting from the previous fit.
-func (m *typeModel) refit() {
-	if !m.dirty || len(m.obs) == 0 {
-		return
-	}
-	m.dirty = false
-	opts := goodput.FitOptions{Init: m.params}
-	p, _, err := goodput.Fit(m.obs, opts)
-	if err != nil {
-		return // keep the previous fit (or none)
-	}
-	m.params = &p
-	m.fits++
-}
-
-// snapshot is an immutable view of a job's models for one round: the
-// goodput.Speedup (and goodput.BatchPlanner) handed to the policy. Speedup
-// is relative to one device of the job's reference type with its best batch.
-// It is safe for concurrent use.
-type snapshot struct {
-	models  map[accel.TypeKey]goodput.Model // fitted types
-	ratio   map[accel.TypeKey]float64       // 1-device throughput ratio to ref, for unfitted types
-	ref     accel.TypeKey
-	blind   bool // one model for all types
-	base    float64
-	maxRep  int
-	allowed map[accel.TypeKey]bool
-}
+// blindSpeedup hides the accelerator type from a type-agnostic curve: the
+// heterogeneity-blind view of a job. It is immutable.
+type blindSpeedup struct{ c *goodput.Curve }
 
 var (
-	_ goodput.Speedup      = (*snapshot)(nil)
-	_ goodput.BatchPlanner = (*snapshot)(nil)
+	_ goodput.Speedup      = blindSpeedup{}
+	_ goodput.BatchPlanner = blindSpeedup{}
 )
 
-func (s *snapshot) model(typ string) (goodput.Model, float64, bool) {
-	t := accel.TypeKey(typ)
-	if s.blind {
-		t = s.ref
-	}
-	if s.allowed != nil && !s.allowed[accel.TypeKey(typ)] {
-		return goodput.Model{}, 0, false
-	}
-	if m, ok := s.models[t]; ok {
-		return m, 1, true
-	}
-	if r, ok := s.ratio[t]; ok {
-		if m, ok := s.models[s.ref]; ok {
-			return m, r, true
-		}
-	}
-	return goodput.Model{}, 0, false
+func (b blindSpeedup) Speedup(_ string, nodes, replicas int) float64 {
+	return b.c.Speedup(goodput.AnyType, nodes, replicas)
 }
 
-// Speedup implements goodput.Speedup.
-func (s *snapshot) Speedup(typ string, nodes, replicas int) float64 {
-	if nodes < 1 || replicas < nodes || (s.maxRep > 0 && replicas > s.maxRep) {
-		return 0
-	}
-	m, scale, ok := s.model(typ)
-	if !ok || !(s.base > 0) {
-		if s.allowed != nil && !s.allowed[accel.TypeKey(typ)] {
-			return 0
-		}
-		return float64(replicas) // nothing measured yet: assume linear, as Pollux does
-	}
-	v := m.Optimize(nodes, replicas).Goodput * scale / s.base
-	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-		return 0
-	}
-	return v
+func (b blindSpeedup) BatchPlan(_ string, nodes, replicas int) goodput.BatchPlan {
+	return b.c.BatchPlan(goodput.AnyType, nodes, replicas)
 }
 
-// BatchPlan implements goodput.BatchPlanner.
-func (s *snapshot) BatchPlan(typ string, nodes, replicas int) goodput.BatchPlan {
-	m, _, ok := s.model(typ)
-	if !ok || nodes < 1 || replicas < nodes {
-		return goodput.BatchPlan{}
-	}
-	return m.Optimize(nodes, replicas)
-}
-
-// linearSpeedup is the speedup of a job nothing is known about.
+// linearSpeedup is the speedup of a job that does not adapt and about
+// which nothing is modelled.
 type linearSpeedup struct{ maxRep int }
 
 func (l linearSpeedup) Speedup(_ string, nodes, replicas int) float64 {

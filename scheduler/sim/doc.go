@@ -1,0 +1,59 @@
+// Package sim is goodsched's trace-driven simulator: it replays a workload
+// of deep-learning jobs on a simulated accelerator cluster through any
+// scheduler.Policy, on a virtual clock, with the jobs' speed taken from
+// measured profiles, and reports job completion times, makespan,
+// GPU-hours, utilisation, restarts and finish-time fairness. It follows the
+// mechanics of the Pollux (OSDI'21) simulator, so that its baselines land
+// on the published numbers, and it is how users compare policies on their
+// own traces before deploying one.
+//
+// # Ground truth
+//
+// An Application is a model's measurements (LoadProfiles reads the Pollux
+// layout, and Sia's per-type placements-<type>.csv files): the time of one
+// step and its all-reduce part for every placement (GPUs per node) and
+// per-device batch, interpolated linearly in the batch within a measured
+// placement and linearly across (nodes, replicas) shapes otherwise; and
+// per-epoch gradient statistics and progress from full training runs at
+// several batch sizes, interpolated by batch size. A job advances by
+// gain / T_iter scale-invariant iterations per second, where gain is the
+// statistical efficiency of its batch, and completes when its progress
+// reaches the model's target (the final progress of the validation runs).
+// Every (re)allocation stalls the job for its model's restart delay (30 s
+// by default); distributed jobs sharing a node may be slowed down
+// (Config.Interference); nodes may fail (Config.Faults), and affected jobs
+// restart from their last checkpoint.
+//
+// The policy never sees the ground truth. Adaptive jobs report what a real
+// job's data loader would: the step and sync time of each configuration
+// they run and their gradient statistics, to their own
+// goodput.Estimator, which fits online; the policy gets the Estimator's
+// speedup curve, rebuilt only when the job reported something new. Only
+// the Optimus+Oracle baseline (Config.Oracle) is given ground-truth step
+// times and remaining work, as published.
+//
+// # Host contract
+//
+//  1. Load applications with LoadProfiles (polluxdata.FS embeds the Pollux
+//     profiles and workloads) and a workload with LoadWorkloads or
+//     ReadWorkload.
+//  2. Build a Config: the cluster (accel.ParseSpec("16x4:t4")), the jobs,
+//     the applications, a Policy value (a fresh one per run if it keeps
+//     state) and the Mode in which jobs are presented to it: Adaptive
+//     (Pollux: the policy picks counts, the job its batch), Elastic (fixed
+//     batch, any count: Optimus) or Rigid (the workload's count and batch:
+//     FIFO, Tiresias).
+//  3. Call Run, or RunAll for independent simulations in parallel. Each
+//     round, the simulator builds a scheduler.Input from the jobs that have
+//     arrived, asks a scheduler.Scheduler for a Plan, applies it (stalls,
+//     batch sizes) and advances the virtual clock by Config.Interval.
+//  4. Read the Result: JCT statistics, makespan, GPU-hours, restarts,
+//     finish-time fairness, utilisation per round, and per-job results
+//     (Result.WriteCSV).
+//
+// Run never reads the wall clock and draws randomness only from
+// Config.Faults.Seed: the same Config gives the same Result. Run returns
+// ErrLostJob if its bookkeeping ever loses a job (a job neither waiting,
+// running nor completed, or a device serving two jobs); that is checked
+// every round.
+package sim

@@ -1,0 +1,222 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/goodsched/goodsched/scheduler"
+)
+
+func TestRunHandComputed(t *testing.T) {
+	cases := []struct {
+		name     string
+		spec     string
+		jobs     []JobSpec
+		opts     ProfileOptions
+		placer   scheduler.Placer
+		interf   float64
+		wantJCT  map[string]float64 // seconds
+		wantGPUs float64            // device-seconds in total
+	}{
+		{
+			// 30 s stall, then 200 iterations of 1 s.
+			name:     "one job, one device",
+			spec:     "1x1:t4",
+			jobs:     []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}},
+			wantJCT:  map[string]float64{"a": 230},
+			wantGPUs: 230,
+		},
+		{
+			// Per-model stall of 45 s; submit at 100 s is seen at the
+			// round at 120 s.
+			name:     "per-model restart delay and round alignment",
+			spec:     "1x1:t4",
+			jobs:     []JobSpec{{Name: "a", Submit: 100 * time.Second, Application: "toy", Replicas: 1, BatchSize: 10}},
+			opts:     ProfileOptions{RestartDelays: map[string]time.Duration{"toy": 45 * time.Second}},
+			wantJCT:  map[string]float64{"a": 20 + 45 + 200},
+			wantGPUs: 245,
+		},
+		{
+			// Two devices on one node: local 5, 1 s per step.
+			name:     "two devices packed",
+			spec:     "1x2:t4",
+			jobs:     []JobSpec{{Name: "a", Application: "toy", Replicas: 2, BatchSize: 10}},
+			wantJCT:  map[string]float64{"a": 230},
+			wantGPUs: 460,
+		},
+		{
+			// Second job waits for the first (FIFO, 1 device): starts in
+			// the round at 240 s, finishes 230 s later.
+			name:     "queueing",
+			spec:     "1x1:t4",
+			jobs:     []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}, {Name: "b", Application: "toy", Replicas: 1, BatchSize: 10}},
+			wantJCT:  map[string]float64{"a": 230, "b": 240 + 230},
+			wantGPUs: 460,
+		},
+		{
+			// Two distributed jobs share both nodes: each runs at half
+			// speed (interference 0.5): 30 + 200/0.5.
+			name:     "interference",
+			spec:     "2x2:t4",
+			jobs:     []JobSpec{{Name: "a", Application: "toy", Replicas: 2, BatchSize: 10}, {Name: "b", Application: "toy", Replicas: 2, BatchSize: 10}},
+			placer:   spreadPlacer{},
+			interf:   0.5,
+			wantJCT:  map[string]float64{"a": 430, "b": 430},
+			wantGPUs: 4 * 430,
+		},
+		{
+			// Batch 20 on one device: accumulation forced (2 passes of
+			// 10, 1 s each, sync 0) → 2 s per step. Gain at batch 20 with
+			// var 1 (epoch 0) = (1+1)/(1/2+1) = 4/3, epoch 1 var 3:
+			// (3+1)/(3/2+1) = 1.6. Time = 30 + 100·2/(4/3) + 100·2/1.6.
+			name:     "accumulation and gain",
+			spec:     "1x1:t4",
+			jobs:     []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 20}},
+			wantJCT:  map[string]float64{"a": 30 + 150 + 125},
+			wantGPUs: 305,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			apps := toyApps(t, tc.opts)
+			res, err := Run(context.Background(), Config{
+				Cluster: cluster(t, tc.spec), Jobs: tc.jobs, Apps: apps,
+				Policy: scheduler.FIFO{}, Placer: tc.placer, Mode: Rigid, Interference: tc.interf,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Completed != len(tc.jobs) {
+				t.Fatalf("completed %d of %d", res.Completed, len(tc.jobs))
+			}
+			for _, j := range res.Jobs {
+				if got, want := secs(j.JCT), tc.wantJCT[j.Name]; math.Abs(got-want) > 1e-3 {
+					t.Errorf("%s: JCT %.4f s, want %.4f", j.Name, got, want)
+				}
+			}
+			if got := res.GPUHours * 3600; math.Abs(got-tc.wantGPUs) > 1e-3 {
+				t.Errorf("device-seconds %.4f, want %.4f", got, tc.wantGPUs)
+			}
+		})
+	}
+}
+
+func TestRunValidation(t *testing.T) {
+	apps := toyApps(t, ProfileOptions{})
+	good := Config{Cluster: cluster(t, "1x1:t4"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}, Apps: apps, Policy: scheduler.FIFO{}}
+	cases := []struct {
+		name string
+		mod  func(*Config)
+		want error
+	}{
+		{"no jobs", func(c *Config) { c.Jobs = nil }, ErrInvalid},
+		{"no policy", func(c *Config) { c.Policy = nil }, ErrInvalid},
+		{"unknown app", func(c *Config) { c.Jobs = []JobSpec{{Name: "a", Application: "nope", Replicas: 1, BatchSize: 1}} }, ErrUnknownApplication},
+		{"duplicate job", func(c *Config) { c.Jobs = append(c.Jobs, c.Jobs[0]) }, ErrInvalid},
+		{"bad interference", func(c *Config) { c.Interference = 1 }, ErrInvalid},
+		{"short interval", func(c *Config) { c.Interval = time.Millisecond }, ErrInvalid},
+		{"negative MTBF", func(c *Config) { c.Faults.MTBF = -time.Second }, ErrInvalid},
+		{"bad mode", func(c *Config) { c.Mode = 7 }, ErrInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			tc.mod(&c)
+			if _, err := Run(context.Background(), c); !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestFaultsLoseNoJob(t *testing.T) {
+	apps := toyApps(t, ProfileOptions{})
+	var jobs []JobSpec
+	for i := range 12 {
+		jobs = append(jobs, JobSpec{Name: string(rune('a' + i)), Submit: time.Duration(i) * 50 * time.Second, Application: "toy", Replicas: 1 + i%2, BatchSize: 10})
+	}
+	cfg := Config{Cluster: cluster(t, "3x2:t4"), Jobs: jobs, Apps: apps, Policy: scheduler.Tiresias{}, Mode: Rigid,
+		Faults: Faults{MTBF: 10 * time.Minute, Repair: 5 * time.Minute, Seed: 7}}
+	a, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Completed != len(jobs) {
+		t.Fatalf("completed %d of %d", a.Completed, len(jobs))
+	}
+	if a.Failures == 0 {
+		t.Fatal("no failures injected at MTBF 10 min")
+	}
+	b, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.AvgJCT != b.AvgJCT || a.Failures != b.Failures {
+		t.Fatalf("same seed, different results: %v/%d vs %v/%d", a.AvgJCT, a.Failures, b.AvgJCT, b.Failures)
+	}
+	cfg.Faults = Faults{}
+	c, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AvgJCT > a.AvgJCT {
+		t.Errorf("failures made jobs faster: %v without, %v with", c.AvgJCT, a.AvgJCT)
+	}
+}
+
+func TestHorizonReportsUnfinished(t *testing.T) {
+	apps := toyApps(t, ProfileOptions{})
+	res, err := Run(context.Background(), Config{
+		Cluster: cluster(t, "1x1:t4"), Apps: apps, Policy: scheduler.FIFO{}, Mode: Rigid, Horizon: 2 * time.Minute,
+		Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != 0 || len(res.Jobs) != 1 || res.Jobs[0].Completed || res.Jobs[0].Finish != -1 {
+		t.Fatalf("unexpected result %+v", res.Jobs)
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	apps := toyApps(t, ProfileOptions{})
+	_, err := Run(ctx, Config{Cluster: cluster(t, "1x1:t4"), Apps: apps, Policy: scheduler.FIFO{},
+		Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// RunAll shares applications between concurrent runs (they are
+// immutable); its results must equal sequential runs. Run under -race.
+func TestRunAllMatchesSequential(t *testing.T) {
+	apps := polluxApps(t)
+	var cfgs []Config
+	for i, p := range []scheduler.Policy{scheduler.FIFO{}, scheduler.Tiresias{}, scheduler.Optimus{}, scheduler.Goodput{}} {
+		mode := []Mode{Rigid, Rigid, Elastic, Adaptive}[i]
+		cfgs = append(cfgs, Config{Cluster: cluster(t, "4x4:t4"), Jobs: polluxJobs(t, "workloads", "workload-3", 16), Apps: apps, Policy: p, Mode: mode, Oracle: mode == Elastic})
+	}
+	par, err := RunAll(context.Background(), cfgs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cfgs {
+		seq, err := Run(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(transcript(seq)) != string(transcript(par[i])) {
+			t.Errorf("config %d: parallel and sequential results differ", i)
+		}
+	}
+	bad := cfgs[0]
+	bad.Jobs = nil
+	if _, err := RunAll(context.Background(), append(cfgs[:1:1], bad), 2); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+}

@@ -1,0 +1,121 @@
+package sim
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
+)
+
+func TestReadWorkload(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want []JobSpec
+		err  bool
+	}{
+		{"pollux", "name,time,application,num_replicas,batch_size\ncifar10-0,107,cifar10,6,2048\nncf-2,35,ncf,1,32768\n",
+			[]JobSpec{{"ncf-2", 35 * time.Second, "ncf", 1, 32768}, {"cifar10-0", 107 * time.Second, "cifar10", 6, 2048}}, false},
+		{"sia floats and column order", "time,name,batch_size,application,num_replicas,extra\n401.5,a,4096,cifar10,12.0,x\n",
+			[]JobSpec{{"a", 401500 * time.Millisecond, "cifar10", 12, 4096}}, false},
+		{"ties by name", "name,time,application,num_replicas,batch_size\nb,1,m,1,1\na,1,m,1,1\n",
+			[]JobSpec{{"a", time.Second, "m", 1, 1}, {"b", time.Second, "m", 1, 1}}, false},
+		{"empty workload", "name,time,application,num_replicas,batch_size\n", nil, false},
+		{"missing column", "name,time,application,num_replicas\na,1,m,1\n", nil, true},
+		{"negative time", "name,time,application,num_replicas,batch_size\na,-1,m,1,1\n", nil, true},
+		{"zero replicas", "name,time,application,num_replicas,batch_size\na,1,m,0,1\n", nil, true},
+		{"fractional batch", "name,time,application,num_replicas,batch_size\na,1,m,1,2.5\n", nil, true},
+		{"duplicate", "name,time,application,num_replicas,batch_size\na,1,m,1,1\na,2,m,1,1\n", nil, true},
+		{"short row", "name,time,application,num_replicas,batch_size\na,1,m\n", nil, true},
+		{"NaN time", "name,time,application,num_replicas,batch_size\na,NaN,m,1,1\n", nil, true},
+		{"empty", "", nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ReadWorkload(strings.NewReader(tc.in))
+			if tc.err {
+				if !errors.Is(err, ErrInvalid) {
+					t.Fatalf("err = %v, want ErrInvalid", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadWorkloads(t *testing.T) {
+	for dir, jobs := range map[string]int{"workloads": 160, "workloads-0.5": 80, "workloads-1.5": 240, "workloads-2.0": 320, "workloads-realistic": 160} {
+		ws, err := LoadWorkloads(polluxdata.FS, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) != 8 || ws[0].Name != "workload-1" || ws[7].Name != "workload-8" {
+			t.Fatalf("%s: %d workloads, first %q", dir, len(ws), ws[0].Name)
+		}
+		for _, w := range ws {
+			if len(w.Jobs) != jobs {
+				t.Errorf("%s/%s: %d jobs, want %d", dir, w.Name, len(w.Jobs), jobs)
+			}
+		}
+	}
+	m := fstest.MapFS{
+		"w/workload-10.csv": {Data: []byte("name,time,application,num_replicas,batch_size\na,1,m,1,1\n")},
+		"w/workload-2.csv":  {Data: []byte("name,time,application,num_replicas,batch_size\na,1,m,1,1\n")},
+		"w/notes.txt":       {Data: []byte("x")},
+	}
+	ws, err := LoadWorkloads(m, "w")
+	if err != nil || len(ws) != 2 || ws[0].Name != "workload-2" {
+		t.Fatalf("natural order: %v %+v", err, ws)
+	}
+	if _, err := LoadWorkloads(m, "missing"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("missing: %v", err)
+	}
+	if _, err := LoadWorkloads(fstest.MapFS{"e/x.txt": {}}, "e"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("no csv: %v", err)
+	}
+}
+
+func FuzzReadWorkload(f *testing.F) {
+	f.Add("name,time,application,num_replicas,batch_size\ncifar10-0,107,cifar10,6,2048\n")
+	f.Add("time,name,batch_size,application,num_replicas\n1e3,a,1,b,2\n")
+	f.Add("name,time,application,num_replicas,batch_size\na,1,m,1,1\na,1,m,1,1\n")
+	f.Add("\ufeffname,time,application,num_replicas,batch_size\n\"a,b\",0,m,1,1\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		jobs, err := ReadWorkload(strings.NewReader(in))
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for i, j := range jobs {
+			if j.Name == "" || seen[j.Name] || j.Application == "" || j.Replicas < 1 || j.BatchSize < 1 || j.Submit < 0 {
+				t.Fatalf("invalid job accepted: %+v", j)
+			}
+			seen[j.Name] = true
+			if i > 0 && jobs[i-1].Submit > j.Submit {
+				t.Fatal("not sorted by submit time")
+			}
+		}
+	})
+}
+
+func TestNaturalCompare(t *testing.T) {
+	in := []string{"w-10", "w-2", "w-1", "a", "w-02b", "w-2a"}
+	slices.SortFunc(in, naturalCompare)
+	want := []string{"a", "w-1", "w-2", "w-2a", "w-02b", "w-10"}
+	if !slices.Equal(in, want) {
+		t.Fatalf("%v", in)
+	}
+}
