@@ -38,7 +38,7 @@ type options struct {
 
 func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("dispatch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors become one line in main; -h prints usage below
 	o := options{}
 	fs.IntVar(&o.workers, "workers", 16, "number of workers")
 	fs.IntVar(&o.tasks, "tasks", 100000, "measured tasks per (policy, load, service) point; 10% more before and after")
@@ -50,6 +50,11 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.svg, "svg", "dispatch_p99.svg", "SVG file for p99 against load (empty: none)")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of a table")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "usage: dispatch [flags]")
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+		}
 		return o, err
 	}
 	if fs.NArg() > 0 {

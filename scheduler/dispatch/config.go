@@ -28,6 +28,8 @@ var (
 	// ErrBusy reports a Next from a worker still serving a task that was
 	// not cancelled: there is no preemption, so it must Complete it first.
 	ErrBusy = errors.New("dispatch: worker is still serving a task")
+	// ErrTooManyWorkers reports a Join past the limit of 2^24 worker IDs.
+	ErrTooManyWorkers = errors.New("dispatch: too many workers")
 	// ErrNoWorkers reports a Submit while no worker is live.
 	ErrNoWorkers = errors.New("dispatch: no live workers")
 )

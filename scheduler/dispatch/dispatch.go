@@ -209,20 +209,22 @@ func (d *Dispatcher[T]) Config() Config { return d.cfg }
 // ---------------------------------------------------------------- workers
 
 // Join adds a live worker and returns its ID. Copies stranded while no
-// worker was live are placed at once (the host should call Next on the
-// workers it gets back from WorkerLoad, or simply on the new worker).
-func (d *Dispatcher[T]) Join() WorkerID {
+// worker was live are all placed on it at once: call Next on it. It fails
+// only past 2^24 workers ever joined (ErrTooManyWorkers).
+func (d *Dispatcher[T]) Join() (WorkerID, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if len(d.workers) >= maxWorkers {
+		return NoWorker, fmt.Errorf("%w: %d workers joined", ErrTooManyWorkers, len(d.workers))
+	}
 	w := d.join()
 	for d.orph.head[high] >= 0 {
 		ci := d.orph.head[high]
 		d.unlink(ci)
-		t := d.pick(-1)
-		d.enqueue(ci, t, high)
+		d.enqueue(ci, d.pick(-1), high)
 		d.stats.Requeued++
 	}
-	return WorkerID(w)
+	return WorkerID(w), nil
 }
 
 func (d *Dispatcher[T]) join() int32 {

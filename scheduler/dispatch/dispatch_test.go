@@ -447,7 +447,7 @@ func TestLeaveAndFail(t *testing.T) {
 	if _, err := d.Fail(2); err != nil {
 		t.Fatal(err)
 	}
-	w := d.Join()
+	w := must(d.Join())
 	if l := must(d.WorkerLoad(w)); l.High != 5 {
 		t.Fatalf("joined worker load %+v", l)
 	}

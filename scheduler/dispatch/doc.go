@@ -42,7 +42,8 @@
 // Bad calls — an unknown task or worker, completing twice, a worker that
 // left or failed, Next while still serving — return errors wrapping the
 // package's sentinels (ErrUnknownTask, ErrCompleted, ErrNotServing,
-// ErrUnknownWorker, ErrWorkerGone, ErrBusy, ErrNoWorkers, ErrConfig).
+// ErrUnknownWorker, ErrWorkerGone, ErrBusy, ErrNoWorkers, ErrTooManyWorkers,
+// ErrConfig).
 //
 // # Cost
 //

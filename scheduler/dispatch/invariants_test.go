@@ -202,7 +202,7 @@ func (r *opRunner) step(op, arg byte) {
 		}
 	case 5:
 		if arg%4 == 0 && len(d.workers) < 12 {
-			d.Join()
+			_, _ = d.Join()
 		}
 	case 6:
 		if arg%5 == 0 {
@@ -244,7 +244,7 @@ func (r *opRunner) complete(task Task[int], w WorkerID) {
 func (r *opRunner) drain() {
 	d := r.d
 	if len(d.live) == 0 {
-		d.Join()
+		_, _ = d.Join()
 	}
 	for {
 		progress := false
