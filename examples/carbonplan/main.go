@@ -1,0 +1,449 @@
+// Command carbonplan plans one elastic job over a real year of carbon
+// intensity and compares the marginal planner of CarbonScaler with the
+// usual baselines.
+//
+// The job does -work of work (measured as time at the maximum scale) within
+// -deadline of its start. For each of -weeks weekly starts it plans:
+//
+//   - carbon-agnostic: run at the maximum scale from the start;
+//   - suspend-resume: the maximum scale in the cleanest slots (Let's Wait
+//     Awhile);
+//   - best static scale: suspend-resume at the best single scale;
+//   - energy-only elastic: the same planner on a flat forecast, which
+//     minimises energy rather than carbon, charged at the true intensity;
+//   - the marginal planner (carbon.Plan): scale per slot by marginal work
+//     per gram;
+//   - with -verify, the exact optimum by dynamic programming and the LP
+//     lower bound.
+//
+// It prints the carbon of each, averaged over the weeks, and the savings,
+// and writes an SVG of the intensity and the chosen scale of the first
+// week. Intensity defaults to the embedded Electricity Maps California 2022
+// series (ODbL); the profile to CarbonScaler's nbody10k (MIT).
+//
+//	go run ./examples/carbonplan
+//	go run ./examples/carbonplan -weeks 52 -json
+//	go run ./examples/carbonplan -intensity ../shared/data/carbon/electricitymaps_NO_2022_hourly.csv -weeks 52
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"embed"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/goodsched/goodsched/carbon"
+)
+
+//go:embed data/electricitymaps_US-CAL-CISO_2022_hourly.csv.gz data/carbonscaler_profile_nbody10k.csv
+var embedded embed.FS
+
+type options struct {
+	intensity, profile string
+	basis              carbon.Basis
+	fill               carbon.Fill
+	zone               string
+	work, deadline     time.Duration
+	slot               time.Duration
+	start              string
+	weeks              int
+	minScale, maxScale int
+	pue                float64
+	verify             bool
+	resolution         int
+	json               bool
+	svg                string
+}
+
+// usageError is bad input: exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("carbonplan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var basis, fill string
+	fs.StringVar(&o.intensity, "intensity", "", "intensity file: Electricity Maps portal or legacy CSV, two-column CSV, WattTime CSV/JSON, Carbon Aware SDK JSON (default: embedded California 2022, ODbL)")
+	fs.StringVar(&o.profile, "profile", "", "CarbonScaler profile CSV nodes,throughput,power (default: embedded nbody10k, MIT)")
+	fs.StringVar(&basis, "basis", "direct", "column of an Electricity Maps portal CSV: direct or lca")
+	fs.StringVar(&fill, "fill", "error", "gaps in the intensity: error, hold or linear")
+	fs.StringVar(&o.zone, "zone", "", "zone to read from a file with several")
+	fs.DurationVar(&o.work, "work", 24*time.Hour, "work, as time at the maximum scale")
+	fs.DurationVar(&o.deadline, "deadline", 72*time.Hour, "deadline after each start")
+	fs.DurationVar(&o.slot, "slot", time.Hour, "slot length (the intensity is resampled to it)")
+	fs.StringVar(&o.start, "start", "", "first start, RFC 3339 (default: the series' first time)")
+	fs.IntVar(&o.weeks, "weeks", 1, "number of weekly starts")
+	fs.IntVar(&o.minScale, "min", 1, "minimum scale while running")
+	fs.IntVar(&o.maxScale, "max", 0, "maximum scale (default: the profile's)")
+	fs.Float64Var(&o.pue, "pue", 1, "power usage effectiveness")
+	fs.BoolVar(&o.verify, "verify", false, "also compute the exact optimum (DP) and the LP lower bound")
+	fs.IntVar(&o.resolution, "resolution", 4000, "work quanta for -verify's DP")
+	fs.BoolVar(&o.json, "json", false, "print JSON")
+	fs.StringVar(&o.svg, "svg", "carbonplan.svg", "SVG of intensity and scale for the first week (empty: none)")
+	if err := fs.Parse(args); err != nil {
+		return o, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return o, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	switch strings.ToLower(basis) {
+	case "direct":
+		o.basis = carbon.Direct
+	case "lca", "life-cycle", "lifecycle":
+		o.basis = carbon.LifeCycle
+	default:
+		return o, usageError{fmt.Sprintf("-basis %q: want direct or lca", basis)}
+	}
+	switch strings.ToLower(fill) {
+	case "error":
+		o.fill = carbon.FillError
+	case "hold":
+		o.fill = carbon.FillHold
+	case "linear":
+		o.fill = carbon.FillLinear
+	default:
+		return o, usageError{fmt.Sprintf("-fill %q: want error, hold or linear", fill)}
+	}
+	switch {
+	case o.work <= 0:
+		return o, usageError{"-work must be positive"}
+	case o.deadline < o.work:
+		return o, usageError{fmt.Sprintf("-deadline %v is shorter than -work %v at maximum scale", o.deadline, o.work)}
+	case o.slot <= 0:
+		return o, usageError{"-slot must be positive"}
+	case o.weeks < 1:
+		return o, usageError{"-weeks must be at least 1"}
+	case o.minScale < 1 || o.maxScale < 0:
+		return o, usageError{"-min must be at least 1 and -max not negative"}
+	case !(o.pue >= 1):
+		return o, usageError{"-pue must be at least 1"}
+	case o.resolution < 10:
+		return o, usageError{"-resolution must be at least 10"}
+	}
+	return o, nil
+}
+
+// readIntensity picks the reader from the file's first bytes.
+func readIntensity(name string, b []byte, o options) (carbon.Series, error) {
+	ro := carbon.ReadOptions{Basis: o.basis, Zone: o.zone, Grid: carbon.GridOptions{Fill: o.fill}}
+	trim := bytes.TrimLeft(b, " \t\r\n\ufeff")
+	if len(trim) > 0 && (trim[0] == '{' || trim[0] == '[') {
+		if trim[0] == '{' {
+			ro.Basis = carbon.BasisUnknown
+			return carbon.ReadWattTimeJSON(bytes.NewReader(b), ro)
+		}
+		ro.Basis = carbon.BasisUnknown
+		return carbon.ReadCarbonAwareSDK(bytes.NewReader(b), ro)
+	}
+	line, _, _ := bytes.Cut(trim, []byte("\n"))
+	head := strings.ToLower(string(line))
+	switch {
+	case strings.Contains(head, "carbon intensity"):
+		return carbon.ReadElectricityMaps(bytes.NewReader(b), ro)
+	case strings.Contains(head, "carbon_intensity_avg"):
+		ro.Basis = carbon.BasisUnknown
+		return carbon.ReadElectricityMapsLegacy(bytes.NewReader(b), ro)
+	case strings.Contains(head, "point_time"):
+		ro.Basis = carbon.BasisUnknown
+		return carbon.ReadWattTimeCSV(bytes.NewReader(b), ro)
+	}
+	ro.Basis = carbon.BasisUnknown
+	return carbon.ReadTwoColumn(bytes.NewReader(b), ro)
+}
+
+func load(o options) (carbon.Series, carbon.Curve, error) {
+	var ib []byte
+	var err error
+	name := o.intensity
+	if name == "" {
+		name = "embedded Electricity Maps US-CAL-CISO 2022"
+		gz, _ := embedded.ReadFile("data/electricitymaps_US-CAL-CISO_2022_hourly.csv.gz")
+		zr, zerr := gzip.NewReader(bytes.NewReader(gz))
+		if zerr != nil {
+			return carbon.Series{}, carbon.Curve{}, zerr
+		}
+		ib, err = io.ReadAll(zr)
+	} else {
+		ib, err = os.ReadFile(o.intensity)
+	}
+	if err != nil {
+		return carbon.Series{}, carbon.Curve{}, usageError{fmt.Sprintf("-intensity: %v", err)}
+	}
+	s, err := readIntensity(name, ib, o)
+	if err != nil {
+		return carbon.Series{}, carbon.Curve{}, usageError{fmt.Sprintf("-intensity %s: %v", name, err)}
+	}
+	if s.Unit == carbon.LbsPerMWh {
+		if s, err = s.Convert(carbon.GPerKWh); err != nil {
+			return carbon.Series{}, carbon.Curve{}, err
+		}
+	}
+	if s.Step != o.slot {
+		// Trim to whole slots before averaging down.
+		if o.slot > s.Step && o.slot%s.Step == 0 {
+			k := int(o.slot / s.Step)
+			s.Values = s.Values[:len(s.Values)/k*k]
+			if s.Estimated != nil {
+				s.Estimated = s.Estimated[:len(s.Values)]
+			}
+		}
+		if s, err = s.Resample(o.slot); err != nil {
+			return carbon.Series{}, carbon.Curve{}, usageError{fmt.Sprintf("-slot %v: %v", o.slot, err)}
+		}
+	}
+	var pb []byte
+	if o.profile == "" {
+		pb, _ = embedded.ReadFile("data/carbonscaler_profile_nbody10k.csv")
+	} else if pb, err = os.ReadFile(o.profile); err != nil {
+		return carbon.Series{}, carbon.Curve{}, usageError{fmt.Sprintf("-profile: %v", err)}
+	}
+	c, err := carbon.ReadProfile(bytes.NewReader(pb))
+	if err != nil {
+		return carbon.Series{}, carbon.Curve{}, usageError{fmt.Sprintf("-profile: %v", err)}
+	}
+	return s, c, nil
+}
+
+// week is the result of one weekly start.
+type week struct {
+	Start          time.Time `json:"start"`
+	AgnosticG      float64   `json:"agnostic_g"`
+	SuspendResumeG float64   `json:"suspend_resume_g"`
+	StaticG        float64   `json:"static_g"`
+	StaticScale    int       `json:"static_scale"`
+	PlannerG       float64   `json:"planner_g"`
+	PlannerMethod  string    `json:"planner_method"`
+	EnergyOnlyG    float64   `json:"energy_only_g"`
+	OptimalG       *float64  `json:"optimal_g,omitempty"`
+	LowerBoundG    *float64  `json:"lower_bound_g,omitempty"`
+
+	plan, agnostic carbon.Schedule
+}
+
+// report is the -json output: grams averaged over the weeks.
+type report struct {
+	Zone                   string   `json:"zone"`
+	Source                 string   `json:"source"`
+	Weeks                  int      `json:"weeks"`
+	AgnosticG              float64  `json:"agnostic_g"`
+	SuspendResumeG         float64  `json:"suspend_resume_g"`
+	StaticG                float64  `json:"static_g"`
+	PlannerG               float64  `json:"planner_g"`
+	OptimalG               *float64 `json:"optimal_g"`
+	LowerBoundG            *float64 `json:"lower_bound_g,omitempty"`
+	SavingsVsAgnostic      float64  `json:"savings_vs_agnostic"`
+	SavingsVsSuspendResume float64  `json:"savings_vs_suspend_resume"`
+	SavingsVsStatic        float64  `json:"savings_vs_static"`
+	EnergyOnlyG            float64  `json:"energy_only_g"`
+	SavingsVsEnergyOnly    float64  `json:"savings_vs_energy_only"`
+	IntensityMean          float64  `json:"intensity_mean_g_per_kwh"`
+	IntensityCV            float64  `json:"intensity_cv"`
+	PerWeek                []week   `json:"per_week,omitempty"`
+}
+
+func planWeek(s carbon.Series, c carbon.Curve, o options, start time.Time) (week, error) {
+	w := week{Start: start}
+	maxS := o.maxScale
+	if maxS == 0 {
+		maxS = c.MaxScale()
+	}
+	if maxS > c.MaxScale() || o.minScale > maxS {
+		return w, usageError{fmt.Sprintf("-min %d / -max %d outside the profile's 1..%d", o.minScale, o.maxScale, c.MaxScale())}
+	}
+	work := c.WorkPerSecond[maxS] * o.work.Seconds()
+	deadline := start.Add(o.deadline)
+	f, err := s.Slice(start, deadline)
+	if err != nil {
+		return w, err
+	}
+	opts := carbon.PlanOptions{MinScale: o.minScale, MaxScale: maxS, PUE: o.pue}
+	if w.agnostic, err = carbon.PlanNow(f, c, maxS, work, deadline, opts); err != nil {
+		return w, err
+	}
+	sr, err := carbon.PlanLowest(f, c, maxS, work, deadline, opts)
+	if err != nil {
+		return w, err
+	}
+	st, k, err := carbon.PlanStatic(f, c, work, deadline, opts)
+	if err != nil {
+		return w, err
+	}
+	if w.plan, err = carbon.Plan(f, c, work, deadline, opts); err != nil {
+		return w, err
+	}
+	w.AgnosticG, w.SuspendResumeG, w.StaticG, w.StaticScale = w.agnostic.CarbonG, sr.CarbonG, st.CarbonG, k
+	// Energy-only: the same planner on a flat forecast (it minimises
+	// energy, not carbon), charged with the true intensity. The planner's
+	// savings over it are what carbon awareness adds to elastic scaling.
+	flat := f
+	flat.Values = make([]float64, len(f.Values))
+	for i := range flat.Values {
+		flat.Values[i] = f.Mean()
+	}
+	eo, err := carbon.Plan(flat, c, work, deadline, opts)
+	if err != nil {
+		return w, err
+	}
+	acc, err := carbon.Emissions(eo.Intervals(), f, carbon.AccountOptions{PUE: o.pue})
+	if err != nil {
+		return w, err
+	}
+	w.EnergyOnlyG = acc.OperationalG
+	w.PlannerG, w.PlannerMethod = w.plan.CarbonG, w.plan.Method.String()
+	if o.verify {
+		v := opts
+		v.Method, v.Resolution = carbon.DP, o.resolution
+		dp, err := carbon.Plan(f, c, work, deadline, v)
+		if err != nil {
+			return w, err
+		}
+		best := math.Min(dp.CarbonG, w.plan.CarbonG)
+		lb, err := carbon.LowerBound(f, c, work, deadline, opts)
+		if err != nil {
+			return w, err
+		}
+		w.OptimalG, w.LowerBoundG = &best, &lb
+	}
+	return w, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	s, c, err := load(o)
+	if err != nil {
+		return err
+	}
+	start := s.Start
+	if o.start != "" {
+		if start, err = time.Parse(time.RFC3339, o.start); err != nil {
+			return usageError{fmt.Sprintf("-start: %v", err)}
+		}
+	}
+	var weeks []week
+	for i := range o.weeks {
+		ws := start.Add(time.Duration(i) * 7 * 24 * time.Hour)
+		if ws.Add(o.deadline).After(s.End()) || ws.Before(s.Start) {
+			if i == 0 {
+				return usageError{fmt.Sprintf("start %v + deadline %v is outside the series [%v, %v)", ws, o.deadline, s.Start, s.End())}
+			}
+			fmt.Fprintf(stderr, "carbonplan: the series ends at %v; stopping after %d weeks\n", s.End(), i)
+			break
+		}
+		w, err := planWeek(s, c, o, ws)
+		if err != nil {
+			var ue usageError
+			if errors.As(err, &ue) || errors.Is(err, carbon.ErrInfeasible) {
+				return usageError{err.Error()}
+			}
+			return err
+		}
+		weeks = append(weeks, w)
+		if o.weeks > 4 && (i+1)%10 == 0 {
+			fmt.Fprintf(stderr, "carbonplan: %d/%d weeks\n", i+1, o.weeks)
+		}
+	}
+	r := summarize(s, weeks, o.verify)
+	if o.svg != "" {
+		if err := plotWeek(o.svg, s, weeks[0]); err != nil {
+			return fmt.Errorf("svg: %w", err)
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	printText(stdout, r, o, c, weeks)
+	return nil
+}
+
+func summarize(s carbon.Series, weeks []week, verify bool) report {
+	r := report{Zone: s.Zone, Source: s.Source, Weeks: len(weeks)}
+	var opt, lb float64
+	for _, w := range weeks {
+		r.AgnosticG += w.AgnosticG
+		r.SuspendResumeG += w.SuspendResumeG
+		r.StaticG += w.StaticG
+		r.PlannerG += w.PlannerG
+		r.EnergyOnlyG += w.EnergyOnlyG
+		if verify {
+			opt += *w.OptimalG
+			lb += *w.LowerBoundG
+		}
+	}
+	n := float64(len(weeks))
+	r.AgnosticG /= n
+	r.SuspendResumeG /= n
+	r.StaticG /= n
+	r.PlannerG /= n
+	r.EnergyOnlyG /= n
+	r.SavingsVsEnergyOnly = 1 - r.PlannerG/r.EnergyOnlyG
+	r.IntensityMean = s.Mean()
+	var sq float64
+	for _, v := range s.Values {
+		sq += (v - r.IntensityMean) * (v - r.IntensityMean)
+	}
+	if r.IntensityMean > 0 {
+		r.IntensityCV = math.Sqrt(sq/float64(len(s.Values))) / r.IntensityMean
+	}
+	if verify {
+		opt, lb = opt/n, lb/n
+		r.OptimalG, r.LowerBoundG = &opt, &lb
+	}
+	r.SavingsVsAgnostic = 1 - r.PlannerG/r.AgnosticG
+	r.SavingsVsSuspendResume = 1 - r.PlannerG/r.SuspendResumeG
+	r.SavingsVsStatic = 1 - r.PlannerG/r.StaticG
+	if len(weeks) <= 4 {
+		r.PerWeek = weeks
+	}
+	return r
+}
+
+func printText(w io.Writer, r report, o options, c carbon.Curve, weeks []week) {
+	fmt.Fprintf(w, "zone %s (%s), %d weekly start(s) from %s; job: %v at max scale within %v, slots of %v, PUE %.2f\n",
+		r.Zone, r.Source, r.Weeks, weeks[0].Start.Format(time.RFC3339), o.work, o.deadline, o.slot, o.pue)
+	fmt.Fprintf(w, "profile: %d scales, max %.4g work/s at %.4g W\n", c.MaxScale(), c.WorkPerSecond[c.MaxScale()], c.Watts[c.MaxScale()])
+	fmt.Fprintf(w, "  %-22s %12s\n", "policy", "g CO2eq/job")
+	fmt.Fprintf(w, "  %-22s %12.1f\n", "carbon-agnostic", r.AgnosticG)
+	fmt.Fprintf(w, "  %-22s %12.1f\n", "suspend-resume", r.SuspendResumeG)
+	fmt.Fprintf(w, "  %-22s %12.1f\n", "best static scale", r.StaticG)
+	fmt.Fprintf(w, "  %-22s %12.1f\n", "energy-only elastic", r.EnergyOnlyG)
+	fmt.Fprintf(w, "  %-22s %12.1f\n", "marginal planner", r.PlannerG)
+	if r.OptimalG != nil {
+		fmt.Fprintf(w, "  %-22s %12.1f  (LP lower bound %.1f; planner gap %.3f%%)\n", "exact optimum (DP)", *r.OptimalG, *r.LowerBoundG, 100*(r.PlannerG / *r.OptimalG - 1))
+	}
+	fmt.Fprintf(w, "savings of the planner: %.1f%% vs carbon-agnostic, %.1f%% vs suspend-resume, %.1f%% vs best static scale, %.1f%% vs energy-only elastic\n",
+		100*r.SavingsVsAgnostic, 100*r.SavingsVsSuspendResume, 100*r.SavingsVsStatic, 100*r.SavingsVsEnergyOnly)
+	fmt.Fprintf(w, "intensity: mean %.1f g/kWh, coefficient of variation %.2f; grams saved per job vs carbon-agnostic: %.1f\n",
+		r.IntensityMean, r.IntensityCV, r.AgnosticG-r.PlannerG)
+	if len(weeks) == 1 {
+		fmt.Fprintf(w, "first week's scales: %v\n", weeks[0].plan.Scales())
+	}
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) || strings.Contains(err.Error(), flag.ErrHelp.Error()) {
+			os.Exit(0)
+		}
+		fmt.Fprintf(os.Stderr, "carbonplan: %v\n", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
