@@ -216,3 +216,20 @@ func BenchmarkClone(b *testing.B) {
 	}
 	ct.stop(b)
 }
+
+// BenchmarkNewState measures indexing 8,192 GPUs and about 1,700 current
+// assignments.
+func BenchmarkNewState(b *testing.B) {
+	s, _ := roundInput(b)
+	c := benchCluster(1024)
+	cur := s.Assignments()
+	b.ReportAllocs()
+	var ct cpuTimer
+	ct.start(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := NewState(c, cur); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ct.stop(b)
+}

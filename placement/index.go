@@ -70,11 +70,21 @@ type index struct {
 }
 
 func buildIndex(c accel.Cluster) (*index, error) {
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: cluster: %w", ErrInvalid, err)
+	// Validate as accel.Cluster.Validate does, in the same pass that
+	// builds the index (one map instead of three).
+	ndev := c.Size()
+	ix := &index{typeNum: make(map[accel.TypeKey]int32), devByID: make(map[string]int32, ndev)}
+	ix.devs = make([]devInfo, 0, ndev)
+	ix.healthy = make([]bool, 0, ndev)
+	for _, n := range c.Nodes {
+		for _, d := range n.Devices {
+			if _, ok := ix.typeNum[d.Type]; !ok {
+				ix.typeNum[d.Type] = 0
+				ix.types = append(ix.types, d.Type)
+			}
+		}
 	}
-	ix := &index{typeNum: make(map[accel.TypeKey]int32), devByID: make(map[string]int32)}
-	ix.types = c.Types()
+	slices.Sort(ix.types)
 	for i, t := range ix.types {
 		ix.typeNum[t] = int32(i)
 	}
@@ -84,29 +94,60 @@ func buildIndex(c accel.Cluster) (*index, error) {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(c.Nodes[a].Name, c.Nodes[b].Name) })
+	for i, oi := range order {
+		name := c.Nodes[oi].Name
+		if name == "" {
+			return nil, fmt.Errorf("%w: cluster nodes[%d].name is empty", ErrInvalid, oi)
+		}
+		if i > 0 && c.Nodes[order[i-1]].Name == name {
+			return nil, fmt.Errorf("%w: cluster node name %q is duplicated", ErrInvalid, name)
+		}
+	}
 	ix.nodes = make([]nodeInfo, len(c.Nodes))
 	ix.capTotal = make([]int, nt)
 	ix.maxNode = make([]int, nt)
 	ix.maxIsland = make([]int, nt)
 	ix.maxNUMA = make([]int, nt)
 	nodeCaps := make([][]int, nt)
+	var pos []int // scratch: a node's device positions sorted by index
+	var byIndex []idxDev
 	for ni, oi := range order {
 		n := &c.Nodes[oi]
 		info := nodeInfo{name: n.Name, slotOf: make([]int8, nt)}
 		for t := range info.slotOf {
 			info.slotOf[t] = -1
 		}
-		devs := slices.Clone(n.Devices)
-		slices.SortFunc(devs, func(a, b accel.Device) int { return cmp.Compare(a.Index, b.Index) })
-		byIndex := make(map[int]int32, len(devs))
+		pos = pos[:0]
+		for i := range n.Devices {
+			pos = append(pos, i)
+		}
+		slices.SortFunc(pos, func(a, b int) int { return cmp.Compare(n.Devices[a].Index, n.Devices[b].Index) })
+		byIndex = byIndex[:0]
 		var off int32
-		for _, d := range devs {
+		for k, i := range pos {
+			d := &n.Devices[i]
+			switch {
+			case d.ID == "":
+				return nil, fmt.Errorf("%w: node %q devices[%d].id is empty", ErrInvalid, n.Name, i)
+			case d.Node != n.Name:
+				return nil, fmt.Errorf("%w: device %q names node %q but is on %q", ErrInvalid, d.ID, d.Node, n.Name)
+			case d.Type == "":
+				return nil, fmt.Errorf("%w: device %q has no type", ErrInvalid, d.ID)
+			case k > 0 && n.Devices[pos[k-1]].Index == d.Index:
+				return nil, fmt.Errorf("%w: node %q device index %d is duplicated", ErrInvalid, n.Name, d.Index)
+			}
+			if _, dup := ix.devByID[d.ID]; dup {
+				return nil, fmt.Errorf("%w: device id %q is duplicated", ErrInvalid, d.ID)
+			}
 			t := ix.typeNum[d.Type]
 			s := info.slotOf[t]
 			if s < 0 {
+				if len(info.slots) == 127 {
+					return nil, fmt.Errorf("%w: node %q has too many device types", ErrInvalid, n.Name)
+				}
 				s = int8(len(info.slots))
 				info.slotOf[t] = s
-				info.slots = append(info.slots, slotInfo{typ: t})
+				info.slots = append(info.slots, slotInfo{typ: t, devs: make([]int32, 0, len(n.Devices))})
 			}
 			sl := &info.slots[s]
 			if len(sl.devs) == maxSlotDevices {
@@ -121,10 +162,14 @@ func buildIndex(c accel.Cluster) (*index, error) {
 			ix.devs = append(ix.devs, devInfo{id: d.ID, node: int32(ni), slot: int32(s), bit: bit, index: d.Index, numa: d.NUMANode})
 			ix.healthy = append(ix.healthy, d.Healthy)
 			ix.devByID[d.ID] = g
-			byIndex[d.Index] = g
+			byIndex = append(byIndex, idxDev{d.Index, g})
 		}
-		if len(info.slots) > 127 {
-			return nil, fmt.Errorf("%w: node %q has too many device types", ErrInvalid, n.Name)
+		for k, l := range n.Links {
+			_, oka := findIndex(byIndex, l.A)
+			_, okb := findIndex(byIndex, l.B)
+			if !oka || !okb || l.A == l.B || l.NVLinks < 0 {
+				return nil, fmt.Errorf("%w: node %q links[%d] (%d-%d) is not a pair of its devices", ErrInvalid, n.Name, k, l.A, l.B)
+			}
 		}
 		for s := range info.slots {
 			sl := &info.slots[s]
@@ -159,14 +204,13 @@ func buildIndex(c accel.Cluster) (*index, error) {
 }
 
 // buildLinks fills the affinity matrix, islands and NUMA groups of a slot.
-func buildLinks(ix *index, sl *slotInfo, links []accel.Link, byIndex map[int]int32) {
+func buildLinks(ix *index, sl *slotInfo, links []accel.Link, byIndex []idxDev) {
 	n := len(sl.devs)
-	w := make([]int32, n*n)
-	nv := make([]bool, n*n)
-	any := false
+	var w []int32
+	var adj [maxSlotDevices]uint64 // NVLink adjacency
 	for _, l := range links {
-		ga, oka := byIndex[l.A]
-		gb, okb := byIndex[l.B]
+		ga, oka := findIndex(byIndex, l.A)
+		gb, okb := findIndex(byIndex, l.B)
 		if !oka || !okb {
 			continue
 		}
@@ -179,15 +223,18 @@ func buildLinks(ix *index, sl *slotInfo, links []accel.Link, byIndex map[int]int
 			v += int32(7 - l.PCIe)
 		}
 		i, j := int(da.bit), int(db.bit)
-		w[i*n+j], w[j*n+i] = v, v
-		if l.NVLinks > 0 {
-			nv[i*n+j], nv[j*n+i] = true, true
+		if v != 0 && w == nil {
+			w = make([]int32, n*n)
 		}
-		if v != 0 {
-			any = true
+		if w != nil {
+			w[i*n+j], w[j*n+i] = v, v
+		}
+		if l.NVLinks > 0 {
+			adj[i] |= 1 << j
+			adj[j] |= 1 << i
 		}
 	}
-	if any {
+	if w != nil {
 		sl.w = w
 		sl.uniform = true
 		first := int32(-1)
@@ -205,41 +252,67 @@ func buildLinks(ix *index, sl *slotInfo, links []accel.Link, byIndex map[int]int
 		sl.uniform = true
 	}
 	// NVLink islands: connected components.
+	sl.islands = make([]uint64, 0, n)
 	seen := uint64(0)
 	for i := range n {
 		if seen&(1<<i) != 0 {
 			continue
 		}
 		comp := uint64(1) << i
-		stack := []int{i}
-		for len(stack) > 0 {
-			a := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			for b := range n {
-				if nv[a*n+b] && comp&(1<<b) == 0 {
-					comp |= 1 << b
-					stack = append(stack, b)
-				}
+		for frontier := comp; frontier != 0; {
+			var next uint64
+			for f := frontier; f != 0; f &= f - 1 {
+				next |= adj[bits.TrailingZeros64(f)]
 			}
+			frontier = next &^ comp
+			comp |= next
 		}
 		seen |= comp
 		sl.islands = append(sl.islands, comp)
 	}
 	// NUMA groups, in order of NUMA id; unknown (-1) devices form none.
-	byNUMA := map[int]uint64{}
-	for b, g := range sl.devs {
-		if d := ix.devs[g]; d.numa >= 0 {
-			byNUMA[d.numa] |= 1 << b
+	var ids []int
+	for _, g := range sl.devs {
+		if d := ix.devs[g]; d.numa >= 0 && !slices.Contains(ids, d.numa) {
+			ids = append(ids, d.numa)
 		}
-	}
-	ids := make([]int, 0, len(byNUMA))
-	for id := range byNUMA {
-		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		sl.numas = append(sl.numas, byNUMA[id])
+		var m uint64
+		for b, g := range sl.devs {
+			if ix.devs[g].numa == id {
+				m |= 1 << b
+			}
+		}
+		sl.numas = append(sl.numas, m)
 	}
+}
+
+// idxDev maps a device index on a node to its device number; a node's
+// list is sorted by index.
+type idxDev struct {
+	index int
+	g     int32
+}
+
+func findIndex(list []idxDev, index int) (int32, bool) {
+	if index >= 0 && index < len(list) && list[index].index == index {
+		return list[index].g, true // dense indices 0..n-1, the usual case
+	}
+	lo, hi := 0, len(list)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if list[m].index < index {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(list) && list[lo].index == index {
+		return list[lo].g, true
+	}
+	return 0, false
 }
 
 // slot returns the slot of type t on node n, or nil.

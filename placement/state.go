@@ -102,7 +102,9 @@ func NewState(c accel.Cluster, current []Assignment) (*State, error) {
 	}
 	for ni := range ix.nodes {
 		info := &ix.nodes[ni]
-		u := &nodeUse{cow: s.cow, owner: make([]string, info.ndev), used: make([]uint64, len(info.slots)), bad: make([]uint64, len(info.slots))}
+		ns := len(info.slots)
+		masks := make([]uint64, 2*ns)
+		u := &nodeUse{cow: s.cow, owner: make([]string, info.ndev), used: masks[:ns:ns], bad: masks[ns:]}
 		for si := range info.slots {
 			sl := &info.slots[si]
 			for b, g := range sl.devs {
@@ -132,7 +134,7 @@ func NewState(c accel.Cluster, current []Assignment) (*State, error) {
 			return nil, fmt.Errorf("%w: current[%d].job %q is repeated", ErrInvalid, i, a.Job)
 		}
 		seen[a.Job] = true
-		devs, err := s.resolve(a.Devices, fmt.Sprintf("current[%d]", i))
+		devs, err := s.resolve(a.Devices, "current", i)
 		if err != nil {
 			return nil, err
 		}
@@ -263,7 +265,7 @@ func (s *State) Assign(a Assignment) error {
 	if a.Job == "" {
 		return fmt.Errorf("%w: assignment job is empty", ErrInvalid)
 	}
-	devs, err := s.resolve(a.Devices, "assignment")
+	devs, err := s.resolve(a.Devices, "assignment", -1)
 	if err != nil {
 		return err
 	}
@@ -284,7 +286,7 @@ func (s *State) Release(job string) bool {
 // by the job; otherwise nothing changes and the error wraps
 // ErrUnknownDevice or ErrConflict.
 func (s *State) ReleaseDevices(job string, deviceIDs []string) error {
-	devs, err := s.resolve(deviceIDs, "release")
+	devs, err := s.resolve(deviceIDs, "release", -1)
 	if err != nil {
 		return err
 	}
@@ -358,19 +360,25 @@ func (s *State) setHealth(ids []string, healthy bool) ([]string, error) {
 
 // resolve maps device IDs to device numbers, rejecting unknown and
 // repeated IDs.
-func (s *State) resolve(ids []string, where string) ([]int32, error) {
+func (s *State) resolve(ids []string, what string, at int) ([]int32, error) {
+	where := func() string {
+		if at >= 0 {
+			return fmt.Sprintf("%s[%d]", what, at)
+		}
+		return what
+	}
 	devs := make([]int32, 0, len(ids))
 	for i, id := range ids {
 		g, ok := s.ix.devByID[id]
 		if !ok {
-			return nil, fmt.Errorf("%w: %s devices[%d] %q", ErrUnknownDevice, where, i, id)
+			return nil, fmt.Errorf("%w: %s devices[%d] %q", ErrUnknownDevice, where(), i, id)
 		}
 		devs = append(devs, g)
 	}
 	slices.Sort(devs)
 	for i := 1; i < len(devs); i++ {
 		if devs[i] == devs[i-1] {
-			return nil, fmt.Errorf("%w: %s repeats device %q", ErrConflict, where, s.ix.devs[devs[i]].id)
+			return nil, fmt.Errorf("%w: %s repeats device %q", ErrConflict, where(), s.ix.devs[devs[i]].id)
 		}
 	}
 	return devs, nil
