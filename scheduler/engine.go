@@ -27,7 +27,8 @@ type gjob struct {
 	penal    bool
 	rf       float64
 	base     float64
-	cache    [][]float64 // per type: raw speedup / base at packed nodes, by count; NaN = unknown
+	cache    [][]float64        // per type: raw speedup / base at packed nodes, by count; NaN = unknown
+	other    map[[3]int]float64 // (type, nodes, count) off the packed node count
 }
 
 // engine evaluates and searches allocations for one Goodput round.
@@ -38,7 +39,9 @@ type engine struct {
 	interference bool
 	jobs         []gjob // sorted by job ID
 	look         []int  // per type: lookahead window of a move
-	err          error  // first bad speedup seen
+	lay          *layout
+	fast         bool  // large instance: probe growth in place only
+	err          error // first bad speedup seen
 }
 
 // newEngine builds the engine for instance x.
@@ -57,7 +60,7 @@ func (g Goodput) newEngine(x *instance) (*engine, error) {
 	if delta == 0 {
 		delta = 30 * time.Second
 	}
-	e := &engine{x: x, p: p, geo: g.Geometric, interference: !g.AllowInterference}
+	e := &engine{x: x, p: p, geo: g.Geometric, interference: !g.AllowInterference, lay: newLayout(x), fast: len(x.jobs) > coldStartJobs}
 	nt := len(x.types)
 	e.look = make([]int, nt)
 	for t := range nt {
@@ -102,18 +105,31 @@ func (g Goodput) newEngine(x *instance) (*engine, error) {
 	return e, nil
 }
 
-// norm returns job j's raw speedup over its baseline on (t, c) with the
-// consolidated node count, without the restart factor.
-func (e *engine) norm(j *gjob, t, c int) float64 {
+// norm returns job j's raw speedup over its baseline on c devices of
+// type t spread over n nodes, without the restart factor.
+func (e *engine) norm(j *gjob, t, n, c int) float64 {
 	if c <= 0 {
 		return 0
 	}
+	packed := e.x.packedNodes(t, c)
+	if n != packed {
+		k := [3]int{t, n, c}
+		if v, ok := j.other[k]; ok {
+			return v
+		}
+		v := e.eval(j, t, n, c)
+		if j.other == nil {
+			j.other = make(map[[3]int]float64)
+		}
+		j.other[k] = v
+		return v
+	}
 	cs := j.cache[t]
 	if c >= len(cs) {
-		n := max(2*len(cs), c+1, 16)
-		grown := make([]float64, n)
+		size := max(2*len(cs), c+1, 16)
+		grown := make([]float64, size)
 		copy(grown, cs)
-		for i := len(cs); i < n; i++ {
+		for i := len(cs); i < size; i++ {
 			grown[i] = math.NaN()
 		}
 		j.cache[t], cs = grown, grown
@@ -121,22 +137,26 @@ func (e *engine) norm(j *gjob, t, c int) float64 {
 	if v := cs[c]; !math.IsNaN(v) {
 		return v
 	}
-	v, err := e.x.speedup(j.info, t, e.x.packedNodes(t, c), c)
-	if err != nil && e.err == nil {
-		e.err = err
-	}
-	v /= j.base
+	v := e.eval(j, t, n, c)
 	cs[c] = v
 	return v
 }
 
-// value is job j's speedup over its baseline on (t, c), restart factor
+func (e *engine) eval(j *gjob, t, n, c int) float64 {
+	v, err := e.x.speedup(j.info, t, n, c)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return v / j.base
+}
+
+// value is job j's speedup over its baseline on (t, n, c), restart factor
 // included when (t, c) differs from what the job runs now.
-func (e *engine) value(j *gjob, t, c int) float64 {
+func (e *engine) value(j *gjob, t, n, c int) float64 {
 	if c <= 0 {
 		return 0
 	}
-	v := e.norm(j, t, c)
+	v := e.norm(j, t, n, c)
 	if j.penal && (t != j.t0 || c != j.c0) {
 		v *= j.rf
 	}
@@ -178,69 +198,9 @@ func (e *engine) fitness(vals []float64) float64 {
 	return math.Pow(s/sw, 1/e.p)
 }
 
-// distNodes is how many nodes (t, c) takes from the budget of nodes that
-// may host a distributed job: its packed node count when it spans more
-// than one node and interference avoidance is on, else 0.
-func (e *engine) distNodes(t, c int) int {
-	if !e.interference || c <= 0 {
-		return 0
-	}
-	if n := e.x.packedNodes(t, c); n > 1 {
-		return n
-	}
-	return 0
-}
-
-// state is one allocation: a (type, count) per job and what is left.
-type state struct {
-	typ, cnt       []int
-	free, distFree []int
-}
-
-func (e *engine) emptyState() *state {
-	nt := len(e.x.types)
-	s := &state{typ: make([]int, len(e.jobs)), cnt: make([]int, len(e.jobs)),
-		free: slices.Clone(e.x.cap), distFree: slices.Clone(e.x.nodes)}
-	for i := range s.typ {
-		s.typ[i] = -1
-	}
-	_ = nt
-	return s
-}
-
-func (s *state) clone() *state {
-	return &state{typ: slices.Clone(s.typ), cnt: slices.Clone(s.cnt), free: slices.Clone(s.free), distFree: slices.Clone(s.distFree)}
-}
-
-// set moves job i to (t, c), updating the free counts. c = 0 removes it.
-func (e *engine) set(s *state, i, t, c int) {
-	if s.cnt[i] > 0 {
-		ot := s.typ[i]
-		s.free[ot] += s.cnt[i]
-		s.distFree[ot] += e.distNodes(ot, s.cnt[i])
-	}
-	if c <= 0 {
-		s.typ[i], s.cnt[i] = -1, 0
-		return
-	}
-	s.typ[i], s.cnt[i] = t, c
-	s.free[t] -= c
-	s.distFree[t] -= e.distNodes(t, c)
-}
-
-// fits reports whether job i can move to (t, c) given what is free.
-func (e *engine) fits(s *state, i, t, c int) bool {
-	free, dist := s.free[t], s.distFree[t]
-	if s.typ[i] == t && s.cnt[i] > 0 {
-		free += s.cnt[i]
-		dist += e.distNodes(t, s.cnt[i])
-	}
-	return c <= free && e.distNodes(t, c) <= dist
-}
-
 func (e *engine) jobUtil(s *state, i int) float64 {
 	j := &e.jobs[i]
-	return j.w * e.util(e.value(j, s.typ[i], s.cnt[i]))
+	return j.w * e.util(e.value(j, s.typ[i], len(s.place[i]), s.cnt[i]))
 }
 
 // objective is Σ w·u(value) of a state.
@@ -252,15 +212,6 @@ func (e *engine) objective(s *state) float64 {
 	return o
 }
 
-// values lists each job's value in s.
-func (e *engine) values(s *state) []float64 {
-	v := make([]float64, len(e.jobs))
-	for i := range e.jobs {
-		v[i] = e.value(&e.jobs[i], s.typ[i], s.cnt[i])
-	}
-	return v
-}
-
 // maxOn is the most devices job j may hold on type t.
 func (e *engine) maxOn(j *gjob, t int) int {
 	return min(j.max, e.x.cap[t])
@@ -268,72 +219,76 @@ func (e *engine) maxOn(j *gjob, t int) int {
 
 // move is a candidate change of one job to (t, c).
 type move struct {
-	gain  float64 // utility gain per added device (for a start, per device)
+	gain  float64 // utility gain per device it must obtain
 	job   int
 	t, c  int
 	stamp int
 }
 
-// bestGrow returns job i's best move by utility gain per added device,
-// within the lookahead window, among moves that need at most the free
-// devices (capacity-aware) or ignoring capacity (free = false).
-func (e *engine) bestGrow(s *state, i int, capAware bool, sameTypeOnly bool) (move, bool) {
+// gainOf is the utility gain per obtained device of moving job i to
+// (t, c), and false when (t, c) does not fit.
+func (e *engine) gainOf(s *state, i, t, c int, cur float64) (float64, bool) {
+	j := &e.jobs[i]
+	added := c
+	if s.typ[i] == t {
+		added = c - s.cnt[i]
+	}
+	if added <= 0 {
+		return 0, false
+	}
+	n, ok := e.probe(s, i, t, c)
+	if !ok {
+		return 0, false
+	}
+	return (j.w*e.util(e.value(j, t, n, c)) - cur) / float64(added), true
+}
+
+// candidates calls try for each (t, c) job i may move to by growing on
+// its type (within the look-ahead window) or, unless sameType, by
+// starting on or switching to another allowed type near its minimum.
+func (e *engine) candidates(s *state, i int, sameType bool, onlyType int, try func(t, c int)) {
 	j := &e.jobs[i]
 	if j.pinned {
-		return move{}, false
-	}
-	cur := e.jobUtil(s, i)
-	best := move{job: i, gain: 0}
-	found := false
-	try := func(t, c, added int) {
-		if added <= 0 || (capAware && !e.fits(s, i, t, c)) {
-			return
-		}
-		g := (j.w*e.util(e.value(j, t, c)) - cur) / float64(added)
-		if g > best.gain+1e-15 || (found && g > best.gain-1e-15 && c < best.c && t == best.t) {
-			best = move{gain: g, job: i, t: t, c: c}
-			found = true
-		}
+		return
 	}
 	if s.cnt[i] > 0 {
 		t, c := s.typ[i], s.cnt[i]
-		if !j.rigid {
+		if !j.rigid && (onlyType < 0 || onlyType == t) {
 			hi := min(c+e.look[t], e.maxOn(j, t))
 			for c2 := c + 1; c2 <= hi; c2++ {
-				try(t, c2, c2-c)
+				try(t, c2)
 			}
 		}
-		if sameTypeOnly {
-			return best, found
+		if sameType {
+			return
 		}
-		for _, t2 := range j.allowed {
-			if t2 == t {
-				continue
-			}
-			lo := j.min
-			hi := min(lo+e.look[t2]-1, e.maxOn(j, t2))
-			if j.rigid {
-				hi = min(lo, e.maxOn(j, t2))
-			}
-			for c2 := max(lo, c); c2 <= hi || (c2 == max(lo, c) && c2 <= e.maxOn(j, t2)); c2++ {
-				try(t2, c2, c2) // switching types: all its devices are new ones
-				if c2 >= hi {
-					break
-				}
-			}
-		}
-		return best, found
 	}
 	for _, t := range j.allowed {
-		lo := j.min
+		if t == s.typ[i] || (onlyType >= 0 && t != onlyType) {
+			continue
+		}
+		lo := max(j.min, s.cnt[i])
 		hi := min(lo+e.look[t]-1, e.maxOn(j, t))
 		if j.rigid {
-			hi = min(lo, e.maxOn(j, t))
+			lo, hi = j.min, min(j.min, e.maxOn(j, t))
 		}
 		for c := lo; c <= hi; c++ {
-			try(t, c, c)
+			try(t, c)
 		}
 	}
+}
+
+// bestGrow returns job i's feasible move with the largest utility gain
+// per obtained device: growing on its type, or starting when it has no
+// devices.
+func (e *engine) bestGrow(s *state, i int) (move, bool) {
+	cur := e.jobUtil(s, i)
+	best, found := move{job: i}, false
+	e.candidates(s, i, true, -1, func(t, c int) {
+		if g, ok := e.gainOf(s, i, t, c, cur); ok && g > 0 && (!found || g > best.gain) {
+			best, found = move{gain: g, job: i, t: t, c: c}, true
+		}
+	})
 	return best, found
 }
 
@@ -359,12 +314,13 @@ func (h *moveHeap) Pop() any {
 // fill is the marginal-gain greedy: it repeatedly applies the feasible
 // move with the largest utility gain per device until no move gains.
 // Jobs only grow on their type; jobs without devices may start on any
-// allowed type.
+// allowed type. Gains are re-checked when popped (other moves change the
+// bins), so the heap is lazy.
 func (e *engine) fill(ctx context.Context, s *state) error {
 	stamp := make([]int, len(e.jobs))
 	h := make(moveHeap, 0, len(e.jobs))
 	for i := range e.jobs {
-		if m, ok := e.bestGrow(s, i, true, true); ok {
+		if m, ok := e.bestGrow(s, i); ok {
 			h = append(h, m)
 		}
 	}
@@ -380,17 +336,18 @@ func (e *engine) fill(ctx context.Context, s *state) error {
 		if m.stamp != stamp[m.job] {
 			continue
 		}
-		if !e.fits(s, m.job, m.t, m.c) {
+		g, ok := e.gainOf(s, m.job, m.t, m.c, e.jobUtil(s, m.job))
+		if !ok || g < m.gain*(1-1e-9)-1e-15 {
 			stamp[m.job]++
-			if m2, ok := e.bestGrow(s, m.job, true, true); ok {
+			if m2, ok := e.bestGrow(s, m.job); ok {
 				m2.stamp = stamp[m.job]
 				heap.Push(&h, m2)
 			}
 			continue
 		}
-		e.set(s, m.job, m.t, m.c)
+		e.apply(s, m.job, m.t, m.c)
 		stamp[m.job]++
-		if m2, ok := e.bestGrow(s, m.job, true, true); ok {
+		if m2, ok := e.bestGrow(s, m.job); ok {
 			m2.stamp = stamp[m.job]
 			heap.Push(&h, m2)
 		}

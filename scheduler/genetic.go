@@ -157,8 +157,8 @@ func (g Genetic) Allocate(ctx context.Context, in Input) ([]Target, error) {
 				t = ntype[col]
 			}
 		}
-		if c > 0 {
-			e.set(s, i, t, c)
+		if c > 0 && !e.apply(s, i, t, c) {
+			s.typ[i], s.cnt[i] = t, c // the GA's own node layout; notes only
 		}
 	}
 	return e.targets(s), nil

@@ -1,10 +1,14 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
+
+	"github.com/goodsched/goodsched/placement"
 )
 
 // Goodput is the Pollux/Sia policy: it maximises the weighted power mean
@@ -14,26 +18,30 @@ import (
 // job gets one (type, count) configuration, as in Sia. The zero value is
 // the paper's configuration (p = −1, δ = 30 s, interference avoidance on).
 //
-// Objective. A job's value on (type, count) is
-// Speedup(type, ceil(count/devices per node), count) / baseline, where the
-// baseline is its best Speedup at a fair share (1/J of the devices, within
-// its min/max), multiplied by the restart factor max(age − R·δ, 0)/(age + δ)
-// when the allocation differs from the one it runs (or, for a job
-// preempted earlier, when it resumes). Fitness is the weighted power mean
-// (Σ w·(v+0.001)^p / Σ w)^(1/p), p = 0 the geometric mean.
+// Objective. A job's value on c devices of type t spread over n nodes is
+// Speedup(t, n, c) / baseline, where the baseline is its best Speedup at a
+// fair share (1/J of the devices, within its min/max), multiplied by the
+// restart factor max(age − R·δ, 0)/(age + δ) when its devices change (or,
+// for a job preempted earlier, when it resumes). Fitness is the weighted
+// power mean (Σ w·(v+0.001)^p / Σ w)^(1/p), p = 0 the geometric mean.
 //
-// Search. A marginal-gain greedy (a heap of per-device utility gains over
-// each job's concave speedup curve, with a look-ahead of one node so node
-// boundaries do not stall it) fills the cluster, from the current
-// allocation (warm start) and from empty; an exchange local search then
-// moves devices from the jobs that lose least to the jobs that gain most,
-// within and across types, until no exchange helps. The better of the two
-// starts wins. Node counts are not searched: they follow from a
-// consolidated packing, which Packer and placement realise.
+// Search. The policy decides a (type, count) per job; node counts follow
+// from a node-level model of packing placement (a gang goes on the
+// tightest node that fits it, else on the nodes with most free devices;
+// jobs shrink and grow in place), so a speedup is always judged on the
+// node count placement will give. A marginal-gain greedy (a lazy heap of
+// per-device utility gains along each job's concave speedup curve, with a
+// look-ahead of one node so node boundaries do not stall it) fills the
+// cluster; an exchange local search then moves devices from the jobs that
+// lose least to the jobs that gain most, within and across types, until no
+// exchange helps. It runs from the current allocation (warm start), from
+// the current allocation shrunk to every job's minimum, and, for up to 300
+// jobs, from an empty cluster; each result is realised with the
+// Scheduler's Placer and the best realised fitness wins.
 //
-// Interference avoidance keeps the distributed jobs of each type on
-// distinct nodes: Σ ceil(count/devices per node) over multi-node jobs is at
-// most the type's node count.
+// Interference avoidance lets a node host at most one distributed
+// (multi-node) job, as in Pollux; turn it off here and in the Placer
+// together.
 //
 // Goodput is a plain value: safe for concurrent use.
 type Goodput struct {
@@ -48,7 +56,7 @@ type Goodput struct {
 	// AllowInterference lifts the default rule that a node hosts at most
 	// one distributed (multi-node) job.
 	AllowInterference bool
-	// MaxPasses bounds the exchange local search; 0 = 8.
+	// MaxPasses bounds the exchange local search per start; 0 = 4.
 	MaxPasses int
 }
 
@@ -60,15 +68,53 @@ func (g Goodput) Allocate(ctx context.Context, in Input) ([]Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return g.allocate(ctx, x)
+	tg, _, err := g.allocate(ctx, x, RoundPlacer{})
+	return tg, err
 }
 
-func (g Goodput) allocate(ctx context.Context, x *instance) ([]Target, error) {
-	e, s, err := g.solve(ctx, x)
+// allocate searches, then realises the candidate allocations (from the
+// warm, deflated and cold starts) with pl and returns the one whose
+// placement has the best fitness, with that placement.
+func (g Goodput) allocate(ctx context.Context, x *instance, pl Placer) ([]Target, *PlaceResult, error) {
+	e, states, err := g.solve(ctx, x)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return e.targets(s), nil
+	if pl == nil {
+		return e.targets(states[0]), nil, nil
+	}
+	var current []placement.Assignment
+	for i := range x.jobs {
+		if j := &x.jobs[i]; j.curCount > 0 {
+			current = append(current, placement.Assignment{Job: j.job.ID, Devices: j.curDevs})
+		}
+	}
+	var best []Target
+	var bestRes PlaceResult
+	bestFit := math.Inf(-1)
+	seen := make(map[string]bool)
+	for _, s := range states {
+		tg := e.targets(s)
+		key := fmt.Sprint(s.typ, s.cnt)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		pt := make([]Target, 0, len(tg))
+		for _, t := range x.pinTargets(tg) {
+			if t.Count > 0 {
+				pt = append(pt, t)
+			}
+		}
+		res, err := pl.Place(ctx, x.in.Cluster, current, pt)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrPlacement, err)
+		}
+		if f := e.realizedFitness(res); f > bestFit*(1+1e-12) || best == nil {
+			best, bestRes, bestFit = tg, res, f
+		}
+	}
+	return best, &bestRes, e.err
 }
 
 // Fitness returns the policy's objective, the weighted power mean of the
@@ -109,49 +155,134 @@ func (g Goodput) Fitness(in Input, plan Plan) (float64, error) {
 }
 
 // solve runs the search and returns the engine and the best state.
-func (g Goodput) solve(ctx context.Context, x *instance) (*engine, *state, error) {
+func (g Goodput) solve(ctx context.Context, x *instance) (*engine, []*state, error) {
 	e, err := g.newEngine(x)
 	if err != nil {
 		return nil, nil, err
 	}
 	passes := g.MaxPasses
 	if passes <= 0 {
-		passes = 8
+		passes = 4
 	}
+	// The current allocation, on the bins the jobs hold.
 	cold := e.emptyState()
-	for i := range e.jobs {
-		if j := &e.jobs[i]; j.pinned {
-			e.set(cold, i, j.info.curType, j.info.curCount)
-		}
-	}
-	warm := cold.clone()
+	warm := e.emptyState()
 	for i := range e.jobs {
 		j := &e.jobs[i]
-		if j.pinned || j.t0 < 0 {
+		if j.info.curCount == 0 {
 			continue
 		}
+		var p []slot
+		for _, id := range j.info.curDevs {
+			b, ok := e.lay.devBin[id]
+			if !ok {
+				continue // unhealthy
+			}
+			if k := len(p); k > 0 && p[k-1].bin == b {
+				p[k-1].k++
+				continue
+			}
+			found := false
+			for k := range p {
+				if p[k].bin == b {
+					p[k].k++
+					found = true
+				}
+			}
+			if !found {
+				p = append(p, slot{b, 1})
+			}
+		}
+		if j.pinned {
+			e.assign(cold, i, j.info.curType, j.info.curCount, p)
+			e.assign(warm, i, j.info.curType, j.info.curCount, p)
+			continue
+		}
+		if j.t0 < 0 || len(p) == 0 || sumSlots(p) != j.c0 {
+			continue // on a type it may not use, or on a failed device: re-place
+		}
+		e.assign(warm, i, j.t0, j.c0, p)
 		c := min(max(j.c0, j.min), e.maxOn(j, j.t0))
 		if j.rigid {
 			c = j.min
 		}
-		if c > 0 && e.fits(warm, i, j.t0, c) {
-			e.set(warm, i, j.t0, c)
+		if c != j.c0 && !e.apply(warm, i, j.t0, c) {
+			e.release(warm, i)
 		}
 	}
-	var best *state
-	bestObj := 0.0
-	for _, s := range []*state{warm, cold} {
+	// Deflated: every running job shrunk in place to its minimum, so the
+	// greedy redistributes the rest from the jobs' current nodes.
+	deflated := warm.clone()
+	for i := range e.jobs {
+		if j := &e.jobs[i]; !j.pinned && deflated.cnt[i] > j.min {
+			e.apply(deflated, i, deflated.typ[i], j.min)
+		}
+	}
+	states := []*state{warm, deflated}
+	if len(e.jobs) <= coldStartJobs {
+		states = append(states, cold)
+	}
+	for _, s := range states {
 		if err := e.fill(ctx, s); err != nil {
 			return nil, nil, err
 		}
 		if err := e.improve(ctx, s, passes); err != nil {
 			return nil, nil, err
 		}
-		if o := e.objective(s); best == nil || o > bestObj+1e-12*(1+max(o, -o)) {
-			best, bestObj = s, o
-		}
 	}
-	return e, best, e.err
+	// Best engine objective first; ties keep the warm start.
+	slices.SortStableFunc(states, func(a, b *state) int {
+		oa, ob := e.objective(a), e.objective(b)
+		if math.Abs(oa-ob) <= 1e-12*(1+math.Abs(oa)) {
+			return 0
+		}
+		return cmp.Compare(ob, oa)
+	})
+	return e, states, e.err
+}
+
+// coldStartJobs is the most jobs for which the search also starts from an
+// empty cluster (beyond it the warm starts win and time matters more).
+const coldStartJobs = 300
+
+// realizedFitness is the fitness of a placement result: each job's value
+// on the devices it gets (nodes counted), with the restart factor when
+// its devices changed.
+func (e *engine) realizedFitness(res PlaceResult) float64 {
+	got := make(map[string][]string, len(res.Assignments))
+	for _, a := range res.Assignments {
+		got[a.Job] = a.Devices
+	}
+	vals := make([]float64, len(e.jobs))
+	for i := range e.jobs {
+		j := &e.jobs[i]
+		devs := got[j.info.job.ID]
+		if len(devs) == 0 {
+			continue
+		}
+		nodes := make(map[string]bool, 4)
+		for _, id := range devs {
+			nodes[e.x.devNode[id]] = true
+		}
+		v, err := e.x.speedup(j.info, e.x.devType[devs[0]], len(nodes), len(devs))
+		if err != nil && e.err == nil {
+			e.err = err
+		}
+		v /= j.base
+		if j.penal && !sameDevices(devs, j.info.curDevs) {
+			v *= j.rf
+		}
+		vals[i] = v
+	}
+	return e.fitness(vals)
+}
+
+func sumSlots(p []slot) int {
+	n := 0
+	for _, sl := range p {
+		n += sl.k
+	}
+	return n
 }
 
 // targets turns a state into targets with notes, in job-ID order.
@@ -170,15 +301,16 @@ func (e *engine) targets(s *state) []Target {
 			tg.Reason = ReasonPinned
 			tg.Note = "non-preemptible"
 		case c > 0 && t == j.t0 && c == j.c0:
+			v := e.norm(j, t, len(s.place[i]), c)
 			tg.Reason = ReasonUnchanged
-			tg.Note = fmt.Sprintf("speedup %.2f (%.2f× its fair share)", e.norm(j, t, c)*j.base, e.norm(j, t, c))
+			tg.Note = fmt.Sprintf("speedup %.2f (%.2f× its fair share)", v*j.base, v)
 		case c > 0:
 			tg.Reason = ReasonObjective
 			before := 0.0
 			if j.t0 >= 0 {
-				before = e.norm(j, j.t0, j.c0) * j.base
+				before = e.norm(j, j.t0, j.info.curNodes, j.c0) * j.base
 			}
-			tg.Note = fmt.Sprintf("speedup %.2f→%.2f", before, e.norm(j, t, c)*j.base)
+			tg.Note = fmt.Sprintf("speedup %.2f→%.2f", before, e.norm(j, t, len(s.place[i]), c)*j.base)
 			if j.penal {
 				tg.Note += fmt.Sprintf(", restart factor %.2f", j.rf)
 			}
@@ -202,8 +334,8 @@ func (e *engine) whyQueued(s *state, i int) (Reason, string) {
 	}
 	for _, t := range j.allowed {
 		if s.free[t] >= j.min {
-			if e.distNodes(t, j.min) > s.distFree[t] {
-				return ReasonInterference, fmt.Sprintf("%d free %s devices, but no node free of distributed jobs", s.free[t], e.x.types[t])
+			if _, ok := e.probe(s, i, t, j.min); !ok {
+				return ReasonInterference, fmt.Sprintf("%d free %s devices, but not on nodes free of distributed jobs", s.free[t], e.x.types[t])
 			}
 			return ReasonRestartCost, fmt.Sprintf("starting on %s would not pay for the restart (factor %.2f)", e.x.types[t], j.rf)
 		}

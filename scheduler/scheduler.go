@@ -18,7 +18,7 @@ type Config struct {
 	// Policy decides each round's (type, count) per job; nil = Goodput{}.
 	Policy Policy
 	// Placer realises the policy's targets on concrete devices;
-	// nil = Packer{}.
+	// nil = RoundPlacer{} (the placement package's round).
 	Placer Placer
 }
 
@@ -42,7 +42,7 @@ func New(cfg Config) (*Scheduler, error) {
 		s.policy = Goodput{}
 	}
 	if s.placer == nil {
-		s.placer = Packer{}
+		s.placer = RoundPlacer{}
 	}
 	return s, nil
 }
@@ -58,8 +58,9 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 		return Plan{}, err
 	}
 	var targets []Target
+	var placed *PlaceResult
 	if a, ok := s.policy.(analyzed); ok {
-		targets, err = a.allocate(ctx, x) // skips a second validation
+		targets, placed, err = a.allocate(ctx, x, s.placer) // skips a second validation
 	} else {
 		targets, err = s.policy.Allocate(ctx, in)
 	}
@@ -85,8 +86,10 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 			current = append(current, placement.Assignment{Job: j.job.ID, Devices: j.curDevs})
 		}
 	}
-	res, err := s.placer.Place(ctx, in.Cluster, current, place)
-	if err != nil {
+	var res PlaceResult
+	if placed != nil {
+		res = *placed // the policy already realised these targets with s.placer
+	} else if res, err = s.placer.Place(ctx, in.Cluster, current, place); err != nil {
 		return Plan{}, fmt.Errorf("%w: %w", ErrPlacement, err)
 	}
 	assigned, unplaced, err := x.checkPlacement(res, tg)
@@ -104,7 +107,9 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 // analyzed is implemented by the package's policies, which can work on
 // the Scheduler's already validated instance.
 type analyzed interface {
-	allocate(ctx context.Context, x *instance) ([]Target, error)
+	// allocate returns the targets and, when it realised them with pl
+	// itself, the placement (which must be of x.pinTargets(targets)).
+	allocate(ctx context.Context, x *instance, pl Placer) ([]Target, *PlaceResult, error)
 }
 
 // checkTargets returns one target per job (index-aligned with x.jobs),
@@ -140,17 +145,34 @@ func (x *instance) checkTargets(targets []Target) ([]Target, error) {
 		tg[i] = t
 	}
 	for i := range x.jobs {
-		j := &x.jobs[i]
-		tg[i].Job = j.job.ID
-		if j.pinned {
-			tg[i].Type, tg[i].Count, tg[i].MaxNodes = x.types[j.curType], j.curCount, 0
-			tg[i].Reason = ReasonPinned
-		}
+		tg[i].Job = x.jobs[i].job.ID
 		if tg[i].Count == 0 && !set[i] && tg[i].Reason == ReasonUnchanged {
 			tg[i].Reason = ReasonNoCapacity
 		}
 	}
-	return tg, nil
+	return x.pinTargets(tg), nil
+}
+
+// pinTargets returns targets with running non-preemptible jobs set to
+// their current allocation (a copy when it changes anything).
+func (x *instance) pinTargets(tg []Target) []Target {
+	out := tg
+	copied := false
+	for k, t := range tg {
+		i, ok := x.byID[t.Job]
+		if !ok || !x.jobs[i].pinned {
+			continue
+		}
+		j := &x.jobs[i]
+		if t.Count == j.curCount && t.Type == x.types[j.curType] && t.MaxNodes == 0 && t.Reason == ReasonPinned {
+			continue
+		}
+		if !copied {
+			out, copied = slices.Clone(tg), true
+		}
+		out[k].Type, out[k].Count, out[k].MaxNodes, out[k].Reason = x.types[j.curType], j.curCount, 0, ReasonPinned
+	}
+	return out
 }
 
 // checkPlacement validates a Placer's result against the targets.
@@ -165,19 +187,34 @@ func (x *instance) checkPlacement(res PlaceResult, tg []Target) ([][]string, []s
 			healthy[d.ID] = d.Healthy
 		}
 	}
+	kept := make(map[string]bool)
+	for _, u := range res.Unplaced {
+		kept[u.Job] = true
+	}
 	for _, a := range res.Assignments {
 		i, ok := x.byID[a.Job]
 		if !ok || tg[i].Count == 0 || done[i] {
 			return nil, nil, fmt.Errorf("%w: unexpected assignment for job %q", ErrPlacement, a.Job)
 		}
 		done[i] = true
-		if len(a.Devices) != tg[i].Count {
-			return nil, nil, fmt.Errorf("%w: job %q: %d devices placed, %d targeted", ErrPlacement, a.Job, len(a.Devices), tg[i].Count)
+		want, typ := tg[i].Count, tg[i].Type
+		if kept[a.Job] {
+			// An unplaced job may keep what it held.
+			if !sameDevices(a.Devices, x.jobs[i].curDevs) {
+				return nil, nil, fmt.Errorf("%w: job %q: unplaced but given devices other than its own", ErrPlacement, a.Job)
+			}
+			want, typ = len(a.Devices), x.types[x.jobs[i].curType]
+		}
+		if len(a.Devices) != want {
+			return nil, nil, fmt.Errorf("%w: job %q: %d devices placed, %d targeted", ErrPlacement, a.Job, len(a.Devices), want)
 		}
 		for _, id := range a.Devices {
 			t, ok := x.devType[id]
-			if !ok || x.types[t] != tg[i].Type {
-				return nil, nil, fmt.Errorf("%w: job %q: device %q is not a %s device of the cluster", ErrPlacement, a.Job, id, tg[i].Type)
+			if !ok || x.types[t] != typ {
+				return nil, nil, fmt.Errorf("%w: job %q: device %q is not a %s device of the cluster", ErrPlacement, a.Job, id, typ)
+			}
+			if !healthy[id] && !kept[a.Job] {
+				return nil, nil, fmt.Errorf("%w: job %q: device %q is unhealthy", ErrPlacement, a.Job, id)
 			}
 			if o, dup := used[id]; dup {
 				return nil, nil, fmt.Errorf("%w: device %q placed for jobs %q and %q", ErrPlacement, id, o, a.Job)
@@ -187,7 +224,7 @@ func (x *instance) checkPlacement(res PlaceResult, tg []Target) ([][]string, []s
 		assigned[i] = slices.Clone(a.Devices)
 	}
 	for _, u := range res.Unplaced {
-		if i, ok := x.byID[u.Job]; ok && !done[i] {
+		if i, ok := x.byID[u.Job]; ok {
 			unplaced[i] = u.Reason
 			done[i] = true
 		}
@@ -209,17 +246,16 @@ func (x *instance) decide(i int, t Target, devs []string, unplaced string) Decis
 		d.SpeedupBefore, _ = x.speedup(j, j.curType, j.curNodes, j.curCount)
 	}
 	if len(devs) > 0 {
-		d.Type, d.To = t.Type, len(devs)
+		d.Type, d.To = x.types[x.devType[devs[0]]], len(devs)
 		d.Assignment = placement.Assignment{Job: j.job.ID, Devices: devs}
 		nodes := make(map[string]bool)
 		for _, id := range devs {
 			nodes[x.devNode[id]] = true
 		}
 		d.Nodes = len(nodes)
-		ti := x.typeIdx[t.Type]
-		d.SpeedupAfter, _ = x.speedup(j, ti, d.Nodes, d.To)
+		d.SpeedupAfter, _ = x.speedup(j, x.devType[devs[0]], d.Nodes, d.To)
 		if bp, ok := j.job.Speedup.(goodput.BatchPlanner); ok {
-			d.Batch = bp.BatchPlan(string(t.Type), d.Nodes, d.To)
+			d.Batch = bp.BatchPlan(string(d.Type), d.Nodes, d.To)
 		}
 	} else {
 		d.Assignment = placement.Assignment{Job: j.job.ID}

@@ -33,7 +33,7 @@ func (h *shrinkHeap) Pop() any {
 }
 
 // bestShrink returns job i's cheapest shrink step per freed device: down
-// within the lookahead window (not below its minimum) or to zero.
+// within the look-ahead window (not below its minimum) or to zero.
 func (e *engine) bestShrink(s *state, i int) (shrink, bool) {
 	j := &e.jobs[i]
 	c := s.cnt[i]
@@ -44,7 +44,11 @@ func (e *engine) bestShrink(s *state, i int) (shrink, bool) {
 	cur := e.jobUtil(s, i)
 	best := shrink{job: i, loss: math.Inf(1)}
 	try := func(c2 int) {
-		l := (cur - j.w*e.util(e.value(j, t, c2))) / float64(c-c2)
+		n := 0
+		if c2 > 0 {
+			n, _ = e.probe(s, i, t, c2)
+		}
+		l := (cur - j.w*e.util(e.value(j, t, n, c2))) / float64(c-c2)
 		if l < best.loss {
 			best.loss, best.c = l, c2
 		}
@@ -59,43 +63,22 @@ func (e *engine) bestShrink(s *state, i int) (shrink, bool) {
 }
 
 // bestOnType is job i's best move onto type t by utility gain per device
-// it must obtain there, ignoring capacity. ok is false when nothing gains.
+// it must obtain there, ignoring capacity (node counts estimated by
+// consolidated packing). ok is false when nothing gains.
 func (e *engine) bestOnType(s *state, i, t int) (move, bool) {
 	j := &e.jobs[i]
-	if j.pinned {
-		return move{}, false
-	}
 	cur := e.jobUtil(s, i)
-	best := move{job: i}
-	found := false
-	try := func(c, added int) {
-		if added <= 0 {
-			return
+	best, found := move{job: i}, false
+	e.candidates(s, i, false, t, func(t, c int) {
+		added := c
+		if s.typ[i] == t {
+			added = c - s.cnt[i]
 		}
-		g := (j.w*e.util(e.value(j, t, c)) - cur) / float64(added)
-		if g > best.gain {
-			best = move{gain: g, job: i, t: t, c: c}
-			found = true
+		g := (j.w*e.util(e.value(j, t, e.x.packedNodes(t, c), c)) - cur) / float64(added)
+		if g > 0 && (!found || g > best.gain) {
+			best, found = move{gain: g, job: i, t: t, c: c}, true
 		}
-	}
-	if s.cnt[i] > 0 && s.typ[i] == t {
-		if j.rigid {
-			return move{}, false
-		}
-		c := s.cnt[i]
-		for c2 := c + 1; c2 <= min(c+e.look[t], e.maxOn(j, t)); c2++ {
-			try(c2, c2-c)
-		}
-		return best, found
-	}
-	lo := max(j.min, s.cnt[i])
-	hi := min(lo+e.look[t]-1, e.maxOn(j, t))
-	if j.rigid {
-		lo, hi = j.min, min(j.min, e.maxOn(j, t))
-	}
-	for c := lo; c <= hi; c++ {
-		try(c, c)
-	}
+	})
 	return best, found
 }
 
@@ -153,28 +136,43 @@ func (e *engine) improve(ctx context.Context, s *state, maxPasses int) error {
 }
 
 // undo records a job's allocation before a tentative change.
-type undo struct{ job, t, c int }
+type undo struct {
+	job, t, c int
+	place     []slot
+}
 
 // tryTransfer applies receiver move m, taking the devices it lacks from
 // the cheapest donors in h, if that raises the objective; otherwise it
 // leaves s as it was.
 func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push func(int)) bool {
 	r, t := m.job, m.t
-	if e.fits(s, r, t, m.c) {
-		oldT, oldC := s.typ[r], s.cnt[r]
-		e.set(s, r, t, m.c)
-		if oldC > 0 {
-			_ = oldT
-		}
-		push(r)
-		return true
-	}
+	jr := &e.jobs[r]
 	before := e.jobUtil(s, r)
-	gain := e.jobs[r].w*e.util(e.value(&e.jobs[r], t, m.c)) - before
+	tol := 1e-12 * (1 + math.Abs(before))
+	if n, ok := e.probe(s, r, t, m.c); ok {
+		if jr.w*e.util(e.value(jr, t, n, m.c))-before > tol {
+			e.apply(s, r, t, m.c)
+			push(r)
+			return true
+		}
+		return false
+	}
+	// Cheap rejection: every donor device costs at least the top loss.
+	for h.Len() > 0 {
+		d := (*h)[0]
+		if d.stamp == stamp[d.job] && s.typ[d.job] == t && s.cnt[d.job] > 0 {
+			if d.job != r && d.loss >= m.gain {
+				return false
+			}
+			break
+		}
+		heap.Pop(h)
+	}
+	gain := jr.w*e.util(e.value(jr, t, e.x.packedNodes(t, m.c), m.c)) - before
 	var log []undo
 	var skipped []shrink
 	loss := 0.0
-	ok := false
+	done := false
 	for h.Len() > 0 {
 		d := heap.Pop(h).(shrink)
 		if d.stamp != stamp[d.job] || s.typ[d.job] != t || s.cnt[d.job] == 0 {
@@ -184,34 +182,38 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 			skipped = append(skipped, d)
 			continue
 		}
-		if d.loss*1 >= gain { // even one freed device costs more than the whole gain
+		if d.loss >= gain { // even one freed device costs more than the whole gain
 			skipped = append(skipped, d)
 			break
 		}
 		u0 := e.jobUtil(s, d.job)
-		log = append(log, undo{d.job, s.typ[d.job], s.cnt[d.job]})
-		e.set(s, d.job, t, d.c)
+		log = append(log, undo{d.job, s.typ[d.job], s.cnt[d.job], s.place[d.job]})
+		e.apply(s, d.job, t, d.c)
 		loss += u0 - e.jobUtil(s, d.job)
 		push(d.job)
 		if loss >= gain {
 			break
 		}
-		if e.fits(s, r, t, m.c) {
-			ok = true
+		if n, ok := e.probe(s, r, t, m.c); ok {
+			g := jr.w*e.util(e.value(jr, t, n, m.c)) - before
+			if g-loss > tol {
+				e.apply(s, r, t, m.c)
+				push(r)
+				done = true
+			}
 			break
 		}
 	}
 	for _, d := range skipped {
 		heap.Push(h, d)
 	}
-	if ok && gain-loss > 1e-12*(1+math.Abs(gain)) {
-		e.set(s, r, t, m.c)
-		push(r)
+	if done {
 		return true
 	}
 	for k := len(log) - 1; k >= 0; k-- {
 		u := log[k]
-		e.set(s, u.job, u.t, u.c)
+		e.release(s, u.job)
+		e.assign(s, u.job, u.t, u.c, u.place)
 		push(u.job)
 	}
 	return false

@@ -1,0 +1,432 @@
+package scheduler
+
+import "slices"
+
+// The goodput engine models placement at node granularity so that the
+// node count behind every speedup it uses is the one a packing placement
+// (placement.Placer's Pack strategy, or Packer) gives: a bin is the
+// healthy devices of one type on one node.
+
+// slot is k devices of a job on bin b.
+type slot struct{ bin, k int }
+
+// layout is the static bin structure of a cluster.
+type layout struct {
+	binType []int
+	binCap  []int
+	binsOf  [][]int // per type
+	maxCap  []int   // per type: largest bin
+	devBin  map[string]int
+}
+
+func newLayout(x *instance) *layout {
+	l := &layout{binsOf: make([][]int, len(x.types)), maxCap: make([]int, len(x.types)), devBin: make(map[string]int, x.total)}
+	for _, n := range x.in.Cluster.Nodes {
+		bins := make(map[int]int)
+		for _, d := range n.Devices {
+			if !d.Healthy {
+				continue
+			}
+			t := x.typeIdx[d.Type]
+			b, ok := bins[t]
+			if !ok {
+				b = len(l.binType)
+				bins[t] = b
+				l.binType = append(l.binType, t)
+				l.binCap = append(l.binCap, 0)
+				l.binsOf[t] = append(l.binsOf[t], b)
+			}
+			l.binCap[b]++
+			l.devBin[d.ID] = b
+		}
+	}
+	for t, bs := range l.binsOf {
+		for _, b := range bs {
+			l.maxCap[t] = max(l.maxCap[t], l.binCap[b])
+		}
+	}
+	return l
+}
+
+// state is one allocation: a (type, count, bins) per job and the free
+// devices per bin, indexed by (type, free count, hosts a distributed job).
+type state struct {
+	typ, cnt []int
+	place    [][]slot
+	free     []int // per type
+	bfree    []int // per bin
+	bdist    []int // per bin: distributed jobs on it
+	bucket   [][][]int
+	pos      []int
+}
+
+func (e *engine) emptyState() *state {
+	l := e.lay
+	nt := len(e.x.types)
+	s := &state{typ: make([]int, len(e.jobs)), cnt: make([]int, len(e.jobs)), place: make([][]slot, len(e.jobs)),
+		free: make([]int, nt), bfree: slices.Clone(l.binCap), bdist: make([]int, len(l.binCap)),
+		bucket: make([][][]int, nt), pos: make([]int, len(l.binCap))}
+	for i := range s.typ {
+		s.typ[i] = -1
+	}
+	for t := range nt {
+		s.bucket[t] = make([][]int, 2*(l.maxCap[t]+1))
+		for _, b := range l.binsOf[t] {
+			s.free[t] += l.binCap[b]
+			s.rebucket(l, b)
+		}
+	}
+	return s
+}
+
+func (s *state) clone() *state {
+	c := &state{typ: slices.Clone(s.typ), cnt: slices.Clone(s.cnt), place: make([][]slot, len(s.place)),
+		free: slices.Clone(s.free), bfree: slices.Clone(s.bfree), bdist: slices.Clone(s.bdist),
+		bucket: make([][][]int, len(s.bucket)), pos: slices.Clone(s.pos)}
+	for i, p := range s.place {
+		c.place[i] = slices.Clone(p)
+	}
+	for t, bs := range s.bucket {
+		c.bucket[t] = make([][]int, len(bs))
+		for k, b := range bs {
+			c.bucket[t][k] = slices.Clone(b)
+		}
+	}
+	return c
+}
+
+func (s *state) key(b int) int {
+	k := 2 * s.bfree[b]
+	if s.bdist[b] > 0 {
+		k++
+	}
+	return k
+}
+
+func (s *state) rebucket(l *layout, b int) {
+	t := l.binType[b]
+	k := s.key(b)
+	s.pos[b] = len(s.bucket[t][k])
+	s.bucket[t][k] = append(s.bucket[t][k], b)
+}
+
+func (s *state) unbucket(l *layout, b int) {
+	t := l.binType[b]
+	k := s.key(b)
+	list := s.bucket[t][k]
+	p := s.pos[b]
+	last := list[len(list)-1]
+	list[p] = last
+	s.pos[last] = p
+	s.bucket[t][k] = list[:len(list)-1]
+}
+
+func (s *state) adjust(l *layout, b, dFree, dDist int) {
+	s.unbucket(l, b)
+	s.bfree[b] += dFree
+	s.bdist[b] += dDist
+	s.rebucket(l, b)
+}
+
+// release frees job i's devices.
+func (e *engine) release(s *state, i int) {
+	p := s.place[i]
+	if len(p) == 0 && s.cnt[i] == 0 {
+		return
+	}
+	dist := 0
+	if len(p) > 1 {
+		dist = -1
+	}
+	for _, sl := range p {
+		s.adjust(e.lay, sl.bin, sl.k, dist)
+	}
+	if s.typ[i] >= 0 {
+		s.free[s.typ[i]] += s.cnt[i]
+	}
+	s.typ[i], s.cnt[i], s.place[i] = -1, 0, nil
+}
+
+// assign gives job i the slots (of type t, count c).
+func (e *engine) assign(s *state, i, t, c int, p []slot) {
+	dist := 0
+	if len(p) > 1 {
+		dist = 1
+	}
+	for _, sl := range p {
+		s.adjust(e.lay, sl.bin, -sl.k, dist)
+	}
+	s.typ[i], s.cnt[i], s.place[i] = t, c, p
+	s.free[t] -= c
+}
+
+// eligible reports whether bin b may take part of a distributed gang.
+func (e *engine) eligible(s *state, b int) bool {
+	return !e.interference || s.bdist[b] == 0
+}
+
+// pack chooses bins for c fresh devices of type t (Pack strategy): one
+// bin, the tightest that fits (bins already hosting a distributed job
+// first); else across bins free of distributed jobs, the most free first
+// and the remainder on the tightest bin that fits it. skip lists bins the
+// gang already uses (for growing in place); have is how many devices the
+// gang already holds there. It returns nil when nothing fits.
+func (e *engine) pack(s *state, t, c int, own []slot) []slot {
+	l := e.lay
+	dmax := l.maxCap[t]
+	if len(own) == 0 && c <= dmax {
+		for f := c; f <= dmax; f++ {
+			for _, flag := range [2]int{1, 0} {
+				if list := s.bucket[t][2*f+flag]; len(list) > 0 {
+					return []slot{{list[len(list)-1], c}}
+				}
+			}
+		}
+	}
+	out := slices.Clone(own)
+	used := func(b int) bool {
+		for _, sl := range out {
+			if sl.bin == b {
+				return true
+			}
+		}
+		return false
+	}
+	// find returns an unused eligible bin with free f, or −1.
+	find := func(f int) int {
+		for flag := 0; flag < 2; flag++ {
+			if flag == 1 && e.interference {
+				break
+			}
+			list := s.bucket[t][2*f+flag]
+			for k := len(list) - 1; k >= 0; k-- {
+				if !used(list[k]) {
+					return list[k]
+				}
+			}
+		}
+		return -1
+	}
+	rem := c
+	for rem > 0 {
+		top, ft := -1, 0
+		for f := dmax; f >= 1 && top < 0; f-- {
+			if b := find(f); b >= 0 {
+				top, ft = b, f
+			}
+		}
+		if top < 0 {
+			return nil
+		}
+		if ft <= rem {
+			out = append(out, slot{top, ft})
+			rem -= ft
+			continue
+		}
+		for f := rem; f <= ft; f++ {
+			if b := find(f); b >= 0 {
+				out = append(out, slot{b, rem})
+				rem = 0
+				break
+			}
+		}
+	}
+	return out[len(own):]
+}
+
+// countNew is how many new bins pack would add for rem devices of type
+// t across bins (the most free first, the remainder on one bin that fits
+// it), skipping the bins in own; false when they do not fit.
+func (e *engine) countNew(s *state, t, rem int, own []slot) (int, bool) {
+	n := 0
+	for f := e.lay.maxCap[t]; f >= 1 && rem > 0; f-- {
+		avail := 0
+		for flag := 0; flag < 2; flag++ {
+			if flag == 1 && e.interference {
+				break
+			}
+			avail += len(s.bucket[t][2*f+flag])
+			for _, sl := range own {
+				if s.bfree[sl.bin] == f && (flag == 1) == (s.bdist[sl.bin] > 0) {
+					avail--
+				}
+			}
+		}
+		if avail <= 0 {
+			continue
+		}
+		whole := min(avail, rem/f)
+		n += whole
+		rem -= whole * f
+		if rem > 0 && rem < f && avail > whole {
+			return n + 1, true
+		}
+	}
+	if rem > 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// apply moves job i to c devices of type t the way a packing placement
+// would: shrink in place (dropping the bins where it has fewest), grow
+// next to its devices (its own bins first, then the fewest new bins), else
+// re-place. It reports false, leaving s unchanged, when nothing fits.
+func (e *engine) apply(s *state, i, t, c int) bool {
+	if c <= 0 {
+		e.release(s, i)
+		return true
+	}
+	oldT, oldC := s.typ[i], s.cnt[i]
+	old := s.place[i]
+	if oldC > 0 && oldT == t {
+		switch {
+		case c == oldC:
+			return true
+		case c < oldC:
+			p := slices.Clone(old)
+			slices.SortStableFunc(p, func(a, b slot) int { return a.k - b.k })
+			drop := oldC - c
+			for k := range p {
+				d := min(drop, p[k].k)
+				p[k].k -= d
+				drop -= d
+			}
+			p = slices.DeleteFunc(p, func(sl slot) bool { return sl.k == 0 })
+			e.release(s, i)
+			e.assign(s, i, t, c, p)
+			return true
+		}
+		need := c - oldC
+		if len(old) == 1 && s.bfree[old[0].bin] >= need {
+			e.release(s, i)
+			e.assign(s, i, t, c, []slot{{old[0].bin, oldC + need}})
+			return true
+		}
+		// Grow across bins: its own bins must be free of other distributed jobs.
+		self := 0
+		if len(old) > 1 {
+			self = 1
+		}
+		ok := true
+		for _, sl := range old {
+			if e.interference && s.bdist[sl.bin]-self > 0 {
+				ok = false
+			}
+		}
+		if ok {
+			p := slices.Clone(old)
+			rem := need
+			for k := range p {
+				d := min(rem, s.bfree[p[k].bin])
+				p[k].k += d
+				rem -= d
+			}
+			var extra []slot
+			if rem > 0 {
+				extra = e.pack(s, t, rem, p)
+			}
+			if rem == 0 || extra != nil {
+				e.release(s, i)
+				e.assign(s, i, t, c, append(p, extra...))
+				return true
+			}
+		}
+	}
+	e.release(s, i)
+	if p := e.pack(s, t, c, nil); p != nil {
+		e.assign(s, i, t, c, p)
+		return true
+	}
+	if oldC > 0 {
+		e.assign(s, i, oldT, oldC, old)
+	}
+	return false
+}
+
+// probe returns the node count job i would have on (t, c), leaving s as
+// it was.
+func (e *engine) probe(s *state, i, t, c int) (int, bool) {
+	oldT, oldC, old := s.typ[i], s.cnt[i], s.place[i]
+	if c == oldC && t == oldT {
+		return len(old), true
+	}
+	if c <= 0 {
+		return 0, true
+	}
+	need := c
+	if oldT == t {
+		need -= oldC
+	}
+	if need > s.free[t] {
+		return 0, false
+	}
+	// Shortcuts for the common cases; the rest is simulated.
+	switch {
+	case oldC > 0 && oldT == t && c < oldC:
+		if len(old) == 1 {
+			return 1, true
+		}
+		ks := make([]int, len(old))
+		for k, sl := range old {
+			ks[k] = sl.k
+		}
+		slices.Sort(ks)
+		drop, n := oldC-c, len(ks)
+		for _, k := range ks {
+			if drop < k {
+				break
+			}
+			drop -= k
+			n--
+		}
+		return n, true
+	case oldC > 0 && oldT == t && len(old) == 1 && s.bfree[old[0].bin] >= c-oldC:
+		return 1, true
+	case oldC > 0 && oldT == t:
+		// Grow across bins: own bins first, then the fewest new bins.
+		self := 0
+		if len(old) > 1 {
+			self = 1
+		}
+		rem := c - oldC
+		clean := true
+		for _, sl := range old {
+			rem -= s.bfree[sl.bin]
+			if e.interference && s.bdist[sl.bin]-self > 0 {
+				clean = false
+			}
+		}
+		if clean {
+			if rem <= 0 {
+				return len(old), true
+			}
+			if n, ok := e.countNew(s, t, rem, old); ok {
+				return len(old) + n, true
+			}
+			if e.fast {
+				return 0, false // re-placing a growing job: left to the exchange search
+			}
+		}
+	default:
+		if c <= e.lay.maxCap[t] {
+			for f := c; f <= e.lay.maxCap[t]; f++ {
+				if len(s.bucket[t][2*f]) > 0 || len(s.bucket[t][2*f+1]) > 0 {
+					return 1, true
+				}
+			}
+		}
+		if n, ok := e.countNew(s, t, c, nil); ok {
+			return n, true
+		}
+	}
+	if !e.apply(s, i, t, c) {
+		return 0, false
+	}
+	n := len(s.place[i])
+	e.release(s, i)
+	if oldC > 0 {
+		e.assign(s, i, oldT, oldC, old)
+	}
+	return n, true
+}

@@ -1,0 +1,62 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/placement"
+)
+
+// RoundPlacer realises targets with the placement package's round
+// (placement.Placer.Round): jobs whose devices meet their target keep
+// them, others shrink or grow in place where they can, the rest are
+// re-placed largest first, NVLink- and interference-aware. A job whose
+// new target cannot be met keeps the devices it held (reported as
+// unplaced). It is the Scheduler's default Placer.
+//
+// Its zero value avoids interference, like Goodput's; set
+// Placer.AllowInterference together with Goodput.AllowInterference.
+// RoundPlacer is safe for concurrent use when its Placer's Filters and
+// Scores are.
+type RoundPlacer struct {
+	Placer placement.Placer
+}
+
+var _ Placer = RoundPlacer{}
+
+// Place implements Placer.
+func (p RoundPlacer) Place(ctx context.Context, cluster accel.Cluster, current []placement.Assignment, targets []Target) (PlaceResult, error) {
+	if err := ctx.Err(); err != nil {
+		return PlaceResult{}, err
+	}
+	st, err := placement.NewState(cluster, current)
+	if err != nil {
+		return PlaceResult{}, err
+	}
+	pts := make([]placement.Target, 0, len(targets))
+	for _, t := range targets {
+		if t.Count > 0 {
+			pts = append(pts, placement.Target{Job: t.Job, Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes})
+		}
+	}
+	pl := p.Placer
+	rr, err := pl.Round(st, pts)
+	if err != nil {
+		return PlaceResult{}, err
+	}
+	var res PlaceResult
+	for _, d := range rr.Decisions {
+		if d.Action != placement.Stop && len(d.Devices) > 0 {
+			res.Assignments = append(res.Assignments, placement.Assignment{Job: d.Job, Devices: d.Devices})
+		}
+	}
+	for _, u := range rr.Unplaced {
+		why := u.Reason.Text
+		if why == "" {
+			why = u.Reason.Code.String()
+		}
+		res.Unplaced = append(res.Unplaced, Unplaced{Job: u.Target.Job, Reason: fmt.Sprintf("%s (%s)", why, u.Reason.Code)})
+	}
+	return res, nil
+}
