@@ -1,8 +1,10 @@
 package goodput
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/optimize"
 )
@@ -144,19 +146,26 @@ func fromVec(v [nParams]float64, form Form) Params {
 		AlphaN: v[iAlphaN], BetaN: v[iBetaN], AlphaT: v[iAlphaT], BetaT: v[iBetaT], DeltaT: v[iDeltaT], Gamma: v[iGamma]}
 }
 
-// fitObs is an observation preprocessed for the objective.
+// fitObs is an observation preprocessed for the objective: its per-GPU
+// batch and shape are indices into the problem's distinct values, so each
+// evaluation computes T_grad once per batch size and T_sync once per shape.
 type fitObs struct {
-	local    float64
-	logAccum float64
-	logOptim float64
-	// T_sync = syncConst + Σ syncCoef[j]·θ[iAlphaR+j]
-	syncConst float64
-	syncCoef  [nSync]float64
+	local, shape int
+	logAccum     float64
+	logOptim     float64
+}
+
+// fitShape is a distinct sync shape: T_sync = c + Σ coef[j]·θ[iAlphaR+j].
+type fitShape struct {
+	c    float64
+	coef [nSync]float64
 }
 
 // problem is the objective of one fit.
 type problem struct {
 	obs    []fitObs
+	locals []float64  // distinct per-GPU batches
+	shapes []fitShape // distinct sync shapes
 	form   Form
 	fixed  [nParams]float64 // values of pinned parameters
 	ratios [][2]int         // penalised ratios θ[a]/θ[b]
@@ -164,6 +173,45 @@ type problem struct {
 	theta  [nParams]float64 // scratch
 	dtheta [nParams]float64 // scratch: d loss / d θ
 	evals  int
+
+	// per-evaluation scratch, one entry per distinct batch / shape
+	tg, ltg, accG []float64
+	ts, lts, accS []float64
+
+	// cache of the last evaluation: gonum asks for the value and the
+	// gradient at the same point in separate calls.
+	lastU    []float64
+	lastLoss float64
+	lastGrad []float64
+	haveLast bool
+}
+
+// addObs preprocesses one observation.
+func (pr *problem) addObs(tree bool, o Observation) {
+	c, coef := syncTerms(tree, o.Nodes, o.Replicas)
+	li := slices.Index(pr.locals, float64(o.Local))
+	if li < 0 {
+		li = len(pr.locals)
+		pr.locals = append(pr.locals, float64(o.Local))
+	}
+	sh := fitShape{c: c, coef: coef}
+	si := slices.Index(pr.shapes, sh)
+	if si < 0 {
+		si = len(pr.shapes)
+		pr.shapes = append(pr.shapes, sh)
+	}
+	pr.obs = append(pr.obs, fitObs{local: li, shape: si,
+		logAccum: math.Log(o.AccumSeconds), logOptim: math.Log(o.OptimSeconds)})
+}
+
+func (pr *problem) allocScratch() {
+	nl, ns := len(pr.locals), len(pr.shapes)
+	buf := make([]float64, 3*nl+3*ns+2*len(pr.free))
+	pr.tg, pr.ltg, pr.accG = buf[:nl], buf[nl:2*nl], buf[2*nl:3*nl]
+	buf = buf[3*nl:]
+	pr.ts, pr.lts, pr.accS = buf[:ns], buf[ns:2*ns], buf[2*ns:3*ns]
+	buf = buf[3*ns:]
+	pr.lastU, pr.lastGrad = buf[:len(pr.free)], buf[len(pr.free):]
 }
 
 // syncTerms returns T_sync's constant and its coefficient on each sync
@@ -221,50 +269,73 @@ func (pr *problem) toU(v [nParams]float64, u []float64) {
 	}
 }
 
+// value returns the objective at u, reusing the last evaluation when u
+// has not changed.
+func (pr *problem) value(u []float64) float64 {
+	if !pr.haveLast || !slices.Equal(u, pr.lastU) {
+		pr.lastLoss = pr.eval(u, pr.lastGrad)
+		copy(pr.lastU, u)
+		pr.haveLast = true
+	}
+	return pr.lastLoss
+}
+
+// gradient writes the objective's gradient at u into grad.
+func (pr *problem) gradient(grad, u []float64) {
+	pr.value(u)
+	copy(grad, pr.lastGrad)
+}
+
 // eval returns the objective at u and, if grad is not nil, its gradient.
 func (pr *problem) eval(u, grad []float64) float64 {
 	pr.evals++
 	pr.thetaOf(u)
 	th := &pr.theta
 	gamma := th[iGamma]
-	var s1, s2 float64
-	wantGrad := grad != nil
-	var d1, d2 [nParams]float64 // Σ r·dr/dθ for each error term
+	for i, m := range pr.locals {
+		t := th[iAlphaC] + th[iBetaC]*m
+		pr.tg[i], pr.ltg[i], pr.accG[i] = t, math.Log(t), 0
+	}
+	for i := range pr.shapes {
+		sh := &pr.shapes[i]
+		t := sh.c
+		for j, c := range sh.coef {
+			t += c * th[iAlphaR+j]
+		}
+		pr.ts[i], pr.lts[i], pr.accS[i] = t, math.Log(t), 0
+	}
+	var s1, s2, d1a, d1b, dGamma float64
 	for i := range pr.obs {
 		o := &pr.obs[i]
-		tg := th[iAlphaC] + th[iBetaC]*o.local
-		ts := o.syncConst
-		for j, c := range o.syncCoef {
-			ts += c * th[iAlphaR+j]
+		lg, ls := pr.ltg[o.local], pr.lts[o.shape]
+		// lo = log((tg^γ + ts^γ)^(1/γ)) = max + log1p(exp(−γ|ls−lg|))/γ;
+		// ws = the weight of ts in the log-sum-exp.
+		z := gamma * (ls - lg)
+		var lo, ws float64
+		if z <= 0 {
+			e := math.Exp(z)
+			lo = lg + math.Log1p(e)/gamma
+			ws = e / (1 + e)
+		} else {
+			e := math.Exp(-z)
+			lo = ls + math.Log1p(e)/gamma
+			ws = 1 / (1 + e)
 		}
-		lg, ls := math.Log(tg), math.Log(ts)
-		a, b := gamma*lg, gamma*ls
-		hi := math.Max(a, b)
-		ea, eb := math.Exp(a-hi), math.Exp(b-hi)
-		lse := hi + math.Log(ea+eb)
-		lo := lse / gamma
+		wg := 1 - ws
 		r1 := lg - o.logAccum
 		r2 := lo - o.logOptim
 		s1 += r1 * r1
 		s2 += r2 * r2
-		if !wantGrad {
+		if grad == nil {
 			continue
 		}
-		wg, ws := ea/(ea+eb), eb/(ea+eb)
-		// r1 depends on αc, βc.
-		d1[iAlphaC] += r1 / tg
-		d1[iBetaC] += r1 * o.local / tg
-		// r2 depends on αc, βc (through tg), sync params (through ts), γ.
-		dtg := r2 * wg / tg
-		d2[iAlphaC] += dtg
-		d2[iBetaC] += dtg * o.local
-		dts := r2 * ws / ts
-		for j, c := range o.syncCoef {
-			if c != 0 {
-				d2[iAlphaR+j] += dts * c
-			}
-		}
-		d2[iGamma] += r2 * (wg*lg + ws*ls - lo) / gamma
+		m := pr.locals[o.local]
+		t := pr.tg[o.local]
+		d1a += r1 / t
+		d1b += r1 * m / t
+		pr.accG[o.local] += r2 * wg
+		pr.accS[o.shape] += r2 * ws
+		dGamma += r2 * (wg*lg + ws*ls - lo) / gamma
 	}
 	n := float64(len(pr.obs))
 	e1, e2 := math.Sqrt(s1/n), math.Sqrt(s2/n)
@@ -273,18 +344,29 @@ func (pr *problem) eval(u, grad []float64) float64 {
 		r := th[rp[0]] / th[rp[1]]
 		loss += 1e-2 * r * r
 	}
-	if !wantGrad {
+	if grad == nil {
 		return loss
 	}
 	dt := &pr.dtheta
 	*dt = [nParams]float64{}
-	for i := range nParams {
-		if e1 > 0 {
-			dt[i] += d1[i] / (n * e1)
+	if e1 > 0 {
+		dt[iAlphaC] += d1a / (n * e1)
+		dt[iBetaC] += d1b / (n * e1)
+	}
+	if e2 > 0 {
+		f := 1 / (n * e2)
+		for i, m := range pr.locals {
+			a := pr.accG[i] / pr.tg[i] * f
+			dt[iAlphaC] += a
+			dt[iBetaC] += a * m
 		}
-		if e2 > 0 {
-			dt[i] += d2[i] / (n * e2)
+		for i := range pr.shapes {
+			a := pr.accS[i] / pr.ts[i] * f
+			for j, c := range pr.shapes[i].coef {
+				dt[iAlphaR+j] += a * c
+			}
 		}
+		dt[iGamma] += dGamma * f
 	}
 	dt[iGamma] += 2e-3 * (gamma - 1)
 	for _, rp := range pr.ratios {
@@ -348,7 +430,7 @@ func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
 		}
 	}
 	tree := form == FormAllReduce
-	pr := &problem{form: form, obs: make([]fitObs, len(obs))}
+	pr := &problem{form: form, obs: make([]fitObs, 0, len(obs))}
 	var (
 		multiNode, ring2, intraMulti, over2 bool
 		treeSeen, treeDense, treeTwoK       bool
@@ -361,9 +443,7 @@ func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
 		if err := o.Validate(); err != nil {
 			return Params{}, res, fmt.Errorf("observation %d: %w", i, err)
 		}
-		c, coef := syncTerms(tree, o.Nodes, o.Replicas)
-		pr.obs[i] = fitObs{local: float64(o.Local), logAccum: math.Log(o.AccumSeconds),
-			logOptim: math.Log(o.OptimSeconds), syncConst: c, syncCoef: coef}
+		pr.addObs(tree, o)
 		multiNode = multiNode || o.Nodes > 1
 		ring2 = ring2 || o.Nodes == 2
 		intraMulti = intraMulti || (o.Nodes == 1 && o.Replicas > 1)
@@ -424,6 +504,7 @@ func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
 		}
 	}
 
+	pr.allocScratch()
 	best := pr.fixed
 	bestLoss := math.Inf(1)
 	if len(pr.free) == 0 {
@@ -457,14 +538,14 @@ func (pr *problem) minimize(obs []Observation, opts FitOptions, res *FitResult) 
 	}
 	thr := opts.GradientThreshold
 	if thr == 0 {
-		thr = 1e-6
+		thr = 1e-5
 	}
 	n := len(pr.free)
 	u := make([]float64, n)
 	g := make([]float64, n)
 	p := optimize.Problem{
-		Func: func(u []float64) float64 { return pr.eval(u, nil) },
-		Grad: func(grad, u []float64) { pr.eval(u, grad) },
+		Func: pr.value,
+		Grad: pr.gradient,
 	}
 	best := starts[0]
 	bestLoss := math.Inf(1)
@@ -482,7 +563,7 @@ func (pr *problem) minimize(obs []Observation, opts FitOptions, res *FitResult) 
 			settings := &optimize.Settings{
 				GradientThreshold: thr,
 				MajorIterations:   maxIter,
-				Converger:         &optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-10, Iterations: 20},
+				Converger:         &optimize.FunctionConverge{Absolute: 1e-8, Relative: 1e-8, Iterations: 10},
 			}
 			r, err := optimize.Minimize(p, u, settings, &optimize.LBFGS{Store: 10})
 			if r == nil || !allFinite(r.X) {
@@ -490,7 +571,8 @@ func (pr *problem) minimize(obs []Observation, opts FitOptions, res *FitResult) 
 				break
 			}
 			copy(u, r.X)
-			loss = pr.eval(u, g)
+			loss = pr.value(u)
+			copy(g, pr.lastGrad)
 			switch {
 			case err != nil || r.Status == optimize.Failure:
 				status = FitLineSearchStopped
@@ -539,8 +621,13 @@ func norm(v []float64) float64 {
 	return math.Sqrt(s)
 }
 
-// starts returns the starting points: the warm start, the data-derived
-// one, Pollux's, and data-derived ones with larger γ.
+// startGammas are the overlaps the data-derived start is screened at.
+var startGammas = [...]float64{1.001, 1.5, 2, 3, 5}
+
+// starts returns the starting points: the warm start if any; the
+// data-derived start (the best by objective value of dataStart at each of
+// startGammas, which costs a few objective evaluations, no optimisation);
+// then Pollux's start; then the other screened data starts, best first.
 func (pr *problem) starts(obs []Observation, opts FitOptions) [][nParams]float64 {
 	var out [][nParams]float64
 	clampFixed := func(v [nParams]float64) [nParams]float64 {
@@ -554,17 +641,29 @@ func (pr *problem) starts(obs []Observation, opts FitOptions) [][nParams]float64
 	if opts.Init != nil {
 		out = append(out, clampFixed(toVec(*opts.Init)))
 	}
-	data := clampFixed(dataStart(obs, pr.form))
-	out = append(out, data)
-	n := max(opts.Starts, 1)
-	for s := 1; s < n; s++ {
-		if s == 1 {
-			out = append(out, clampFixed([nParams]float64{0.1, 0.01, 0.1, 0.01, 0.1, 0.01, 0.01, 1.001}))
-			continue
+	type cand struct {
+		v    [nParams]float64
+		loss float64
+	}
+	var cands []cand
+	u := make([]float64, len(pr.free))
+	for _, g := range startGammas {
+		v := clampFixed(dataStart(obs, pr.form, g))
+		pr.toU(v, u)
+		loss := pr.eval(u, nil)
+		if !finite(loss) {
+			loss = math.Inf(1)
 		}
-		v := data
-		v[iGamma] = math.Min(float64(2*(s-1)), 9.5)
-		out = append(out, clampFixed(v))
+		cands = append(cands, cand{v, loss})
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(a.loss, b.loss) })
+	out = append(out, cands[0].v)
+	for s := 1; s < max(opts.Starts, 1); s++ {
+		if s == 1 {
+			out = append(out, clampFixed([nParams]float64{0.1, 0.01, 0.1, 0.01, 0.1, 0.01, 0.1, 0.01, 0.01, 1.001}))
+		} else if s-1 < len(cands) {
+			out = append(out, cands[s-1].v)
+		}
 	}
 	return out
 }
@@ -578,11 +677,11 @@ func (pr *problem) isFree(i int) bool {
 	return false
 }
 
-// dataStart estimates parameters directly from the data, assuming no
-// overlap (γ ≈ 1): a least-squares line through pass time against per-GPU
-// batch, and sync ≈ optimizer step − pass per shape regressed on the
-// form's terms.
-func dataStart(obs []Observation, form Form) [nParams]float64 {
+// dataStart estimates parameters directly from the data for overlap γ: a
+// least-squares line through pass time against per-GPU batch, and the
+// sync time each optimizer step implies, (optim^γ − pass^γ)^(1/γ),
+// regressed on the form's terms.
+func dataStart(obs []Observation, form Form, gamma float64) [nParams]float64 {
 	tree := form == FormAllReduce
 	var v [nParams]float64
 	// compute: accum = αc + βc·m
@@ -606,78 +705,64 @@ func dataStart(obs []Observation, form Form) [nParams]float64 {
 	}
 	v[iAlphaC], v[iBetaC] = alpha, beta
 	floor := 1e-3 * my
-	// sync: least squares on the shape's terms, per link kind.
-	var rows [3][][nSync + 1]float64 // [intra|ring|tree] rows of (coef, y)
+	// sync: least squares on the shape's terms, per link kind (intra-node
+	// ring, two-node ring, tree), via normal equations with a small ridge.
+	groups := [3][]int{{0, 1}, {2, 3}, {4, 5, 6}}
+	var ne [3][3][4]float64 // per group: [row][col | rhs]
 	for _, o := range obs {
 		if o.Replicas <= 1 {
 			continue
 		}
 		_, coef := syncTerms(tree, o.Nodes, o.Replicas)
-		y := math.Max(o.OptimSeconds-o.AccumSeconds, floor)
-		var r [nSync + 1]float64
-		copy(r[:], coef[:])
-		r[nSync] = y
+		y := math.Pow(math.Max(math.Pow(o.OptimSeconds, gamma)-math.Pow(o.AccumSeconds, gamma), 0), 1/gamma)
+		y = math.Max(y, floor)
+		gi := 1
 		switch {
 		case o.Nodes == 1:
-			rows[0] = append(rows[0], r)
+			gi = 0
 		case o.Nodes > 2 && tree:
-			rows[2] = append(rows[2], r)
-		default:
-			rows[1] = append(rows[1], r)
+			gi = 2
+		}
+		idx := groups[gi]
+		for i, ii := range idx {
+			for j, jj := range idx {
+				ne[gi][i][j] += coef[ii] * coef[jj]
+			}
+			ne[gi][i][3] += coef[ii] * y
 		}
 	}
-	solve := func(rs [][nSync + 1]float64, idx []int) []float64 {
-		out := make([]float64, len(idx))
-		if len(rs) == 0 {
-			return out
-		}
-		// normal equations with a small ridge, solved by Gauss-Jordan.
+	var sol [3][3]float64
+	for gi, idx := range groups {
+		a := &ne[gi]
 		m := len(idx)
-		a := make([][]float64, m)
-		for i := range a {
-			a[i] = make([]float64, m+1)
-		}
-		for _, r := range rs {
-			for i, ii := range idx {
-				for j, jj := range idx {
-					a[i][j] += r[ii] * r[jj]
-				}
-				a[i][m] += r[ii] * r[nSync]
-			}
-		}
 		for i := range m {
 			a[i][i] += 1e-9 + 1e-6*a[i][i]
 		}
-		for c := range m {
+		for c := range m { // Gauss-Jordan; the ridge keeps pivots positive
 			p := a[c][c]
-			if p == 0 {
-				continue
-			}
-			for j := c; j <= m; j++ {
+			for j := c; j < m; j++ {
 				a[c][j] /= p
 			}
+			a[c][3] /= p
 			for r := range m {
 				if r != c && a[r][c] != 0 {
 					f := a[r][c]
-					for j := c; j <= m; j++ {
+					for j := c; j < m; j++ {
 						a[r][j] -= f * a[c][j]
 					}
+					a[r][3] -= f * a[c][3]
 				}
 			}
 		}
 		for i := range m {
-			out[i] = a[i][m]
+			sol[gi][i] = a[i][3]
 		}
-		return out
 	}
-	intra := solve(rows[0], []int{0, 1})
-	v[iAlphaR], v[iBetaR] = math.Max(intra[0], floor), math.Max(intra[1], 1e-3*floor)
-	ring := solve(rows[1], []int{2, 3})
-	v[iAlphaN], v[iBetaN] = math.Max(ring[0], floor), math.Max(ring[1], 1e-3*floor)
+	v[iAlphaR], v[iBetaR] = math.Max(sol[0][0], floor), math.Max(sol[0][1], 1e-3*floor)
+	v[iAlphaN], v[iBetaN] = math.Max(sol[1][0], floor), math.Max(sol[1][1], 1e-3*floor)
 	if tree {
-		t := solve(rows[2], []int{4, 5, 6})
-		v[iAlphaT], v[iBetaT], v[iDeltaT] = math.Max(t[0], floor), math.Max(t[1], 1e-3*floor), math.Max(t[2], 1e-3*floor)
+		v[iAlphaT], v[iBetaT], v[iDeltaT] = math.Max(sol[2][0], floor), math.Max(sol[2][1], 1e-3*floor), math.Max(sol[2][2], 1e-3*floor)
 	}
-	v[iGamma] = 1.001
+	v[iGamma] = gamma
 	return v
 }

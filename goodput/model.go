@@ -102,6 +102,8 @@ func (m Model) Optimize(nodes, replicas int) BatchPlan {
 		ratio = math.Pow(hi/lo, 1/float64(n-1))
 	}
 	ts := m.SyncSeconds(nodes, replicas)
+	ov := newOverlap(m.Gamma, ts)
+	eff := m.efficiencyFunc()
 	const eps = 1e-8
 	prevLocal, prevAccum := -1, -1
 	batch := lo
@@ -135,9 +137,9 @@ func (m Model) Optimize(nodes, replicas int) BatchPlan {
 			continue
 		}
 		tg := m.GradSeconds(atomic)
-		t := float64(accum)*tg + m.optimSeconds(tg, ts)
+		t := float64(accum)*tg + ov.optim(tg)
 		total := replicas * atomic * (accum + 1)
-		g := float64(total) / t * m.Efficiency(total)
+		g := float64(total) / t * eff.at(total)
 		if g > best.Goodput {
 			best = BatchPlan{Batch: total, Local: atomic, Accum: accum, Goodput: g}
 		}
@@ -162,4 +164,54 @@ const SwitchThreshold = 1.05
 // String formats the plan for logs.
 func (b BatchPlan) String() string {
 	return fmt.Sprintf("batch %d = local %d × (accum %d + 1) × replicas, goodput %.4g/s", b.Batch, b.Local, b.Accum, b.Goodput)
+}
+
+// overlap evaluates (tg^γ + ts^γ)^(1/γ) for a fixed ts and γ with exp/log
+// instead of two math.Pow calls: tg·exp(log1p(exp(γ·(ln ts − ln tg)))/γ).
+type overlap struct {
+	gamma, invGamma, logTs, ts float64
+	sum                        bool // γ = 1: plain sum
+}
+
+func newOverlap(gamma, ts float64) overlap {
+	return overlap{gamma: gamma, invGamma: 1 / gamma, logTs: math.Log(ts), ts: ts, sum: gamma == 1}
+}
+
+func (o overlap) optim(tg float64) float64 {
+	if o.sum {
+		return tg + o.ts
+	}
+	z := o.gamma * (o.logTs - math.Log(tg))
+	switch {
+	case z < -40: // (ts/tg)^γ < 4e-18: no visible sync
+		return tg
+	case z > 40: // sync dominates
+		return o.ts * math.Exp(math.Log1p(math.Exp(-z))*o.invGamma)
+	}
+	return tg * math.Exp(math.Log1p(math.Exp(z))*o.invGamma)
+}
+
+// efficiency is Efficiency with its per-model constants hoisted.
+type efficiency struct {
+	one     bool
+	m0      float64
+	sqr, vr float64
+}
+
+func (m Model) efficiencyFunc() efficiency {
+	e := efficiency{m0: float64(m.InitBatch), sqr: m.Grad.Sqr, vr: m.Grad.Var}
+	e.one = !m.Adaptive() || m.InitBatch <= 0 || (e.sqr <= 0 && e.vr <= 0)
+	return e
+}
+
+func (e efficiency) at(batch int) float64 {
+	if e.one || batch <= 0 {
+		return 1
+	}
+	scale := float64(batch) / e.m0
+	den := e.vr/scale + e.sqr
+	if den <= 0 {
+		return 1 / scale
+	}
+	return (e.vr + e.sqr) / den / scale
 }
