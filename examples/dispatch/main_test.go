@@ -117,3 +117,25 @@ func TestRunJSONAndSVG(t *testing.T) {
 		t.Fatalf("table:\n%s", out.String())
 	}
 }
+
+// FuzzParse: any flag values either parse into valid options or fail with
+// an error; never a panic, never an out-of-range load.
+func FuzzParse(f *testing.F) {
+	f.Add("0.1,0.5", "das,none", "stragglers", "least-loaded")
+	f.Add("1", "clone", "x", "y")
+	f.Add("NaN,-0", "", ",", "round-robin")
+	f.Fuzz(func(t *testing.T, loads, pols, svc, choice string) {
+		o, err := parse([]string{"-loads", loads, "-policies", pols, "-service", svc, "-choice", choice}, io.Discard)
+		if err != nil {
+			return
+		}
+		for _, l := range o.loads {
+			if !(l > 0 && l < 1) {
+				t.Fatalf("load %v accepted", l)
+			}
+		}
+		if len(o.loads) == 0 || len(o.policies) == 0 || len(o.services) == 0 {
+			t.Fatalf("empty option list accepted: %+v", o)
+		}
+	})
+}

@@ -511,3 +511,27 @@ func TestOpsProperty(t *testing.T) {
 		runOps(t, cfg, data)
 	}
 }
+
+// FuzzParse: ParsePolicy and ParseChoice accept exactly the names they
+// print, and reject everything else with ErrConfig.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"das", "none", "naive", "hedged", "budgeted", "least-loaded", "power-of-two", "round-robin", "", "DAS", "das "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if p, err := ParsePolicy(s); err == nil {
+			if p.String() != s {
+				t.Fatalf("ParsePolicy(%q) = %v", s, p)
+			}
+		} else if !errors.Is(err, ErrConfig) {
+			t.Fatal(err)
+		}
+		if c, err := ParseChoice(s); err == nil {
+			if c.String() != s {
+				t.Fatalf("ParseChoice(%q) = %v", s, c)
+			}
+		} else if !errors.Is(err, ErrConfig) {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -104,4 +106,128 @@ func stress(t *testing.T, cfg Config, total int) {
 	}
 	t.Logf("%d tasks, %d duplicates, %d purged from queues, %d cancelled in service (%d late completions)",
 		total, st.Duplicates, st.Purged, st.Cancelled, lost.Load())
+}
+
+// TestStressChurn: 8 goroutines serve and submit while each now and then
+// fails or leaves its worker (sometimes in the middle of serving a copy)
+// and joins a new one. Every task must still complete exactly once.
+func TestStressChurn(t *testing.T) {
+	total := 200_000
+	if testing.Short() {
+		total = 40_000
+	}
+	const goroutines = 8
+	perG := total / goroutines
+	total = perG * goroutines
+	d, err := New[int32](Config{Workers: goroutines, Policy: PolicyDAS, Choice: ChoicePowerOfTwo, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wins := make([]atomic.Int32, total)
+	var completed atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := WorkerID(g)
+			now := time.Unix(0, 0)
+			submitted, iter := 0, 0
+			rejoin := func() bool {
+				nw, err := d.Join()
+				if err != nil {
+					errs <- err
+					return false
+				}
+				w = nw
+				return true
+			}
+			for submitted < perG || completed.Load() < int64(total) {
+				iter++
+				if submitted < perG {
+					_, err := d.Submit(int32(g*perG+submitted), now)
+					if err != nil && !errors.Is(err, ErrNoWorkers) {
+						errs <- err
+						return
+					}
+					if err == nil {
+						submitted++
+					}
+				}
+				task, ok, err := d.Next(w)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !ok {
+					runtime.Gosched()
+					continue
+				}
+				switch {
+				case iter%997 == 0:
+					// Crash while serving: the copy is re-queued elsewhere,
+					// and this worker can no longer complete it.
+					if _, err := d.Fail(w); err != nil {
+						errs <- err
+						return
+					}
+					if _, err := d.Complete(task.ID, w, now); !errors.Is(err, ErrWorkerGone) {
+						errs <- fmt.Errorf("complete after fail: %v", err)
+						return
+					}
+					if !rejoin() {
+						return
+					}
+					continue
+				case iter%1009 == 0:
+					// Graceful leave: finish the copy in service, then go.
+					if _, err := d.Leave(w); err != nil {
+						errs <- err
+						return
+					}
+					out, err := d.Complete(task.ID, w, now)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if out.Won {
+						wins[task.Payload].Add(1)
+						completed.Add(1)
+					}
+					if !rejoin() {
+						return
+					}
+					continue
+				}
+				out, err := d.Complete(task.ID, w, now)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if out.Won {
+					wins[task.Payload].Add(1)
+					completed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := range wins {
+		if n := wins[i].Load(); n != 1 {
+			t.Fatalf("task %d completed %d times", i, n)
+		}
+	}
+	st := d.Stats()
+	if st.Completed != uint64(total) || st.InFlight != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if err := d.check(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d tasks, %d workers joined in all, %d copies re-queued, %d dropped", total, len(d.workers), st.Requeued, st.Dropped)
 }
