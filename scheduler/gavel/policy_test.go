@@ -1,0 +1,347 @@
+package gavel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func mustCluster(t testing.TB, spec string) accel.Cluster {
+	t.Helper()
+	c, err := accel.ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// tableFunc returns a ThroughputFunc over a fixed map job → type → rate.
+func tableFunc(m map[string]map[accel.TypeKey]float64) ThroughputFunc {
+	return func(job *scheduler.Job, typ accel.TypeKey, nodes, count int) float64 {
+		return m[job.ID][typ]
+	}
+}
+
+// checkTargets verifies per-type capacity, one target per job, gangs whole.
+func checkTargets(t *testing.T, c accel.Cluster, jobs []scheduler.Job, tg []scheduler.Target) {
+	t.Helper()
+	if len(tg) != len(jobs) {
+		t.Fatalf("%d targets for %d jobs", len(tg), len(jobs))
+	}
+	use := map[accel.TypeKey]int{}
+	for i, x := range tg {
+		if x.Job != jobs[i].ID {
+			t.Fatalf("target %d is for %q, want %q", i, x.Job, jobs[i].ID)
+		}
+		if x.Count > 0 {
+			want := max(jobs[i].Requested, 1)
+			if x.Count != want {
+				t.Errorf("job %s gets %d devices, requested %d", x.Job, x.Count, want)
+			}
+			use[x.Type] += x.Count
+		}
+	}
+	for typ, u := range use {
+		if u > c.Count(typ) {
+			t.Errorf("type %s: %d devices used of %d", typ, u, c.Count(typ))
+		}
+	}
+}
+
+func TestPolicyRealisesShares(t *testing.T) {
+	// Two jobs, one fast device and one slow: job a gains 10× from the
+	// fast type, job b only 2×; max-min gives each a share of time.
+	c := mustCluster(t, "1x1:v100,1x1:k80")
+	fast, slow := accel.TypeKey("v100-16gb"), accel.TypeKey("k80")
+	rates := map[string]map[accel.TypeKey]float64{
+		"a": {fast: 10, slow: 1}, "b": {fast: 2, slow: 1}, "c": {fast: 3, slow: 1},
+	}
+	pol, err := NewPolicy(Config{Throughput: tableFunc(rates)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []scheduler.Job{{ID: "a"}, {ID: "b"}, {ID: "c"}}
+	prob := Problem{Throughput: [][]float64{{10, 1}, {2, 1}, {3, 1}}, Devices: []int{1, 1}}
+	sol, err := Solve(context.Background(), prob, MaxMinFairness{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[accel.TypeKey]float64{"a": {}, "b": {}, "c": {}}
+	var cur []placement.Assignment
+	const rounds = 600
+	for r := range rounds {
+		in := scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * 6 * time.Minute)}
+		tg, err := pol.Allocate(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkTargets(t, c, jobs, tg)
+		res, err := scheduler.Packer{}.Place(context.Background(), c, cur, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Unplaced) > 0 {
+			t.Fatalf("round %d: unplaced %v", r, res.Unplaced)
+		}
+		cur = res.Assignments
+		for _, x := range tg {
+			if x.Count > 0 {
+				got[x.Job][x.Type] += 1.0 / rounds
+			}
+		}
+	}
+	// Each job's realised effective throughput matches what X promises.
+	for m, id := range []string{"a", "b", "c"} {
+		var due, real float64
+		for j, typ := range []accel.TypeKey{fast, slow} {
+			due += sol.X[m][j] * prob.Throughput[m][j]
+			real += got[id][typ] * rates[id][typ]
+		}
+		if math.Abs(real-due) > 0.02*due {
+			t.Errorf("job %s: realised throughput %.3f, due %.3f (%v)", id, real, due, got[id])
+		}
+	}
+}
+
+func TestPolicyKeepsStayingJobsAndPins(t *testing.T) {
+	c := mustCluster(t, "2x4:v100,1x4:k80")
+	pol, err := NewPolicy(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []scheduler.Job{
+		{ID: "big", Requested: 4},
+		{ID: "pin", Requested: 2, NonPreemptible: true},
+		{ID: "x", Requested: 1}, {ID: "y", Requested: 1},
+	}
+	cur := []placement.Assignment{{Job: "pin", Devices: []string{"k80-0/0", "k80-0/1"}}}
+	var last []scheduler.Target
+	for r := range 20 {
+		in := scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * time.Minute)}
+		tg, err := pol.Allocate(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkTargets(t, c, jobs, tg)
+		if tg[1].Reason != scheduler.ReasonPinned || tg[1].Type != "k80" || tg[1].Count != 2 {
+			t.Fatalf("round %d: pinned job got %+v", r, tg[1])
+		}
+		if tg[0].Count == 4 && tg[0].MaxNodes != 1 {
+			t.Errorf("gang of 4 on 4-device nodes: MaxNodes %d", tg[0].MaxNodes)
+		}
+		res, err := scheduler.Packer{}.Place(context.Background(), c, cur, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur = res.Assignments
+		last = tg
+	}
+	// Everything fits (4+2+1+1 ≤ 12): every job runs, and stays put.
+	for _, x := range last {
+		if x.Count == 0 || (x.Reason != scheduler.ReasonUnchanged && x.Reason != scheduler.ReasonPinned) {
+			t.Errorf("steady state: %+v", x)
+		}
+	}
+}
+
+func TestPolicyErrors(t *testing.T) {
+	c := mustCluster(t, "1x2:v100")
+	nan := func(job *scheduler.Job, typ accel.TypeKey, nodes, count int) float64 { return math.NaN() }
+	pol, _ := NewPolicy(Config{Throughput: nan})
+	_, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "a"}}, Now: t0})
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("NaN throughput: %v", err)
+	}
+	pol, _ = NewPolicy(Config{})
+	_, err = pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "a"}, {ID: "a"}}, Now: t0})
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("duplicate IDs: %v", err)
+	}
+	if _, err = pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "a"}}, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "a"}}, Now: t0.Add(-time.Second)})
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("time backwards: %v", err)
+	}
+	if _, err := NewPolicy(Config{ResetInterval: -1}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("negative reset interval: %v", err)
+	}
+	if _, err := NewPolicy(Config{Objective: MaxThroughputPerCost{}, CostPerHour: map[accel.TypeKey]float64{"v100-16gb": math.NaN()}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("NaN cost: %v", err)
+	}
+	// A job that fits nowhere waits with a reason instead of failing the round.
+	pol, _ = NewPolicy(Config{})
+	tg, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "huge", Requested: 8}, {ID: "ok"}}, Now: t0})
+	if err != nil || tg[0].Count != 0 || tg[0].Reason != scheduler.ReasonNoCapacity || tg[1].Count != 1 {
+		t.Errorf("unrunnable job: %+v, %v", tg, err)
+	}
+}
+
+func TestPolicyConcurrentUse(t *testing.T) {
+	c := mustCluster(t, "2x2:v100,2x2:p100")
+	pol, _ := NewPolicy(Config{})
+	jobs := []scheduler.Job{{ID: "a"}, {ID: "b", Requested: 2}, {ID: "c"}, {ID: "d"}, {ID: "e"}}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range 5 {
+				_, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: jobs,
+					Now: t0.Add(time.Duration(g*100+r) * time.Minute)})
+				if err != nil && !errors.Is(err, ErrInvalid) { // time may go backwards between goroutines
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// simJob is one job of the JCT comparison.
+type simJob struct {
+	id      string
+	class   string
+	scale   int
+	arrival time.Duration
+	steps   float64
+	done    float64
+	finish  time.Duration
+}
+
+// simulate runs a Gavel-style trace through pol: 6-minute rounds, Packer
+// placement, progress at the table's rate on the type run, 30 s lost per
+// (re)start. It returns the average JCT.
+func simulate(t testing.TB, tab *Table, c accel.Cluster, jobs []*simJob, obj Objective) time.Duration {
+	t.Helper()
+	classOf := map[string]*simJob{}
+	for _, j := range jobs {
+		classOf[j.id] = j
+	}
+	pol, err := NewPolicy(Config{Objective: obj, Throughput: tab.Throughput(func(j *scheduler.Job) string { return classOf[j.ID].class })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const round = 6 * time.Minute
+	var cur []placement.Assignment
+	curType := map[string]accel.TypeKey{}
+	for now := time.Duration(0); now < 2000*time.Hour; now += round {
+		var active []scheduler.Job
+		left := 0
+		for _, j := range jobs {
+			if j.finish == 0 {
+				left++
+				if j.arrival <= now {
+					active = append(active, scheduler.Job{ID: j.id, Requested: j.scale, Submitted: t0.Add(j.arrival)})
+				}
+			}
+		}
+		if left == 0 {
+			break
+		}
+		tg, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: active, Current: cur, Now: t0.Add(now)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := scheduler.Packer{}.Place(context.Background(), c, cur, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur = res.Assignments[:0:0]
+		next := map[string]accel.TypeKey{}
+		for _, a := range res.Assignments {
+			j := classOf[a.Job]
+			d, _ := c.Device(a.Devices[0])
+			rate, _ := tab.Lookup(j.class, j.scale, d.Type)
+			run := round.Seconds()
+			if curType[a.Job] != d.Type {
+				run -= 30
+			}
+			need := (j.steps - j.done) / rate
+			if need <= run {
+				j.finish = now + round - time.Duration((run-need)*float64(time.Second))
+				continue
+			}
+			j.done += rate * run
+			cur = append(cur, a)
+			next[a.Job] = d.Type
+		}
+		curType = next
+	}
+	var sum time.Duration
+	for _, j := range jobs {
+		if j.finish == 0 {
+			t.Fatalf("job %s never finished", j.id)
+		}
+		sum += j.finish - j.arrival
+	}
+	return sum / time.Duration(len(jobs))
+}
+
+// gavelTrace draws n jobs from the published table: classes at random,
+// scale 1 (70%), 2, 4 or 8, arriving as a Poisson process, each worth 0.5
+// to 6 hours on a V100.
+func gavelTrace(t testing.TB, tab *Table, n int, meanGap time.Duration, seed uint64) []*simJob {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	classes := tab.Classes()
+	var jobs []*simJob
+	at := time.Duration(0)
+	for len(jobs) < n {
+		class := classes[rng.IntN(len(classes))]
+		scale := []int{1, 1, 1, 1, 1, 1, 1, 2, 4, 8}[rng.IntN(10)]
+		v, ok := tab.Lookup(class, scale, "v100-16gb")
+		if !ok || v == 0 {
+			continue
+		}
+		hours := 0.5 + 5.5*rng.Float64()
+		jobs = append(jobs, &simJob{id: fmt.Sprintf("j%03d", len(jobs)), class: class, scale: scale,
+			arrival: at, steps: v * hours * 3600})
+		at += time.Duration(rng.ExpFloat64() * float64(meanGap))
+	}
+	return jobs
+}
+
+func TestHeterogeneityAwareBeatsBlind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trace simulation")
+	}
+	tab, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Gavel's physical cluster: 8 V100, 16 P100, 24 K80 (4 per node).
+	c := mustCluster(t, "2x4:v100,4x4:p100,6x4:k80")
+	var aware, blind []time.Duration
+	seeds := uint64(3)
+	if raceEnabled {
+		seeds = 1
+	}
+	for seed := range seeds {
+		aware = append(aware, simulate(t, tab, c, gavelTrace(t, tab, 80, 15*time.Minute, seed), MaxMinFairness{}))
+		blind = append(blind, simulate(t, tab, c, gavelTrace(t, tab, 80, 15*time.Minute, seed), MaxMinFairness{HeterogeneityBlind: true}))
+		t.Logf("seed %d: average JCT heterogeneity-aware %.2f h, blind %.2f h", seed, aware[seed].Hours(), blind[seed].Hours())
+	}
+	if mean(aware) >= mean(blind) {
+		t.Errorf("aware %.2f h is not better than blind %.2f h", mean(aware).Hours(), mean(blind).Hours())
+	}
+}
+
+func mean(d []time.Duration) time.Duration {
+	var s time.Duration
+	for _, v := range d {
+		s += v
+	}
+	return s / time.Duration(len(d))
+}
