@@ -30,18 +30,19 @@ func TestEmissionsFromPower(t *testing.T) {
 	if !near(r2.OperationalG, 350*GPerKWhPerLbsPerMWh, 1e-12) {
 		t.Fatalf("lbs: %v", r2.OperationalG)
 	}
-	for name, tc := range map[string]struct {
+	for _, tc := range []struct {
+		name string
 		iv   []EnergyInterval
 		opts AccountOptions
 		err  error
 	}{
-		"outside": {[]EnergyInterval{{t0.Add(-time.Hour), t0, 1}}, AccountOptions{}, ErrRange},
-		"pue":     {iv, AccountOptions{PUE: 0.5}, ErrInvalid},
-		"empty":   {[]EnergyInterval{{t0, t0, 1}}, AccountOptions{}, ErrOrder},
-		"neg":     {[]EnergyInterval{{t0, t0.Add(time.Hour), -1}}, AccountOptions{}, ErrValue},
+		{"outside", []EnergyInterval{{t0.Add(-time.Hour), t0, 1}}, AccountOptions{}, ErrRange},
+		{"pue", iv, AccountOptions{PUE: 0.5}, ErrInvalid},
+		{"empty", []EnergyInterval{{t0, t0, 1}}, AccountOptions{}, ErrOrder},
+		{"neg", []EnergyInterval{{t0, t0.Add(time.Hour), -1}}, AccountOptions{}, ErrValue},
 	} {
 		if _, err := Emissions(tc.iv, ci, tc.opts); !errors.Is(err, tc.err) {
-			t.Errorf("%s: %v", name, err)
+			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 // maxDPCells bounds the DP tables so a huge instance fails cleanly
 // instead of exhausting memory.
-const maxDPCells = 60_000_000
+const maxDPCells = 10_000_000
 
 // quanta returns the work quantum and the number of quanta the job needs.
 func (p *problem) quanta() (delta float64, need int) {

@@ -26,7 +26,7 @@ type Forecaster interface {
 // ReadCarbonAwareSDK.
 type ForecasterFunc func(ctx context.Context, zone string, from time.Time, horizon time.Duration) (Series, error)
 
-// Forecast calls f.
+// Forecast calls f. It is safe for concurrent use when f is.
 func (f ForecasterFunc) Forecast(ctx context.Context, zone string, from time.Time, horizon time.Duration) (Series, error) {
 	return f(ctx, zone, from, horizon)
 }
@@ -99,8 +99,10 @@ func (p *Perfect) Forecast(ctx context.Context, zone string, from time.Time, hor
 
 // Persistence predicts each future interval by the latest observed value
 // at the same time of day: the value one Period earlier, or two Periods
-// earlier when that is still in the future, and so on. Only intervals that
-// start before from are observed. It is safe for concurrent use.
+// earlier when that is still in the future, and so on. The interval that
+// contains from and later ones are unobserved; earlier ones are history.
+// It is immutable after NewPersistence (set Period before use) and safe
+// for concurrent use.
 type Persistence struct {
 	truth []Series
 	// Period is the seasonality; zero means 24 h.

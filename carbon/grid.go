@@ -57,6 +57,9 @@ type GridOptions struct {
 	MaxGap time.Duration
 }
 
+// maxGridSteps bounds the grid FromPoints builds when it fills gaps.
+const maxGridSteps = 5_000_000
+
 // FromPoints turns strictly increasing points into a regular Series that
 // starts at the first point and ends with the interval of the last point.
 // Only Start, Step, Values and Estimated are set; the caller fills in the
@@ -94,8 +97,21 @@ func FromPoints(pts []Point, opts GridOptions) (Series, error) {
 	last := pts[len(pts)-1].Time
 	span := last.Sub(start)
 	n := int(span/step) + 1
-	if n > 50_000_000 {
-		return Series{}, fmt.Errorf("%w: %d grid steps of %v is too many", ErrInvalid, n, step)
+	if opts.Fill == FillError {
+		// Report the first gap or off-grid point without building the grid.
+		for i, p := range pts {
+			d := p.Time.Sub(start)
+			if d%step != 0 {
+				return Series{}, fmt.Errorf("%w: point %d at %v is off the %v grid that starts at %v", ErrIrregular, i, p.Time, step, start)
+			}
+			if k := int(d / step); k != i {
+				t := start.Add(time.Duration(i) * step)
+				return Series{}, fmt.Errorf("%w: no value for %v (step %d of %v)", ErrGap, t, i, step)
+			}
+		}
+	}
+	if n > maxGridSteps {
+		return Series{}, fmt.Errorf("%w: %d grid steps of %v is too many (limit %d)", ErrInvalid, n, step, maxGridSteps)
 	}
 	v := make([]float64, n)
 	est := make([]bool, n)
