@@ -2,6 +2,7 @@ package goodput
 
 import (
 	"cmp"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,3 +74,5 @@ func median(xs []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed+1)) }

@@ -105,6 +105,17 @@ func (m Model) Optimize(nodes, replicas int) BatchPlan {
 	ov := newOverlap(m.Gamma, ts)
 	eff := m.efficiencyFunc()
 	const eps = 1e-8
+	// Pass 1: the distinct feasible candidates and an upper bound on each
+	// one's goodput, from T_optim ≥ max(T_grad, T_sync) and, by the power
+	// mean inequality, T_optim ≥ 2^(1/γ−1)·(T_grad + T_sync). No
+	// transcendental functions per candidate.
+	pm := math.Exp2(1/m.Gamma - 1)
+	type candidate struct {
+		local, accum int
+		ub           float64
+	}
+	var cands [Candidates]candidate
+	nc, top := 0, -1
 	prevLocal, prevAccum := -1, -1
 	batch := lo
 	for i := range n {
@@ -137,11 +148,35 @@ func (m Model) Optimize(nodes, replicas int) BatchPlan {
 			continue
 		}
 		tg := m.GradSeconds(atomic)
-		t := float64(accum)*tg + ov.optim(tg)
 		total := replicas * atomic * (accum + 1)
-		g := float64(total) / t * eff.at(total)
-		if g > best.Goodput {
-			best = BatchPlan{Batch: total, Local: atomic, Accum: accum, Goodput: g}
+		ub := float64(total) / (float64(accum)*tg + math.Max(math.Max(tg, ts), pm*(tg+ts))) * eff.at(total)
+		cands[nc] = candidate{atomic, accum, ub}
+		if top < 0 || ub > cands[top].ub {
+			top = nc
+		}
+		nc++
+	}
+	if nc == 0 {
+		return best
+	}
+	// Pass 2: evaluate the most promising candidate exactly, then only
+	// those whose bound beats the best so far. Ties keep the earlier
+	// (smaller) candidate, as a plain argmax in order would.
+	bestIdx := -1
+	eval := func(i int) {
+		c := cands[i]
+		tg := m.GradSeconds(c.local)
+		total := replicas * c.local * (c.accum + 1)
+		g := float64(total) / (float64(c.accum)*tg + ov.optim(tg)) * eff.at(total)
+		if g > best.Goodput || (g == best.Goodput && g > 0 && i < bestIdx) {
+			best = BatchPlan{Batch: total, Local: c.local, Accum: c.accum, Goodput: g}
+			bestIdx = i
+		}
+	}
+	eval(top)
+	for i := range nc {
+		if i != top && cands[i].ub >= best.Goodput {
+			eval(i)
 		}
 	}
 	return best
