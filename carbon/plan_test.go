@@ -406,3 +406,71 @@ func TestAutoFallsBackToDP(t *testing.T) {
 	}
 	t.Logf("DP %.4g g, greedy %.4g g, bound %.4g g, exact %.4g g", got.CarbonG, gr.CarbonG, gr.BoundG, bf)
 }
+
+func TestFixedScalePlanners(t *testing.T) {
+	c := Curve{WorkPerSecond: []float64{0, 1, 2}, Watts: []float64{0, 1000, 2000}}
+	s := hourly(50, 400, 100, 100, 10, 500, 20)
+	work := 2.5 * 3600 // 2.5 slots at scale 1
+	tests := []struct {
+		name  string
+		plan  func() (Schedule, error)
+		frac  []float64 // Fraction×(Scale>0) per slot
+		carbG float64
+	}{
+		{"now", func() (Schedule, error) { return PlanNow(s, c, 1, work, s.End(), PlanOptions{}) },
+			[]float64{1, 1, 0.5, 0, 0, 0, 0}, 50 + 400 + 50},
+		{"lowest", func() (Schedule, error) { return PlanLowest(s, c, 1, work, s.End(), PlanOptions{}) },
+			[]float64{0.5, 0, 0, 0, 1, 0, 1}, 10 + 20 + 25},
+		// Windows of 3 slots with the last half: [100,100,5]=205 at 2,
+		// [100,10,250]=360 at 3, [50,400,50]=500 at 0.
+		{"window", func() (Schedule, error) { return PlanWindow(s, c, 1, work, s.End(), PlanOptions{}) },
+			[]float64{0, 0, 1, 1, 0.5, 0, 0}, 205},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.plan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, sl := range got.Slots {
+				f := 0.0
+				if sl.Scale > 0 {
+					f = sl.Fraction
+				}
+				if !near(f, tc.frac[i], 1e-12) {
+					t.Fatalf("slot %d: fraction %v, want %v (%v)", i, f, tc.frac[i], got.Scales())
+				}
+			}
+			if !near(got.CarbonG, tc.carbG, 1e-12) || !near(got.Work, work, 1e-12) {
+				t.Fatalf("carbon %v work %v, want %v", got.CarbonG, got.Work, tc.carbG)
+			}
+		})
+	}
+}
+
+func TestSeriesBasics(t *testing.T) {
+	s := hourly(1, 2, 3)
+	if v, err := s.At(t0.Add(90 * time.Minute)); err != nil || v != 2 {
+		t.Fatalf("At: %v %v", v, err)
+	}
+	if _, err := s.At(s.End()); !errors.Is(err, ErrRange) {
+		t.Fatalf("At end: %v", err)
+	}
+	for _, bad := range []Series{
+		{Step: time.Hour},
+		{Step: 0, Values: []float64{1}},
+		{Step: time.Hour, Values: []float64{math.NaN()}},
+		{Step: time.Hour, Values: []float64{-1}},
+		{Step: time.Hour, Values: []float64{1}, Estimated: []bool{true, false}},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Fatalf("%+v validated", bad)
+		}
+	}
+	if _, err := s.Slice(t0.Add(time.Hour), t0); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("reversed slice: %v", err)
+	}
+	if _, err := s.Slice(t0, s.End().Add(time.Minute)); !errors.Is(err, ErrRange) {
+		t.Fatalf("long slice: %v", err)
+	}
+}

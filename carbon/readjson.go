@@ -125,6 +125,7 @@ type sdkDuration struct {
 	set bool
 }
 
+// UnmarshalJSON accepts a clock string or a number of minutes.
 func (s *sdkDuration) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if string(b) == "null" {
