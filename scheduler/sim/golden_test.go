@@ -64,6 +64,9 @@ func TestGoldenScenarios(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
 			cfg.Cluster, cfg.Jobs, cfg.Apps = cluster(t, "4x4:t4"), jobs, apps
+			if cfg.Placer == nil {
+				cfg.Placer = scheduler.Packer{} // independent of the scheduler's default
+			}
 			res, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)

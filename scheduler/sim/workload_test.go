@@ -119,3 +119,52 @@ func TestNaturalCompare(t *testing.T) {
 		t.Fatalf("%v", in)
 	}
 }
+
+func TestReadPhilly(t *testing.T) {
+	apps := polluxApps(t)
+	in := "timestamp,duration,num_gpus,gpu_time,cluster\n" +
+		"2017-10-09 07:01:55,66.0,1,66.0,a\n" +
+		"2017-10-09 06:13:03,2951.0,1,2951.0,b\n" +
+		"2017-10-09 06:14:03,30.0,1,30.0,b\n" + // too short
+		"2017-10-09 08:00:00,36000,8,288000,c\n" + // 80 GPU-h: yolov3
+		"2017-10-09 09:00:00,36000,200,7200000,c\n" // 2000 GPU-h: dropped
+	jobs, err := ReadPhilly(strings.NewReader(in), apps, PhillyOptions{Jobs: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 3 || jobs[0].Submit != 0 || jobs[1].Submit != 48*time.Minute+52*time.Second {
+		t.Fatalf("%+v", jobs)
+	}
+	if jobs[2].Application != "yolov3" || jobs[2].Replicas != 8 || jobs[2].BatchSize != 64 {
+		t.Fatalf("%+v", jobs[2])
+	}
+	if _, err := ReadPhilly(strings.NewReader("timestamp,duration\n"), apps, PhillyOptions{}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func FuzzReadPhilly(f *testing.F) {
+	apps, err := LoadProfiles(ProfileOptions{}, ProfileSource{FS: polluxdata.FS, Dir: "traces"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,a\n", uint64(0))
+	f.Add("timestamp,duration,num_gpus,gpu_time\n2017-10-09 07:01:55,1e9,1e9,NaN\n", uint64(3))
+	f.Fuzz(func(t *testing.T, in string, seed uint64) {
+		jobs, err := ReadPhilly(strings.NewReader(in), apps, PhillyOptions{Jobs: 5, Seed: seed})
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrUnknownApplication) {
+				t.Fatalf("error %v wraps no sentinel", err)
+			}
+			return
+		}
+		if len(jobs) == 0 || len(jobs) > 5 {
+			t.Fatalf("%d jobs", len(jobs))
+		}
+		for _, j := range jobs {
+			if j.Replicas < 1 || j.BatchSize < 1 || j.Submit < 0 || apps[j.Application] == nil {
+				t.Fatalf("bad job %+v", j)
+			}
+		}
+	})
+}

@@ -1,0 +1,360 @@
+// Command simulate replays workloads of deep-learning jobs on a simulated
+// cluster through goodsched's policies and compares them: the goodput
+// policy (Pollux, Sia) against the Tiresias and Optimus baselines, on the
+// measured profiles and workloads of the Pollux artifact.
+//
+// With no flags it replays the eight embedded 160-job Pollux workloads at
+// 1.0× load on 16 nodes × 4 T4 with the goodput, tiresias and optimus
+// policies, reports progress on stderr, prints a comparison table and writes
+// SVG plots (JCT distribution per policy; GPUs in use over time) and a
+// per-job CSV per policy to ./simulate-out.
+//
+//	go run ./examples/simulate
+//	go run ./examples/simulate -workload workloads-2.0 -policies goodput,tiresias
+//	go run ./examples/simulate -json -out ""
+//
+// Flags:
+//
+//	-workload FILE|DIR  a workload CSV or a directory of them (Pollux layout:
+//	                    name,time,application,num_replicas,batch_size); names
+//	                    that do not exist on disk are looked up in the
+//	                    embedded data: workloads, workloads-0.5, -1.5, -2.0,
+//	                    workloads-realistic, or one file such as
+//	                    workloads/workload-6.csv (default "workloads")
+//	-philly FILE        build the workload from a Philly-derived trace
+//	                    (CSV or .csv.gz) instead; -jobs sets how many jobs
+//	-cluster SPEC       accel spec, e.g. "16x4:t4" or
+//	                    "6x4:t4,2x8:a100-40gb,3x8:rtx2080ti" (default 16x4:t4)
+//	-policies LIST      comma-separated: goodput, goodput-blind, tiresias,
+//	                    optimus, fifo, gavel (default goodput,tiresias,optimus)
+//	-interval D         scheduling round (default 60s)
+//	-profiles DIRS      extra profile directories (comma-separated), searched
+//	                    before the embedded Pollux traces; e.g. Sia's
+//	                    per-type traces
+//	-interference F     slowdown of distributed jobs sharing a node (default 0)
+//	-mtbf D             mean time between failures per node (default 0: none)
+//	-seed N             seed for failures and Philly sampling (default 1)
+//	-out DIR            where plots and per-job CSVs go ("" = none;
+//	                    default ./simulate-out)
+//	-json               print one JSON object instead of the table
+//
+// Exit status 2 means bad input (a one-line message on stderr); 1 means the
+// simulation failed.
+package main
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/scheduler/sim"
+	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type options struct {
+	workload, philly, cluster, policies, profiles, out string
+	interval, mtbf                                     time.Duration
+	interference                                       float64
+	seed                                               uint64
+	jobs                                               int
+	json                                               bool
+}
+
+// errUsage marks bad input: exit status 2.
+var errUsage = errors.New("usage")
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o options
+	fl := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fl.SetOutput(io.Discard) // errors are reported below, in one line
+	fl.StringVar(&o.workload, "workload", "workloads", "workload CSV or directory (embedded names: workloads, workloads-0.5, workloads-1.5, workloads-2.0, workloads-realistic)")
+	fl.StringVar(&o.philly, "philly", "", "Philly-derived trace (CSV or .csv.gz) to build the workload from, instead of -workload")
+	fl.IntVar(&o.jobs, "jobs", 10000, "jobs to take from the -philly trace")
+	fl.StringVar(&o.cluster, "cluster", "16x4:t4", "cluster spec")
+	fl.StringVar(&o.policies, "policies", "goodput,tiresias,optimus", "comma-separated policies: goodput, goodput-blind, tiresias, optimus, fifo, gavel")
+	fl.DurationVar(&o.interval, "interval", 60*time.Second, "scheduling round")
+	fl.StringVar(&o.profiles, "profiles", "", "extra profile directories, comma-separated, searched before the embedded Pollux traces")
+	fl.Float64Var(&o.interference, "interference", 0, "slowdown of distributed jobs sharing a node, in [0,1)")
+	fl.DurationVar(&o.mtbf, "mtbf", 0, "mean time between failures per node (0 = none)")
+	fl.Uint64Var(&o.seed, "seed", 1, "seed for failures and Philly sampling")
+	fl.StringVar(&o.out, "out", "simulate-out", "directory for SVG plots and per-job CSVs (\"\" = none)")
+	fl.BoolVar(&o.json, "json", false, "print one JSON object instead of the table")
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fl.SetOutput(stderr)
+			fl.PrintDefaults()
+			return 0
+		}
+		fmt.Fprintf(stderr, "simulate: %v\n", err)
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "simulate: unexpected argument %q\n", fl.Arg(0))
+		return 2
+	}
+	if err := simulate(ctx, o, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "simulate: %v\n", err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// summary is one policy's metrics averaged over the workloads.
+type summary struct {
+	Name      string  `json:"name"`
+	AvgJCT    float64 `json:"avg_jct_s"`
+	P50JCT    float64 `json:"p50_jct_s"`
+	P99JCT    float64 `json:"p99_jct_s"`
+	Makespan  float64 `json:"makespan_s"`
+	GPUHours  float64 `json:"gpu_hours"`
+	Jobs      float64 `json:"jobs"`
+	Completed float64 `json:"completed"`
+	Restarts  float64 `json:"restarts"`
+	AvgFTF    float64 `json:"avg_ftf"`
+	Workloads int     `json:"workloads"`
+	results   []sim.Result
+}
+
+func usage(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+}
+
+func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	reg := registry()
+	names, err := parsePolicies(o.policies, reg)
+	if err != nil {
+		return usage("-policies: %v", err)
+	}
+	cluster, err := accel.ParseSpec(o.cluster)
+	if err != nil {
+		return usage("-cluster: %v", err)
+	}
+	if o.interval < time.Second {
+		return usage("-interval %v is below 1s", o.interval)
+	}
+	if !(o.interference >= 0 && o.interference < 1) {
+		return usage("-interference %v is outside [0,1)", o.interference)
+	}
+	if o.mtbf < 0 || o.jobs < 1 {
+		return usage("-mtbf must be ≥ 0 and -jobs ≥ 1")
+	}
+	var sources []sim.ProfileSource
+	for _, d := range strings.Split(o.profiles, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			if st, err := os.Stat(d); err != nil || !st.IsDir() {
+				return usage("-profiles: %s is not a directory", d)
+			}
+			sources = append(sources, sim.ProfileSource{FS: os.DirFS(d), Dir: "."})
+		}
+	}
+	sources = append(sources, sim.ProfileSource{FS: polluxdata.FS, Dir: "traces"})
+	apps, err := sim.LoadProfiles(sim.ProfileOptions{}, sources...)
+	if err != nil {
+		return usage("-profiles: %v", err)
+	}
+	workloads, err := loadWorkloads(o, apps)
+	if err != nil {
+		return err
+	}
+	mixed := len(cluster.Types()) > 1
+
+	// One config per (policy, workload); all run in parallel.
+	var cfgs []sim.Config
+	var labels []string
+	var done, rounds atomic.Int64
+	total := len(names) * len(workloads)
+	for _, n := range names {
+		spec := reg[n]
+		for _, w := range workloads {
+			p, err := spec.build()
+			if err != nil {
+				return fmt.Errorf("policy %s: %w", n, err)
+			}
+			cfgs = append(cfgs, sim.Config{
+				Cluster: cluster, Jobs: w.Jobs, Apps: apps, Policy: p, Placer: spec.placer,
+				Mode: spec.mode, Oracle: spec.oracle, PerType: spec.perType && mixed,
+				Interval: o.interval, Interference: o.interference,
+				Faults:   sim.Faults{MTBF: o.mtbf, Seed: o.seed},
+				Progress: func(sim.Status) { rounds.Add(1) },
+			})
+			labels = append(labels, n+"/"+w.Name)
+		}
+	}
+	fmt.Fprintf(stderr, "simulating %d workload(s) × %d policies (%s) on %s (%d devices)\n",
+		len(workloads), len(names), strings.Join(names, ", "), o.cluster, cluster.Size())
+	start := time.Now()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // progress on stderr, every 2 s of wall time
+		defer wg.Done()
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				fmt.Fprintf(stderr, "  %5.1fs  %d/%d runs done, %d rounds simulated\n", time.Since(start).Seconds(), done.Load(), total, rounds.Load())
+			}
+		}
+	}()
+	results := make([]sim.Result, len(cfgs))
+	var runErr error
+	var mu sync.Mutex
+	var rwg sync.WaitGroup
+	sem := make(chan struct{}, max(1, min(len(cfgs), runtime.GOMAXPROCS(0))))
+	for i := range cfgs {
+		rwg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer rwg.Done()
+			defer func() { <-sem }()
+			r, err := sim.Run(ctx, cfgs[i])
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && runErr == nil {
+				runErr = fmt.Errorf("%s: %w", labels[i], err)
+			}
+			results[i] = r
+			done.Add(1)
+		}()
+	}
+	rwg.Wait()
+	close(stop)
+	wg.Wait()
+	if runErr != nil {
+		return runErr
+	}
+	fmt.Fprintf(stderr, "done in %.1fs\n", time.Since(start).Seconds())
+
+	sums := make([]summary, len(names))
+	for k, n := range names {
+		s := summary{Name: n, Workloads: len(workloads)}
+		for w := range workloads {
+			r := results[k*len(workloads)+w]
+			s.results = append(s.results, r)
+			s.AvgJCT += r.AvgJCT.Seconds()
+			s.P50JCT += r.P50JCT.Seconds()
+			s.P99JCT += r.P99JCT.Seconds()
+			s.Makespan += r.Makespan.Seconds()
+			s.GPUHours += r.GPUHours
+			s.Jobs += float64(len(r.Jobs))
+			s.Completed += float64(r.Completed)
+			s.Restarts += float64(r.Restarts)
+			s.AvgFTF += r.AvgFTF
+		}
+		f := float64(len(workloads))
+		s.AvgJCT, s.P50JCT, s.P99JCT, s.Makespan, s.GPUHours = s.AvgJCT/f, s.P50JCT/f, s.P99JCT/f, s.Makespan/f, s.GPUHours/f
+		s.Jobs, s.Completed, s.Restarts, s.AvgFTF = s.Jobs/f, s.Completed/f, s.Restarts/f, s.AvgFTF/f
+		sums[k] = s
+	}
+	if o.out != "" {
+		if err := writeOutputs(o.out, names, workloads, sums); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote plots and per-job CSVs to %s\n", o.out)
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Policies []summary `json:"policies"`
+		}{sums})
+	}
+	printTable(stdout, sums, len(workloads))
+	return nil
+}
+
+// loadWorkloads resolves -workload (disk first, then the embedded data)
+// or builds the workload from -philly.
+func loadWorkloads(o options, apps map[string]*sim.Application) ([]sim.Workload, error) {
+	if o.philly != "" {
+		f, err := os.Open(o.philly)
+		if err != nil {
+			return nil, usage("-philly: %v", err)
+		}
+		defer f.Close()
+		var r io.Reader = f
+		if strings.HasSuffix(o.philly, ".gz") {
+			gz, err := gzip.NewReader(f)
+			if err != nil {
+				return nil, usage("-philly: %v", err)
+			}
+			defer gz.Close()
+			r = gz
+		}
+		jobs, err := sim.ReadPhilly(r, apps, sim.PhillyOptions{Jobs: o.jobs, Seed: o.seed})
+		if err != nil {
+			return nil, usage("-philly: %v", err)
+		}
+		return []sim.Workload{{Name: "philly", Jobs: jobs}}, nil
+	}
+	var fsys fs.FS
+	name := o.workload
+	if _, err := os.Stat(name); err == nil {
+		abs, err := filepath.Abs(name)
+		if err != nil {
+			return nil, usage("-workload: %v", err)
+		}
+		fsys, name = os.DirFS(filepath.Dir(abs)), filepath.Base(abs)
+	} else if _, err := fs.Stat(polluxdata.FS, strings.Trim(name, "/")); err == nil {
+		fsys, name = polluxdata.FS, strings.Trim(name, "/")
+	} else {
+		return nil, usage("-workload: %s is neither a file or directory nor an embedded workload", o.workload)
+	}
+	ws, err := sim.LoadWorkloads(fsys, name)
+	if err != nil {
+		return nil, usage("-workload: %v", err)
+	}
+	for _, w := range ws {
+		for _, j := range w.Jobs {
+			if apps[j.Application] == nil {
+				return nil, usage("-workload %s: job %s uses %q, which has no profile", w.Name, j.Name, j.Application)
+			}
+		}
+	}
+	return ws, nil
+}
+
+func printTable(w io.Writer, sums []summary, workloads int) {
+	best := -1.0
+	for _, s := range sums {
+		if !strings.HasPrefix(s.Name, "goodput") && (best < 0 || s.AvgJCT < best) {
+			best = s.AvgJCT
+		}
+	}
+	fmt.Fprintf(w, "mean over %d workload(s)\n", workloads)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tavg JCT (h)\tp50 (h)\tp99 (h)\tmakespan (h)\tGPU-hours\tcompleted\trestarts\tavg FTF\tvs best baseline\t")
+	for _, s := range sums {
+		vs := "-"
+		if best > 0 && s.AvgJCT > 0 {
+			vs = fmt.Sprintf("%+.0f%%", 100*(s.AvgJCT/best-1))
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.0f\t%.0f/%.0f\t%.0f\t%.2f\t%s\t\n",
+			s.Name, s.AvgJCT/3600, s.P50JCT/3600, s.P99JCT/3600, s.Makespan/3600, s.GPUHours, s.Completed, s.Jobs, s.Restarts, s.AvgFTF, vs)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRunJSON(t *testing.T) {
+	dir := t.TempDir()
+	wl := filepath.Join(dir, "small.csv")
+	data := "name,time,application,num_replicas,batch_size\n" +
+		"cifar10-0,0,cifar10,2,256\nncf-1,30,ncf,1,32768\nbert-2,60,bert,2,24\ncifar10-3,90,cifar10,1,128\n"
+	if err := os.WriteFile(wl, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"-workload", wl, "-cluster", "2x4:t4", "-policies", "goodput,tiresias,optimus,fifo", "-json", "-out", filepath.Join(dir, "out")}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var got struct {
+		Policies []map[string]any `json:"policies"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(got.Policies) != 4 {
+		t.Fatalf("%d policies", len(got.Policies))
+	}
+	for _, p := range got.Policies {
+		for _, k := range []string{"name", "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "gpu_hours", "jobs", "completed", "restarts"} {
+			if _, ok := p[k]; !ok {
+				t.Errorf("policy %v lacks %q", p["name"], k)
+			}
+		}
+		if p["completed"].(float64) != 4 {
+			t.Errorf("%v completed %v of 4", p["name"], p["completed"])
+		}
+	}
+	for _, f := range []string{"jct-cdf.svg", "gpus-in-use.svg", "goodput-small.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, "out", f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if !strings.Contains(errb.String(), "simulating 1 workload(s)") {
+		t.Errorf("no progress on stderr: %q", errb.String())
+	}
+}
+
+func TestRunBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"-policies", "nope"},
+		{"-cluster", "banana"},
+		{"-workload", "no/such/thing"},
+		{"-interval", "10ms"},
+		{"-interference", "1.5"},
+		{"-profiles", "no/such/dir"},
+		{"extra"},
+		{"-seed", "x"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), args, &out, &errb); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errb.String())
+		}
+		if lines := strings.Count(strings.TrimSpace(errb.String()), "\n"); lines > 0 {
+			t.Errorf("%v: %d-line message: %s", args, lines+1, errb.String())
+		}
+	}
+}

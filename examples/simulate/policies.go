@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/sim"
+)
+
+// policySpec says how to build one policy for one run and how the
+// simulator presents jobs to it.
+type policySpec struct {
+	about string
+	// build returns a fresh policy (some keep state between rounds).
+	build func() (scheduler.Policy, error)
+	mode  sim.Mode
+	// placer realises the targets (nil = the scheduler's default). The
+	// baselines use Packer, which fills nodes like the Pollux simulator's
+	// baselines do.
+	placer  scheduler.Placer
+	oracle  bool
+	perType bool // per-type goodput models (only matters on mixed clusters)
+}
+
+// registry is the name → policy map behind -policies. It is built by the
+// program, as a value (no global registration).
+func registry() map[string]policySpec {
+	return map[string]policySpec{
+		"goodput": {
+			about: "Pollux/Sia goodput policy: adaptive jobs, one goodput model per accelerator type",
+			build: func() (scheduler.Policy, error) { return scheduler.Goodput{}, nil },
+			mode:  sim.Adaptive, perType: true,
+		},
+		"goodput-blind": {
+			about: "goodput policy with heterogeneity-blind models (one model for all types)",
+			build: func() (scheduler.Policy, error) { return scheduler.Goodput{}, nil },
+			mode:  sim.Adaptive,
+		},
+		"tiresias": {
+			about: "Tiresias 2-queue LAS on the workload's tuned GPU counts and batch sizes",
+			build: func() (scheduler.Policy, error) { return scheduler.Tiresias{}, nil },
+			mode:  sim.Rigid, placer: scheduler.Packer{},
+		},
+		"fifo": {
+			about: "FIFO with backfill on the workload's GPU counts and batch sizes",
+			build: func() (scheduler.Policy, error) { return scheduler.FIFO{}, nil },
+			mode:  sim.Rigid, placer: scheduler.Packer{},
+		},
+		"optimus": {
+			about: "Optimus+Oracle: elastic counts at the workload's batch size, ground-truth remaining work",
+			build: func() (scheduler.Policy, error) { return scheduler.Optimus{}, nil },
+			mode:  sim.Elastic, oracle: true, placer: scheduler.Packer{},
+		},
+	}
+}
+
+// parsePolicies splits a comma-separated list and checks every name.
+func parsePolicies(list string, reg map[string]policySpec) ([]string, error) {
+	var names []string
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(strings.ToLower(n))
+		if n == "" {
+			continue
+		}
+		if _, ok := reg[n]; !ok {
+			known := make([]string, 0, len(reg))
+			for k := range reg {
+				known = append(known, k)
+			}
+			slices.Sort(known)
+			return nil, fmt.Errorf("unknown policy %q (known: %s)", n, strings.Join(known, ", "))
+		}
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no policies given")
+	}
+	return names, nil
+}
