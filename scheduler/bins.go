@@ -1,6 +1,10 @@
 package scheduler
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/goodsched/goodsched/placement"
+)
 
 // The goodput engine models placement at node granularity so that the
 // node count behind every speedup it uses is the one a packing placement
@@ -12,6 +16,7 @@ type slot struct{ bin, k int }
 
 // layout is the static bin structure of a cluster.
 type layout struct {
+	binDevs [][]string // healthy devices per bin, by node then index
 	binType []int
 	binCap  []int
 	binsOf  [][]int // per type
@@ -34,10 +39,12 @@ func newLayout(x *instance) *layout {
 				bins[t] = b
 				l.binType = append(l.binType, t)
 				l.binCap = append(l.binCap, 0)
+				l.binDevs = append(l.binDevs, nil)
 				l.binsOf[t] = append(l.binsOf[t], b)
 			}
 			l.binCap[b]++
 			l.devBin[d.ID] = b
+			l.binDevs[b] = append(l.binDevs[b], d.ID)
 		}
 	}
 	for t, bs := range l.binsOf {
@@ -429,4 +436,59 @@ func (e *engine) probe(s *state, i, t, c int) (int, bool) {
 		e.assign(s, i, oldT, oldC, old)
 	}
 	return n, true
+}
+
+// layoutResult realises state s on concrete devices exactly as the engine
+// laid it out: on each of a job's bins it keeps the job's current devices
+// there first, then takes free devices in node/index order.
+func (e *engine) layoutResult(s *state) PlaceResult {
+	l := e.lay
+	used := make(map[string]bool)
+	devs := make([][]string, len(e.jobs))
+	short := make([][]int, len(e.jobs))
+	for i := range e.jobs {
+		if s.cnt[i] == 0 {
+			continue
+		}
+		cur := make(map[string]bool, len(e.jobs[i].info.curDevs))
+		for _, id := range e.jobs[i].info.curDevs {
+			cur[id] = true
+		}
+		short[i] = make([]int, len(s.place[i]))
+		for k, sl := range s.place[i] {
+			n := 0
+			for _, id := range l.binDevs[sl.bin] {
+				if n < sl.k && cur[id] && !used[id] {
+					used[id] = true
+					devs[i] = append(devs[i], id)
+					n++
+				}
+			}
+			short[i][k] = sl.k - n
+		}
+	}
+	var res PlaceResult
+	for i := range e.jobs {
+		if s.cnt[i] == 0 {
+			continue
+		}
+		for k, sl := range s.place[i] {
+			for _, id := range l.binDevs[sl.bin] {
+				if short[i][k] == 0 {
+					break
+				}
+				if !used[id] {
+					used[id] = true
+					devs[i] = append(devs[i], id)
+					short[i][k]--
+				}
+			}
+		}
+		if len(devs[i]) != s.cnt[i] { // cannot happen for a consistent state
+			res.Unplaced = append(res.Unplaced, Unplaced{Job: e.jobs[i].info.job.ID, Reason: "engine layout inconsistent"})
+			continue
+		}
+		res.Assignments = append(res.Assignments, placement.Assignment{Job: e.jobs[i].info.job.ID, Devices: devs[i]})
+	}
+	return res
 }

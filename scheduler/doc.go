@@ -1,1 +1,35 @@
+// Package scheduler decides, once per round, how many accelerators of
+// which type every deep-learning job gets, realises that on concrete
+// devices through a Placer, and hands the host a Plan it can apply. It
+// computes; the host orchestrator acts.
+//
+// The host contract, in steps:
+//
+//  1. Build a Scheduler once: New(Config{Policy: ..., Placer: ...}). The
+//     zero Config runs the Goodput policy (Pollux's objective, Sia's one
+//     configuration per job) realised by RoundPlacer (the placement
+//     package's round). A Scheduler keeps no state between rounds and is
+//     safe for concurrent use.
+//  2. Each round, fill an Input: the cluster snapshot (accel.Cluster), the
+//     jobs in the system (Job: bounds, kind, types, weight, a goodput
+//     Speedup, attained service, restarts), the assignments in effect
+//     (Current: what the host applied last round) and the logical time
+//     Now (ages and restart factors are measured against it).
+//  3. Call Schedule(ctx, in). Invalid input is an error naming the job or
+//     field (errors.Is ErrInvalid, ErrUnknownType, ErrBadSpeedup); nothing
+//     is half-applied.
+//  4. Apply the Plan: one Decision per job, sorted by job ID, with an
+//     Action (Keep, Start, Grow, Shrink, Move, Preempt, Queue), the devices
+//     to run on, a batch plan when the job's Speedup is a
+//     goodput.BatchPlanner, and a Reason with a sentence such as
+//     "grew 4→8: speedup 2.90→4.60, restart factor 0.97". A job that cannot
+//     be served is queued with a reason, never dropped.
+//  5. Next round, pass Plan.Assignments() (or what actually runs) as
+//     Input.Current, and the jobs' updated Attained, Restarts and Speedup.
+//
+// Policies are values implementing Policy; the host picks one, no name
+// lookup happens inside. Goodput is the elastic, goodput-optimal policy;
+// FIFO, Tiresias and Optimus are baselines; Genetic is Pollux's genetic
+// search kept as a slow reference. Users can write their own Policy: it
+// returns a Target (type, count) per job and the Scheduler does the rest.
 package scheduler

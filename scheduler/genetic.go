@@ -3,8 +3,10 @@ package scheduler
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 
+	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler/internal/refsearch"
 )
 
@@ -38,14 +40,22 @@ func (g Genetic) Allocate(ctx context.Context, in Input) ([]Target, error) {
 	if err != nil {
 		return nil, err
 	}
+	tg, _, err := g.allocate(ctx, x, nil, false)
+	return tg, err
+}
+
+// allocate runs the search; with a Placer it realises the best matrix
+// with it and, when ownLayout allows, exactly as the matrix lays it out,
+// and keeps the better placement.
+func (g Genetic) allocate(ctx context.Context, x *instance, pl Placer, ownLayout bool) ([]Target, *PlaceResult, error) {
 	e, err := g.Objective.newEngine(x)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Nodes of the matrix: one column per (node, type) with healthy devices.
 	var ntype, ncap []int
 	col := make(map[string]int) // device ID → column
-	for _, n := range in.Cluster.Nodes {
+	for _, n := range x.in.Cluster.Nodes {
 		cols := make(map[int]int)
 		for _, d := range n.Devices {
 			if !d.Healthy {
@@ -139,29 +149,57 @@ func (g Genetic) Allocate(ctx context.Context, in Input) ([]Target, error) {
 		return e.fitness(vals)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res, err := refsearch.Search(p, refsearch.Options{Population: g.Population, Generations: g.Generations, Seed: g.Seed})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if e.err != nil {
-		return nil, e.err
+		return nil, nil, e.err
 	}
+	// The matrix's columns are the engine's bins (same construction order).
 	s := e.emptyState()
 	for k, i := range order {
 		c, t := 0, -1
+		var p []slot
 		for col, v := range res.Rows[k] {
 			if v > 0 {
 				c += v
 				t = ntype[col]
+				p = append(p, slot{col, v})
 			}
 		}
-		if c > 0 && !e.apply(s, i, t, c) {
-			s.typ[i], s.cnt[i] = t, c // the GA's own node layout; notes only
+		if c > 0 {
+			e.assign(s, i, t, c, p)
 		}
 	}
-	return e.targets(s), nil
+	tg := e.targets(s)
+	if pl == nil {
+		return tg, nil, nil
+	}
+	var current []placement.Assignment
+	for i := range x.jobs {
+		if j := &x.jobs[i]; j.curCount > 0 {
+			current = append(current, placement.Assignment{Job: j.job.ID, Devices: j.curDevs})
+		}
+	}
+	var pt []Target
+	for _, t := range x.pinTargets(tg) {
+		if t.Count > 0 {
+			pt = append(pt, t)
+		}
+	}
+	placed, err := pl.Place(ctx, x.in.Cluster, current, pt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrPlacement, err)
+	}
+	if ownLayout {
+		if own := e.layoutResult(s); e.realizedFitness(own) > e.realizedFitness(placed) {
+			placed = own
+		}
+	}
+	return tg, &placed, e.err
 }
 
 func equalRow(r, cur []int) bool {

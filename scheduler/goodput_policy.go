@@ -68,14 +68,15 @@ func (g Goodput) Allocate(ctx context.Context, in Input) ([]Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	tg, _, err := g.allocate(ctx, x, RoundPlacer{})
+	tg, _, err := g.allocate(ctx, x, RoundPlacer{}, false)
 	return tg, err
 }
 
 // allocate searches, then realises the candidate allocations (from the
-// warm, deflated and cold starts) with pl and returns the one whose
-// placement has the best fitness, with that placement.
-func (g Goodput) allocate(ctx context.Context, x *instance, pl Placer) ([]Target, *PlaceResult, error) {
+// warm, deflated and cold starts) with pl and, when ownLayout allows, on
+// the engine's own node layout, and returns the one whose placement has
+// the best fitness, with that placement.
+func (g Goodput) allocate(ctx context.Context, x *instance, pl Placer, ownLayout bool) ([]Target, *PlaceResult, error) {
 	e, states, err := g.solve(ctx, x)
 	if err != nil {
 		return nil, nil, err
@@ -112,6 +113,12 @@ func (g Goodput) allocate(ctx context.Context, x *instance, pl Placer) ([]Target
 		}
 		if f := e.realizedFitness(res); f > bestFit*(1+1e-12) || best == nil {
 			best, bestRes, bestFit = tg, res, f
+		}
+		if ownLayout {
+			res := e.layoutResult(s)
+			if f := e.realizedFitness(res); f > bestFit*(1+1e-12) {
+				best, bestRes, bestFit = tg, res, f
+			}
 		}
 	}
 	return best, &bestRes, e.err

@@ -33,6 +33,9 @@ type Config struct {
 type Scheduler struct {
 	policy Policy
 	placer Placer
+	// ownLayout: no Placer was configured, so a policy may realise its
+	// own node layout when that places better than the Placer.
+	ownLayout bool
 }
 
 // New returns a Scheduler for cfg.
@@ -43,6 +46,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if s.placer == nil {
 		s.placer = RoundPlacer{}
+		s.ownLayout = true
 	}
 	return s, nil
 }
@@ -60,7 +64,7 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	var targets []Target
 	var placed *PlaceResult
 	if a, ok := s.policy.(analyzed); ok {
-		targets, placed, err = a.allocate(ctx, x, s.placer) // skips a second validation
+		targets, placed, err = a.allocate(ctx, x, s.placer, s.ownLayout) // skips a second validation
 	} else {
 		targets, err = s.policy.Allocate(ctx, in)
 	}
@@ -107,9 +111,10 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 // analyzed is implemented by the package's policies, which can work on
 // the Scheduler's already validated instance.
 type analyzed interface {
-	// allocate returns the targets and, when it realised them with pl
-	// itself, the placement (which must be of x.pinTargets(targets)).
-	allocate(ctx context.Context, x *instance, pl Placer) ([]Target, *PlaceResult, error)
+	// allocate returns the targets and, when it realised them itself
+	// (with pl, or with its own layout when ownLayout allows), the
+	// placement, which must be of x.pinTargets(targets).
+	allocate(ctx context.Context, x *instance, pl Placer, ownLayout bool) ([]Target, *PlaceResult, error)
 }
 
 // checkTargets returns one target per job (index-aligned with x.jobs),

@@ -10,7 +10,7 @@ import (
 type shrink struct {
 	loss  float64 // utility loss per freed device
 	job   int
-	c     int // count after shrinking (0 = preempted)
+	t, c  int // allocation after shrinking (c 0 = preempted; t another type = moved there)
 	stamp int
 }
 
@@ -43,22 +43,42 @@ func (e *engine) bestShrink(s *state, i int) (shrink, bool) {
 	t := s.typ[i]
 	cur := e.jobUtil(s, i)
 	best := shrink{job: i, loss: math.Inf(1)}
-	try := func(c2 int) {
+	try := func(t2, c2 int) {
 		n := 0
 		if c2 > 0 {
-			n, _ = e.probe(s, i, t, c2)
+			var ok bool
+			if n, ok = e.probe(s, i, t2, c2); !ok {
+				return
+			}
 		}
-		l := (cur - j.w*e.util(e.value(j, t, n, c2))) / float64(c-c2)
+		freed := c - c2
+		if t2 != t {
+			freed = c
+		}
+		l := (cur - j.w*e.util(e.value(j, t2, n, c2))) / float64(freed)
 		if l < best.loss {
-			best.loss, best.c = l, c2
+			best.loss, best.t, best.c = l, t2, c2
 		}
 	}
 	if !j.rigid {
 		for c2 := c - 1; c2 >= max(j.min, c-e.look[t]); c2-- {
-			try(c2)
+			try(t, c2)
 		}
 	}
-	try(0)
+	try(t, 0)
+	// Or move to another allowed type where it fits, freeing all of t.
+	for _, t2 := range j.allowed {
+		if t2 == t {
+			continue
+		}
+		lo, hi := j.min, min(max(j.min, c), e.maxOn(j, t2))
+		if j.rigid {
+			hi = min(j.min, e.maxOn(j, t2))
+		}
+		for c2 := lo; c2 <= hi && c2 <= s.free[t2]; c2++ {
+			try(t2, c2)
+		}
+	}
 	return best, true
 }
 
@@ -96,6 +116,7 @@ func (e *engine) improve(ctx context.Context, s *state, maxPasses int) error {
 		donors := make([]shrinkHeap, nt)
 		for i := range e.jobs {
 			if sh, ok := e.bestShrink(s, i); ok {
+				sh.stamp = stamp[i]
 				donors[s.typ[i]] = append(donors[s.typ[i]], sh)
 			}
 		}
@@ -188,19 +209,34 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 		}
 		u0 := e.jobUtil(s, d.job)
 		log = append(log, undo{d.job, s.typ[d.job], s.cnt[d.job], s.place[d.job]})
-		e.apply(s, d.job, t, d.c)
+		if !e.apply(s, d.job, d.t, d.c) {
+			log = log[:len(log)-1]
+			push(d.job)
+			continue
+		}
 		loss += u0 - e.jobUtil(s, d.job)
 		push(d.job)
-		if loss >= gain {
-			break
-		}
 		if n, ok := e.probe(s, r, t, m.c); ok {
 			g := jr.w*e.util(e.value(jr, t, n, m.c)) - before
 			if g-loss > tol {
 				e.apply(s, r, t, m.c)
 				push(r)
 				done = true
+			} else if !e.fast {
+				// The donors may have freed more than the receiver needs:
+				// hand the surplus out and judge the exchange as a whole.
+				log = append(log, undo{r, s.typ[r], s.cnt[r], s.place[r]})
+				e.apply(s, r, t, m.c)
+				if g-loss+e.fillType(s, t, &log) > tol {
+					for _, u := range log {
+						push(u.job)
+					}
+					done = true
+				}
 			}
+			break
+		}
+		if loss >= gain {
 			break
 		}
 	}
@@ -213,8 +249,39 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 	for k := len(log) - 1; k >= 0; k-- {
 		u := log[k]
 		e.release(s, u.job)
-		e.assign(s, u.job, u.t, u.c, u.place)
+		if u.c > 0 {
+			e.assign(s, u.job, u.t, u.c, u.place)
+		}
 		push(u.job)
 	}
 	return false
+}
+
+// fillType hands the free devices of type t out greedily, best utility
+// gain per device first, logging every change; it returns the total gain.
+func (e *engine) fillType(s *state, t int, log *[]undo) float64 {
+	total := 0.0
+	for s.free[t] > 0 {
+		best, found := move{}, false
+		for i := range e.jobs {
+			if s.cnt[i] > 0 && s.typ[i] != t {
+				continue
+			}
+			cur := e.jobUtil(s, i)
+			e.candidates(s, i, false, t, func(t2, c int) {
+				if g, ok := e.gainOf(s, i, t2, c, cur); ok && g > 0 && (!found || g > best.gain) {
+					best, found = move{gain: g, job: i, t: t2, c: c}, true
+				}
+			})
+		}
+		if !found {
+			break
+		}
+		i := best.job
+		u0 := e.jobUtil(s, i)
+		*log = append(*log, undo{i, s.typ[i], s.cnt[i], s.place[i]})
+		e.apply(s, i, best.t, best.c)
+		total += e.jobUtil(s, i) - u0
+	}
+	return total
 }
