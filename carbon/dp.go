@@ -86,25 +86,6 @@ func (p *problem) dpFractional() ([]alloc, error) {
 						chA[t][nq] = dpChoice{prevQ: int32(q), j: int8(j)}
 					}
 				}
-				// One fractional step on piece j-1 -> j.
-				for j := 1; j < L; j++ {
-					lo, hi := p.work[j-1]/delta, p.work[j]/delta
-					if hi-lo <= 0 {
-						continue
-					}
-					slope := (p.kwh[j] - p.kwh[j-1]) / (p.work[j] - p.work[j-1])
-					for f := int(math.Floor(lo)) + 1; float64(f) < hi; f++ {
-						nq := min(q+f, Q)
-						kwh := p.kwh[j-1] + (float64(f)*delta-p.work[j-1])*slope
-						if c := A[q] + ci*kwh; c < nB[nq] {
-							nB[nq] = c
-							chB[t][nq] = dpChoice{prevQ: int32(q), j: int8(j), frac: int32(f), fromA: true}
-						}
-						if nq == Q {
-							break
-						}
-					}
-				}
 			}
 			if B[q] < inf {
 				for j := range L {
@@ -116,6 +97,7 @@ func (p *problem) dpFractional() ([]alloc, error) {
 				}
 			}
 		}
+		p.fractionalStep(t, A, nB, chB[t], delta, Q)
 		A, nA = nA, A
 		B, nB = nB, B
 	}
@@ -225,4 +207,61 @@ func (p *problem) dpChanges() ([]alloc, error) {
 		j, q = pj, pq
 	}
 	return a, nil
+}
+
+// fractionalStep relaxes layer B of slot t with one fractional step from
+// layer A: f quanta on piece j-1 -> j cost α + β·f, so for each target r
+// the best source is the minimum of A[q] - β·q over the window
+// q ∈ [r-fHi, r-fLo], kept in a monotone deque: O(Q) per piece. The
+// capped target Q takes the smallest f that reaches it.
+func (p *problem) fractionalStep(t int, A, nB []float64, ch []dpChoice, delta float64, Q int) {
+	ci := p.ci[t]
+	inf := math.Inf(1)
+	dq := make([]int, 0, Q+1)
+	for j := 1; j < len(p.levels); j++ {
+		lo, hi := p.work[j-1]/delta, p.work[j]/delta
+		fLo, fHi := int(math.Floor(lo))+1, int(math.Ceil(hi))-1
+		if fLo > fHi || p.work[j] <= p.work[j-1] {
+			continue
+		}
+		slope := (p.kwh[j] - p.kwh[j-1]) / (p.work[j] - p.work[j-1])
+		alpha := ci * (p.kwh[j-1] - p.work[j-1]*slope)
+		beta := ci * slope * delta
+		g := func(q int) float64 { return A[q] - beta*float64(q) }
+		dq = dq[:0]
+		head := 0 // dq[head:] is the window's deque
+		next := 0 // next q to enter the window
+		for r := fLo; r < Q; r++ {
+			for ; next <= r-fLo; next++ {
+				if A[next] == inf {
+					continue
+				}
+				for len(dq) > head && g(dq[len(dq)-1]) >= g(next) {
+					dq = dq[:len(dq)-1]
+				}
+				dq = append(dq, next)
+			}
+			for len(dq) > head && dq[head] < r-fHi {
+				head++
+			}
+			if len(dq) == head {
+				continue
+			}
+			q := dq[head]
+			if c := g(q) + alpha + beta*float64(r); c < nB[r] {
+				nB[r] = c
+				ch[r] = dpChoice{prevQ: int32(q), j: int8(j), frac: int32(r - q), fromA: true}
+			}
+		}
+		for q := max(0, Q-fHi); q <= Q; q++ {
+			if A[q] == inf {
+				continue
+			}
+			f := max(Q-q, fLo)
+			if c := A[q] + alpha + beta*float64(f); c < nB[Q] {
+				nB[Q] = c
+				ch[Q] = dpChoice{prevQ: int32(q), j: int8(j), frac: int32(f), fromA: true}
+			}
+		}
+	}
 }

@@ -158,6 +158,16 @@ func TestMarginalIsExactOnConcave(t *testing.T) {
 		if !near(got.CarbonG, lb, 1e-7) {
 			t.Fatalf("%d: n=%d levels=%d min=%d max=%d: greedy %v, LP optimum %v", it, n, levels, minS, maxS, got.CarbonG, lb)
 		}
+		if it%10 == 0 {
+			dp, err := Plan(s, c, work, deadline, PlanOptions{MinScale: minS, MaxScale: maxS, Method: DP})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSchedule(t, dp, c, minS, maxS, work, n)
+			if g := dp.CarbonG/lb - 1; g > 0.01 || g < -1e-7 {
+				t.Fatalf("%d: DP %v vs LP optimum %v", it, dp.CarbonG, lb)
+			}
+		}
 		if n <= 6 && maxS-minS <= 3 {
 			bf := bruteForce(s.Values, c, minS, maxS, work)
 			if !near(got.CarbonG, bf, 1e-7) {
