@@ -14,7 +14,9 @@
 //   - the marginal planner (carbon.Plan): scale per slot by marginal work
 //     per gram;
 //   - with -verify, the exact optimum by dynamic programming and the LP
-//     lower bound.
+//     lower bound;
+//   - with -error e, the planner re-planning every slot from a forecast
+//     with Gaussian error σ = e × mean (Let's Wait Awhile's model).
 //
 // It prints the carbon of each, averaged over the weeks, and the savings,
 // and writes an SVG of the intensity and the chosen scale of the first
@@ -29,6 +31,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -58,6 +61,8 @@ type options struct {
 	minScale, maxScale int
 	pue                float64
 	verify             bool
+	forecastError      float64
+	seed               uint64
 	resolution         int
 	json               bool
 	svg                string
@@ -87,6 +92,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.maxScale, "max", 0, "maximum scale (default: the profile's)")
 	fs.Float64Var(&o.pue, "pue", 1, "power usage effectiveness")
 	fs.BoolVar(&o.verify, "verify", false, "also compute the exact optimum (DP) and the LP lower bound")
+	fs.Float64Var(&o.forecastError, "error", 0, "also re-plan every slot with a noisy forecast: Gaussian error σ = e × mean (Let's Wait Awhile), e.g. 0.05")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the forecast noise for -error")
 	fs.IntVar(&o.resolution, "resolution", 4000, "work quanta for -verify's DP")
 	fs.BoolVar(&o.json, "json", false, "print JSON")
 	fs.StringVar(&o.svg, "svg", "carbonplan.svg", "SVG of intensity and scale for the first week (empty: none)")
@@ -127,6 +134,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"-min must be at least 1 and -max not negative"}
 	case !(o.pue >= 1):
 		return o, usageError{"-pue must be at least 1"}
+	case !(o.forecastError >= 0) || o.forecastError > 10:
+		return o, usageError{"-error must be between 0 and 10"}
 	case o.resolution < 10:
 		return o, usageError{"-resolution must be at least 10"}
 	}
@@ -226,6 +235,7 @@ type week struct {
 	EnergyOnlyG    float64   `json:"energy_only_g"`
 	OptimalG       *float64  `json:"optimal_g,omitempty"`
 	LowerBoundG    *float64  `json:"lower_bound_g,omitempty"`
+	NoisyG         *float64  `json:"planner_noisy_forecast_g,omitempty"`
 
 	plan, agnostic carbon.Schedule
 }
@@ -241,6 +251,7 @@ type report struct {
 	PlannerG               float64  `json:"planner_g"`
 	OptimalG               *float64 `json:"optimal_g"`
 	LowerBoundG            *float64 `json:"lower_bound_g,omitempty"`
+	NoisyG                 *float64 `json:"planner_noisy_forecast_g,omitempty"`
 	SavingsVsAgnostic      float64  `json:"savings_vs_agnostic"`
 	SavingsVsSuspendResume float64  `json:"savings_vs_suspend_resume"`
 	SavingsVsStatic        float64  `json:"savings_vs_static"`
@@ -314,6 +325,23 @@ func planWeek(s carbon.Series, c carbon.Curve, o options, start time.Time) (week
 		}
 		w.OptimalG, w.LowerBoundG = &best, &lb
 	}
+	if o.forecastError > 0 {
+		// Re-plan at every slot from the remaining work with a noisy
+		// forecast; carbon is charged at the true intensity.
+		truth, err := carbon.NewPerfect(s)
+		if err != nil {
+			return w, err
+		}
+		rp := &carbon.Replanner{
+			Forecaster: &carbon.Noisy{Base: truth, Error: o.forecastError, Seed: o.seed},
+			Zone:       s.Zone, Curve: c, Deadline: deadline, Options: opts,
+		}
+		got, err := carbon.Simulate(context.Background(), f, rp, work)
+		if err != nil {
+			return w, err
+		}
+		w.NoisyG = &got.CarbonG
+	}
 	return w, nil
 }
 
@@ -372,7 +400,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 func summarize(s carbon.Series, weeks []week, verify bool) report {
 	r := report{Zone: s.Zone, Source: s.Source, Weeks: len(weeks)}
-	var opt, lb float64
+	var opt, lb, noisy float64
 	for _, w := range weeks {
 		r.AgnosticG += w.AgnosticG
 		r.SuspendResumeG += w.SuspendResumeG
@@ -382,6 +410,9 @@ func summarize(s carbon.Series, weeks []week, verify bool) report {
 		if verify {
 			opt += *w.OptimalG
 			lb += *w.LowerBoundG
+		}
+		if w.NoisyG != nil {
+			noisy += *w.NoisyG
 		}
 	}
 	n := float64(len(weeks))
@@ -402,6 +433,10 @@ func summarize(s carbon.Series, weeks []week, verify bool) report {
 	if verify {
 		opt, lb = opt/n, lb/n
 		r.OptimalG, r.LowerBoundG = &opt, &lb
+	}
+	if weeks[0].NoisyG != nil {
+		noisy /= n
+		r.NoisyG = &noisy
 	}
 	r.SavingsVsAgnostic = 1 - r.PlannerG/r.AgnosticG
 	r.SavingsVsSuspendResume = 1 - r.PlannerG/r.SuspendResumeG
@@ -424,6 +459,9 @@ func printText(w io.Writer, r report, o options, c carbon.Curve, weeks []week) {
 	fmt.Fprintf(w, "  %-22s %12.1f\n", "marginal planner", r.PlannerG)
 	if r.OptimalG != nil {
 		fmt.Fprintf(w, "  %-22s %12.1f  (LP lower bound %.1f; planner gap %.3f%%)\n", "exact optimum (DP)", *r.OptimalG, *r.LowerBoundG, 100*(r.PlannerG / *r.OptimalG - 1))
+	}
+	if r.NoisyG != nil {
+		fmt.Fprintf(w, "  %-22s %12.1f  (re-planned every slot, forecast error %.0f%% of the mean, seed %d)\n", "planner, noisy", *r.NoisyG, 100*o.forecastError, o.seed)
 	}
 	fmt.Fprintf(w, "savings of the planner: %.1f%% vs carbon-agnostic, %.1f%% vs suspend-resume, %.1f%% vs best static scale, %.1f%% vs energy-only elastic\n",
 		100*r.SavingsVsAgnostic, 100*r.SavingsVsSuspendResume, 100*r.SavingsVsStatic, 100*r.SavingsVsEnergyOnly)

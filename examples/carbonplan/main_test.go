@@ -38,10 +38,10 @@ func TestDefaultsJSON(t *testing.T) {
 
 func TestText(t *testing.T) {
 	var out bytes.Buffer
-	if err := run([]string{"-svg", "", "-weeks", "2", "-work", "12h", "-deadline", "36h"}, &out, io.Discard); err != nil {
+	if err := run([]string{"-svg", "", "-weeks", "2", "-work", "12h", "-deadline", "36h", "-error", "0.1"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "marginal planner") || !strings.Contains(out.String(), "2 weekly start(s)") {
+	if !strings.Contains(out.String(), "marginal planner") || !strings.Contains(out.String(), "2 weekly start(s)") || !strings.Contains(out.String(), "planner, noisy") {
 		t.Fatal(out.String())
 	}
 }
@@ -50,6 +50,7 @@ func TestBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"-weeks", "0"},
 		{"-basis", "mixed"},
+		{"-error", "-1"},
 		{"-work", "80h"},
 		{"-intensity", "/does/not/exist"},
 		{"-start", "yesterday"},
