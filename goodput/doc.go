@@ -12,9 +12,11 @@
 //	T_iter = s·T_grad + (T_grad^γ + T_sync^γ)^(1/γ)
 //
 // Efficiency is (φ+M0)/(φ+M) for total batch M, with φ the gradient noise
-// scale from GradStats. FormPollux is Pollux's sync model exactly;
-// FormAllReduce is a ring/hierarchical all-reduce model that extrapolates
-// to larger shapes.
+// scale from GradStats. FormPollux is Pollux's sync model exactly (and the
+// default); FormAllReduce models NCCL's ring (one or two nodes) and tree
+// (three or more nodes, depth log₂ K) all-reduce, and extrapolates to
+// shapes far larger than the job has run on (median step-time error 5–8%
+// on Pollux's six profiles against 6–21% for Pollux's form).
 //
 // # Host contract
 //

@@ -1,7 +1,9 @@
 package goodput_test
 
 import (
+	"errors"
 	"fmt"
+	"math"
 
 	"github.com/goodsched/goodsched/goodput"
 )
@@ -47,4 +49,46 @@ func Example() {
 	// 1 node(s) × 4 GPUs: speedup 3.3, batch 996 (local 249, accum 0)
 	// 2 node(s) × 8 GPUs: speedup 3.9, batch 1968 (local 246, accum 0)
 	// 4 node(s) × 16 GPUs: speedup 5.2, batch 4096 (local 256, accum 0)
+}
+
+// Fit Pollux's seven parameters to per-configuration mean step times.
+func ExampleFit() {
+	obs := []goodput.Observation{
+		{Nodes: 1, Replicas: 1, Local: 32, AccumSeconds: 0.043, OptimSeconds: 0.044},
+		{Nodes: 1, Replicas: 1, Local: 128, AccumSeconds: 0.104, OptimSeconds: 0.105},
+		{Nodes: 1, Replicas: 4, Local: 128, AccumSeconds: 0.104, OptimSeconds: 0.128},
+	}
+	p, res, err := goodput.Fit(obs, goodput.FitOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%s after %d start(s); pinned by priors: %v\n", res.Status, res.Starts, res.Pinned)
+	fmt.Printf("1 GPU at batch 64: %.3f s per step\n", p.StepSeconds(1, 1, 64, 0))
+	fmt.Printf("inter-node at least 1.1× intra-node: %v\n", p.AlphaN >= 1.1*p.AlphaR)
+
+	// Invalid measurements are rejected, never fitted.
+	obs[1].OptimSeconds = math.NaN()
+	_, _, err = goodput.Fit(obs, goodput.FitOptions{})
+	fmt.Println(errors.Is(err, goodput.ErrInvalidObservation), err)
+	// Output:
+	// linesearch-stopped after 1 start(s); pinned by priors: [AlphaN BetaN AlphaT BetaT DeltaT]
+	// 1 GPU at batch 64: 0.063 s per step
+	// inter-node at least 1.1× intra-node: true
+	// true observation 1: goodput: invalid observation: OptimSeconds = NaN
+}
+
+// Estimate the gradient statistics from per-replica gradient norms.
+func ExampleNoiseScale() {
+	var ns goodput.NoiseScale
+	// 4 replicas at batch 2·M0: mean squared norm of the 4 local gradients
+	// and squared norm of their average.
+	if err := ns.Update(62, 17, 4, 2); err != nil {
+		fmt.Println(err)
+		return
+	}
+	g, _ := ns.Stats()
+	fmt.Printf("|g|² ≈ %.0f, tr Σ ≈ %.0f, noise scale at M0 = 128: %.0f\n", g.Sqr, g.Var, g.NoiseScale(128))
+	// Output:
+	// |g|² ≈ 2, tr Σ ≈ 30, noise scale at M0 = 128: 1920
 }
