@@ -109,8 +109,9 @@ func PlanWindow(forecast Series, c Curve, scale int, work float64, deadline time
 
 // PlanStatic is the best static scale: PlanLowest at every scale from
 // opts.MinScale to opts.MaxScale, keeping the one with the least carbon
-// (ties to the lower scale). Scales that cannot meet the deadline are
-// skipped; if none can, the error is the one of the largest scale.
+// (ties to the lower scale). It returns that plan and its scale. Scales
+// that cannot meet the deadline are skipped; if none can, the error is the
+// one of the largest scale.
 func PlanStatic(forecast Series, c Curve, work float64, deadline time.Time, opts PlanOptions) (Schedule, int, error) {
 	if err := c.Validate(); err != nil {
 		return Schedule{}, 0, err

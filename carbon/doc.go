@@ -30,8 +30,9 @@
 //     gram, exact for concave curves, dynamic programming otherwise);
 //     PlanWindow, PlanLowest, PlanStatic and PlanNow are the
 //     non-interruptible, suspend-resume, best-static-scale and
-//     carbon-agnostic baselines. An impossible deadline returns an
-//     *InfeasibleError that says how much work fits.
+//     carbon-agnostic baselines; LowerBound is an LP bound for checking.
+//     An impossible deadline returns an *InfeasibleError that says how
+//     much work fits.
 //  5. Apply the first slot, and at the next slot boundary call
 //     Replanner.Next again with the remaining work; for a whole cluster,
 //     give the scheduler a ClusterEnvelope (devices per slot) to honour.
