@@ -75,8 +75,12 @@ func (e *engine) bestShrink(s *state, i int) (shrink, bool) {
 		if j.rigid {
 			hi = min(j.min, e.maxOn(j, t2))
 		}
-		for c2 := lo; c2 <= hi && c2 <= s.free[t2]; c2++ {
-			try(t2, c2)
+		// Its minimum there, or as many as it has here.
+		if lo <= s.free[t2] && lo <= hi {
+			try(t2, lo)
+		}
+		if hi > lo && hi <= s.free[t2] {
+			try(t2, hi)
 		}
 	}
 	return best, true
@@ -191,7 +195,7 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 	}
 	gain := jr.w*e.util(e.value(jr, t, e.x.packedNodes(t, m.c), m.c)) - before
 	var log []undo
-	var skipped []shrink
+	var skipped, taken []shrink
 	loss := 0.0
 	done := false
 	for h.Len() > 0 {
@@ -208,19 +212,19 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 			break
 		}
 		u0 := e.jobUtil(s, d.job)
-		log = append(log, undo{d.job, s.typ[d.job], s.cnt[d.job], s.place[d.job]})
+		old := undo{d.job, s.typ[d.job], s.cnt[d.job], s.place[d.job]}
 		if !e.apply(s, d.job, d.t, d.c) {
-			log = log[:len(log)-1]
 			push(d.job)
 			continue
 		}
+		log = append(log, old)
+		taken = append(taken, d)
 		loss += u0 - e.jobUtil(s, d.job)
-		push(d.job)
 		if n, ok := e.probe(s, r, t, m.c); ok {
 			g := jr.w*e.util(e.value(jr, t, n, m.c)) - before
 			if g-loss > tol {
 				e.apply(s, r, t, m.c)
-				push(r)
+				log = append(log, undo{job: r})
 				done = true
 			} else if !e.fast {
 				// The donors may have freed more than the receiver needs:
@@ -228,9 +232,6 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 				log = append(log, undo{r, s.typ[r], s.cnt[r], s.place[r]})
 				e.apply(s, r, t, m.c)
 				if g-loss+e.fillType(s, t, &log) > tol {
-					for _, u := range log {
-						push(u.job)
-					}
 					done = true
 				}
 			}
@@ -244,6 +245,9 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 		heap.Push(h, d)
 	}
 	if done {
+		for _, u := range log {
+			push(u.job)
+		}
 		return true
 	}
 	for k := len(log) - 1; k >= 0; k-- {
@@ -252,7 +256,12 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 		if u.c > 0 {
 			e.assign(s, u.job, u.t, u.c, u.place)
 		}
-		push(u.job)
+	}
+	// The donors are as they were: their entries still hold.
+	for _, d := range taken {
+		stamp[d.job]++
+		d.stamp = stamp[d.job]
+		heap.Push(h, d)
 	}
 	return false
 }
