@@ -292,9 +292,10 @@ func (e *Estimator) params(typ string) (Params, bool) {
 // Curve returns the job's current speedup curve over every type it has
 // data for (fitted or projected); types without data, and every type while
 // the job has none, scale linearly (an AnyType entry: speedup = replicas /
-// BaseReplicas). opts.MaxReplicas is capped by the exploration bound
-// MaxReplicas (0 means the bound). The curve is a snapshot: later
-// observations do not change it.
+// BaseReplicas). opts.MaxReplicas 0 means the exploration bound
+// MaxReplicas; a positive value replaces it (a host that tracks its own
+// bound, or needs the plan for an allocation it already gave the job). The
+// curve is a snapshot: later observations do not change it.
 func (e *Estimator) Curve(opts CurveOptions) (*Curve, error) {
 	e.mu.Lock()
 	models := map[string]CurveModel{AnyType: {Model: Model{Limits: e.limits}, Linear: true}}
@@ -303,8 +304,8 @@ func (e *Estimator) Curve(opts CurveOptions) (*Curve, error) {
 			models[typ] = CurveModel{Model: Model{Params: p, Grad: e.grad, Limits: e.limits}}
 		}
 	}
-	if bound := e.maxReplicas(); opts.MaxReplicas <= 0 || opts.MaxReplicas > bound {
-		opts.MaxReplicas = bound
+	if opts.MaxReplicas <= 0 {
+		opts.MaxReplicas = e.maxReplicas()
 	}
 	e.mu.Unlock()
 	return NewCurve(models, opts)
