@@ -163,3 +163,41 @@ func TestAgainstModel(t *testing.T) {
 		}
 	}
 }
+
+// TestStarvedDuplicatesLeavePrimariesAlone: while duplicates are starved
+// (workers serve only when a primary waits), DAS serves primaries in
+// exactly the order and on exactly the workers of no duplication.
+func TestStarvedDuplicatesLeavePrimariesAlone(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	now := time.Unix(0, 0)
+	for trial := range 50 {
+		n := 2 + r.IntN(4)
+		das := must(New[int](Config{Workers: n, Policy: PolicyDAS, Choice: ChoiceRoundRobin}))
+		none := must(New[int](Config{Workers: n, Policy: PolicyNone, Choice: ChoiceRoundRobin}))
+		served := [2][]int{}
+		next := 0
+		for range 300 {
+			if r.IntN(2) == 0 {
+				must(das.Submit(next, now))
+				must(none.Submit(next, now))
+				next++
+				continue
+			}
+			w := WorkerID(r.IntN(n))
+			for i, d := range []*Dispatcher[int]{das, none} {
+				if l := must(d.WorkerLoad(w)); l.High == 0 {
+					continue
+				}
+				tk, ok, err := d.Next(w)
+				if err != nil || !ok || tk.Duplicate {
+					t.Fatalf("trial %d: %v %v %+v", trial, ok, err, tk)
+				}
+				served[i] = append(served[i], int(w)<<20|tk.Payload)
+				must(d.Complete(tk.ID, w, now))
+			}
+		}
+		if !slices.Equal(served[0], served[1]) {
+			t.Fatalf("trial %d: DAS served primaries %v, no duplication %v", trial, served[0], served[1])
+		}
+	}
+}
