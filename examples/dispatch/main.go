@@ -34,6 +34,7 @@ type options struct {
 	choice   dispatch.Choice
 	svg      string
 	json     bool
+	tied     bool
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -49,6 +50,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	choice := fs.String("choice", "least-loaded", "placement: least-loaded, power-of-two or round-robin")
 	fs.StringVar(&o.svg, "svg", "dispatch_p99.svg", "SVG file for p99 against load (empty: none)")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of a table")
+	fs.BoolVar(&o.tied, "purge-on-start", false, "also purge a queued sibling when a copy starts (tied requests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stderr, "usage: dispatch [flags]")
@@ -120,7 +122,7 @@ func run(o options, stdout, stderr io.Writer) error {
 		for _, load := range o.loads {
 			for _, pol := range o.policies {
 				fmt.Fprintf(stderr, "\r[%d/%d] %s load %.2f %-8s", len(results)+1, n, svc.Name, load, pol)
-				r, err := Simulate(SimConfig{Workers: o.workers, Load: load, Policy: pol, Choice: o.choice, Service: svc, Tasks: o.tasks, Seed: o.seed})
+				r, err := Simulate(SimConfig{Workers: o.workers, Load: load, Policy: pol, Choice: o.choice, Service: svc, Tasks: o.tasks, Seed: o.seed, PurgeOnStart: o.tied})
 				if err != nil {
 					return fmt.Errorf("%s load %.2f %s: %w", svc.Name, load, pol, err)
 				}
@@ -145,8 +147,12 @@ func run(o options, stdout, stderr io.Writer) error {
 }
 
 func printTable(w io.Writer, o options, results []SimResult) error {
-	fmt.Fprintf(w, "%d workers, %s placement, %d measured tasks per point; load = primary work only (arrival rate × mean service ÷ workers)\n",
-		o.workers, o.choice, o.tasks)
+	tied := ""
+	if o.tied {
+		tied = ", purge on start"
+	}
+	fmt.Fprintf(w, "%d workers, %s placement%s, %d measured tasks per point; load = primary work only (arrival rate × mean service ÷ workers)\n",
+		o.workers, o.choice, tied, o.tasks)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "service\tload\tpolicy\tp50 ms\tp99 ms\tp99.9 ms\tp99/none\tutil\tdups/task\t")
 	none := map[[2]string]float64{}

@@ -55,6 +55,8 @@ type SimConfig struct {
 	// (warm-up, 1/10) and after (so the measured ones see a loaded system).
 	Tasks int
 	Seed  uint64
+	// PurgeOnStart is passed to dispatch.Config (tied requests).
+	PurgeOnStart bool
 }
 
 // SimResult is one point's outcome.
@@ -118,7 +120,7 @@ type simWorker struct {
 // service times, and the real Dispatcher deciding every placement, every
 // Next and every purge. Cancelled copies stop at once.
 func Simulate(cfg SimConfig) (SimResult, error) {
-	d, err := dispatch.New[int32](dispatch.Config{Workers: cfg.Workers, Policy: cfg.Policy, Choice: cfg.Choice, Seed: cfg.Seed})
+	d, err := dispatch.New[int32](dispatch.Config{Workers: cfg.Workers, Policy: cfg.Policy, Choice: cfg.Choice, Seed: cfg.Seed, PurgeOnStart: cfg.PurgeOnStart})
 	if err != nil {
 		return SimResult{}, err
 	}

@@ -154,6 +154,11 @@ type Config struct {
 	// HedgeWindow is how many recent latencies the adaptive delay uses.
 	// Zero = 1024.
 	HedgeWindow int
+	// PurgeOnStart also purges a copy's queued sibling as soon as the copy
+	// starts service (Dean and Barroso's tied requests): less wasted work,
+	// but no second chance once the started copy straggles. Default false:
+	// purge only on completion, as in DAS.
+	PurgeOnStart bool
 }
 
 // maxWorkers bounds worker IDs so they fit the int32 indices used inside.

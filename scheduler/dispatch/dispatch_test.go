@@ -508,6 +508,7 @@ func TestOpsProperty(t *testing.T) {
 		if trial%3 == 0 {
 			cfg.HedgeDelay = 3 * time.Millisecond
 		}
+		cfg.PurgeOnStart = trial%4 == 1
 		runOps(t, cfg, data)
 	}
 }

@@ -326,7 +326,7 @@ func FuzzOps(f *testing.F) {
 		if len(data) > 2048 {
 			data = data[:2048]
 		}
-		cfg := Config{Workers: 3, Policy: Policy(pol % uint8(numPolicies)), Choice: Choice(choice % uint8(numChoices)), Seed: 7, HedgeWindow: 16}
+		cfg := Config{Workers: 3, Policy: Policy(pol % uint8(numPolicies)), Choice: Choice(choice % uint8(numChoices)), Seed: 7, HedgeWindow: 16, PurgeOnStart: choice&4 != 0}
 		runOps(t, cfg, data)
 	})
 }

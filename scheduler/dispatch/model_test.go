@@ -56,11 +56,12 @@ func (m *model) leastLoaded(exclude int) int {
 func TestAgainstModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	now := time.Unix(0, 0)
-	for trial := range 120 {
+	for trial := range 160 {
 		n := 2 + r.IntN(5)
 		pol := []Policy{PolicyDAS, PolicyNaive, PolicyNone}[trial%3]
 		ch := []Choice{ChoiceLeastLoaded, ChoiceRoundRobin}[trial/3%2]
-		d := must(New[int](Config{Workers: n, Policy: pol, Choice: ch}))
+		tied := trial/6%2 == 1
+		d := must(New[int](Config{Workers: n, Policy: pol, Choice: ch, PurgeOnStart: tied}))
 		m := newModel(n)
 		ids := map[int]TaskID{}
 		next := 0
@@ -124,6 +125,15 @@ func TestAgainstModel(t *testing.T) {
 					t.Fatalf("trial %d step %d: worker %d got %v/%d, model %d", trial, step, w, ok, tk.Payload, want)
 				}
 				m.serving[w] = want
+				if tied && want >= 0 {
+					for x := range m.q {
+						for c := range 2 {
+							if i := slices.Index(m.q[x][c], want); i >= 0 {
+								m.q[x][c] = slices.Delete(m.q[x][c], i, i+1)
+							}
+						}
+					}
+				}
 			default:
 				// Complete on a random serving worker.
 				w := r.IntN(n)
