@@ -78,3 +78,55 @@ func Example() {
 	// a100-40gb: free 0, largest one-node gang 0, partly used nodes 0
 	// v100: free 0, largest one-node gang 0, partly used nodes 0
 }
+
+// ExamplePlacer_Round realises a round of targets with the fewest moves:
+// a satisfied job stays, a job grows next to its devices, a job that must
+// change type moves, a new gang starts, a job without target stops.
+func ExamplePlacer_Round() {
+	var cluster accel.Cluster
+	for _, n := range []struct {
+		name string
+		typ  accel.TypeKey
+	}{{"a0", "a100-40gb"}, {"a1", "a100-40gb"}, {"t0", "t4"}} {
+		nd := accel.Node{Name: n.name}
+		for i := range 4 {
+			nd.Devices = append(nd.Devices, accel.Device{ID: fmt.Sprintf("%s/%d", n.name, i), Node: n.name, Index: i, Type: n.typ, NUMANode: -1, Healthy: true})
+		}
+		cluster.Nodes = append(cluster.Nodes, nd)
+	}
+	state, err := placement.NewState(cluster, []placement.Assignment{
+		{Job: "stay", Devices: []string{"a0/0", "a0/1"}},
+		{Job: "grow", Devices: []string{"a0/2"}},
+		{Job: "retype", Devices: []string{"t0/0", "t0/1"}},
+		{Job: "done", Devices: []string{"t0/2"}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var p placement.Placer
+	res, err := p.Round(state, []placement.Target{
+		{Job: "stay", Type: "a100-40gb", Count: 2},
+		{Job: "grow", Type: "a100-40gb", Count: 2},
+		{Job: "retype", Type: "a100-40gb", Count: 2},
+		{Job: "new", Type: "t4", Count: 4},
+		{Job: "big", Type: "a100-40gb", Count: 8},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, d := range res.Decisions {
+		fmt.Println(d.Job, d.Action, d.Devices)
+	}
+	for _, u := range res.Unplaced {
+		fmt.Printf("unplaced %s: %s: %s\n", u.Target.Job, u.Reason.Code, u.Reason.Text)
+	}
+	// Output:
+	// done stop []
+	// grow grow [a0/2 a0/3]
+	// new start [t0/0 t0/1 t0/2 t0/3]
+	// retype move [a1/0 a1/1]
+	// stay keep [a0/0 a0/1]
+	// unplaced big: capacity: 2 free a100-40gb devices, 8 asked
+}

@@ -423,7 +423,7 @@ func (p *Placer) single(s *State, r *Request, t int32, k int, sw search) (take, 
 		return len(cands) < window
 	}
 	if p.Strategy == Spread {
-		s.free[t].Descend(visit)
+		s.descendFree(t, k, visit)
 	} else {
 		s.free[t].AscendGreaterOrEqual(freeKey{int32(k), -1}, visit)
 	}
@@ -497,7 +497,7 @@ func (p *Placer) packMulti(s *State, r *Request, t int32, k int, sw search, skip
 		}
 		return true
 	}
-	s.free[t].Descend(func(key freeKey) bool {
+	s.descendFree(t, 1, func(key freeKey) bool {
 		if !usable(key.node) {
 			return true
 		}
@@ -536,7 +536,7 @@ func (p *Placer) packMulti(s *State, r *Request, t int32, k int, sw search, skip
 func (p *Placer) fragmentsFirst(s *State, r *Request, t int32, k int, sw search, skip []int32, limit int) []take {
 	var takes []take
 	remaining := k
-	s.free[t].Descend(func(key freeKey) bool {
+	s.descendFree(t, 1, func(key freeKey) bool {
 		if len(takes) >= limit {
 			return false
 		}

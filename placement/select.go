@@ -115,6 +115,27 @@ func pickGreedy(sl *slotInfo, avail uint64, k int, held uint64) uint64 {
 	heldAffinity(sl, held, &gain)
 	nd := len(sl.devs)
 	var out uint64
+	if held == 0 && k >= 2 {
+		// Seed with the best-connected free pair.
+		ba, bb, best := -1, -1, int32(-1)
+		for m := avail; m != 0; m &= m - 1 {
+			a := bits.TrailingZeros64(m)
+			for m2 := m & (m - 1); m2 != 0; m2 &= m2 - 1 {
+				b := bits.TrailingZeros64(m2)
+				if v := sl.w[a*nd+b]; v > best {
+					ba, bb, best = a, b, v
+				}
+			}
+		}
+		for _, b := range [2]int{ba, bb} {
+			out |= 1 << b
+			row := sl.w[b*nd : (b+1)*nd]
+			for i := range nd {
+				gain[i] += row[i]
+			}
+		}
+		k -= 2
+	}
 	for range k {
 		bestBit, best := -1, int32(-1)
 		for m := avail &^ out; m != 0; m &= m - 1 {

@@ -566,6 +566,23 @@ func countNodes(ix *index, devs []int32) int32 {
 	return k
 }
 
+// descendFree visits the nodes of type t with at least minFree free
+// devices, most free first and, among equals, by node name. Free counts
+// are small (at most 64), so this is one O(log n) seek per count.
+func (s *State) descendFree(t int32, minFree int, visit func(freeKey) bool) {
+	m, ok := s.free[t].Max()
+	if !ok {
+		return
+	}
+	cont := true
+	for f := m.free; f >= int32(max(minFree, 1)) && cont; f-- {
+		s.free[t].AscendRange(freeKey{f, -1}, freeKey{f + 1, -1}, func(k freeKey) bool {
+			cont = visit(k)
+			return cont
+		})
+	}
+}
+
 // Fragmentation describes the free capacity of one device type.
 type Fragmentation struct {
 	Type accel.TypeKey `json:"type"`
