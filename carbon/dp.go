@@ -44,7 +44,7 @@ func (p *problem) dp() ([]alloc, error) {
 
 type dpChoice struct {
 	prevQ int32
-	j     int8  // level index taken in this slot
+	j     int32 // level index taken in this slot
 	frac  int32 // quanta of a fractional step on piece j, 0 for a whole level
 	fromA bool  // for layer B: came from layer A (the fractional slot)
 }
@@ -83,7 +83,7 @@ func (p *problem) dpFractional() ([]alloc, error) {
 					nq := min(q+qk[j], Q)
 					if c := A[q] + ci*p.kwh[j]; c < nA[nq] {
 						nA[nq] = c
-						chA[t][nq] = dpChoice{prevQ: int32(q), j: int8(j)}
+						chA[t][nq] = dpChoice{prevQ: int32(q), j: int32(j)}
 					}
 				}
 			}
@@ -92,7 +92,7 @@ func (p *problem) dpFractional() ([]alloc, error) {
 					nq := min(q+qk[j], Q)
 					if c := B[q] + ci*p.kwh[j]; c < nB[nq] {
 						nB[nq] = c
-						chB[t][nq] = dpChoice{prevQ: int32(q), j: int8(j)}
+						chB[t][nq] = dpChoice{prevQ: int32(q), j: int32(j)}
 					}
 				}
 			}
@@ -151,13 +151,13 @@ func (p *problem) dpChanges() ([]alloc, error) {
 	}
 	// prev[t][j][q] is the level index in slot t-1 (-1 at t = 0) and
 	// prevQ[t][j][q] its quanta.
-	prev := make([][][]int8, n)
+	prev := make([][][]int32, n)
 	prevQ := make([][][]int32, n)
 	for t := range n {
-		prev[t] = make([][]int8, L)
+		prev[t] = make([][]int32, L)
 		prevQ[t] = make([][]int32, L)
 		for j := range L {
-			prev[t][j] = make([]int8, Q+1)
+			prev[t][j] = make([]int32, Q+1)
 			prevQ[t][j] = make([]int32, Q+1)
 			for q := range next[j] {
 				next[j][q] = inf
@@ -182,7 +182,7 @@ func (p *problem) dpChanges() ([]alloc, error) {
 					nq := min(q+qk[j], Q)
 					if c := row[q] + move; c < next[j][nq] {
 						next[j][nq] = c
-						prev[t][j][nq] = int8(i)
+						prev[t][j][nq] = int32(i)
 						prevQ[t][j][nq] = int32(q)
 					}
 				}
@@ -250,7 +250,7 @@ func (p *problem) fractionalStep(t int, A, nB []float64, ch []dpChoice, delta fl
 			q := dq[head]
 			if c := g(q) + alpha + beta*float64(r); c < nB[r] {
 				nB[r] = c
-				ch[r] = dpChoice{prevQ: int32(q), j: int8(j), frac: int32(r - q), fromA: true}
+				ch[r] = dpChoice{prevQ: int32(q), j: int32(j), frac: int32(r - q), fromA: true}
 			}
 		}
 		for q := max(0, Q-fHi); q <= Q; q++ {
@@ -260,7 +260,7 @@ func (p *problem) fractionalStep(t int, A, nB []float64, ch []dpChoice, delta fl
 			f := max(Q-q, fLo)
 			if c := A[q] + alpha + beta*float64(f); c < nB[Q] {
 				nB[Q] = c
-				ch[Q] = dpChoice{prevQ: int32(q), j: int8(j), frac: int32(f), fromA: true}
+				ch[Q] = dpChoice{prevQ: int32(q), j: int32(j), frac: int32(f), fromA: true}
 			}
 		}
 	}

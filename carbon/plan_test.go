@@ -484,3 +484,30 @@ func TestSeriesBasics(t *testing.T) {
 		t.Fatalf("long slice: %v", err)
 	}
 }
+
+// TestManyScalesDP: DP indexes scales beyond 127 without overflow.
+func TestManyScalesDP(t *testing.T) {
+	speed := make([]float64, 200)
+	for i := range speed {
+		speed[i] = float64(i + 1)
+	}
+	speed[150] = speed[149] + 5 // a superlinear step makes it non-concave
+	c, err := CurveFromSpeedup(speed, 1, 100, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := hourly(100, 50, 300)
+	work := 3600 * 180.0
+	for _, m := range []Method{Auto, DP} {
+		got, err := Plan(s, c, work, s.End(), PlanOptions{Method: m, Resolution: 300})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSchedule(t, got, c, 1, 200, work, 3)
+	}
+	got, err := Plan(s, c, work, s.End(), PlanOptions{Method: DP, ChangeCostG: 1, Resolution: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSchedule(t, got, c, 1, 200, work, 3)
+}
