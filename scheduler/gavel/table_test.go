@@ -199,4 +199,3 @@ func FuzzSolve(f *testing.F) {
 		}
 	})
 }
-
