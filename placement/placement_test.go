@@ -336,3 +336,39 @@ func TestRoundActions(t *testing.T) {
 }
 
 func nan() float64 { z := 0.0; return z / z }
+
+func TestZeroState(t *testing.T) {
+	var p Placer
+	for _, s := range []*State{nil, {}} {
+		if _, err := p.Place(s, Request{Job: "j", Count: 1}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("place: %v", err)
+		}
+		if _, err := p.Round(s, nil); !errors.Is(err, ErrInvalid) {
+			t.Errorf("round: %v", err)
+		}
+		if err := s.Assign(Assignment{Job: "j", Devices: []string{"x"}}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("assign: %v", err)
+		}
+		if _, err := s.Fault([]string{"x"}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("fault: %v", err)
+		}
+		if s.Free("t4") != 0 || s.Release("j") || s.Fragmentation() != nil || s.Clone() == nil {
+			t.Error("zero state reads")
+		}
+	}
+}
+
+func TestAffected(t *testing.T) {
+	c := testCluster(nodeSpec{"n0", "t4", 4, nil})
+	s := mustState(t, c, Assignment{Job: "b", Devices: []string{"n0/2"}}, Assignment{Job: "a", Devices: []string{"n0/0", "n0/1"}})
+	jobs, err := s.Affected([]string{"n0/2", "n0/1", "n0/0", "n0/3"})
+	if err != nil || !slices.Equal(jobs, []string{"a", "b"}) {
+		t.Fatalf("%v %v", jobs, err)
+	}
+	if !s.Healthy("n0/0") {
+		t.Fatal("Affected changed health")
+	}
+	if _, err := s.Affected([]string{"n9/9"}); !errors.Is(err, ErrUnknownDevice) {
+		t.Fatal(err)
+	}
+}

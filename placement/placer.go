@@ -188,6 +188,9 @@ type take struct {
 // *NoFitError (errors.Is(err, ErrNoFit)) carrying the reason; Round
 // reports the same reasons as results.
 func (p *Placer) Place(s *State, r Request) (Assignment, error) {
+	if !s.usable() {
+		return Assignment{}, errNoState
+	}
 	var buf [8]int32
 	types, err := p.check(s, &r, buf[:0])
 	if err != nil {

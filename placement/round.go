@@ -113,6 +113,9 @@ func Round(s *State, targets []Target) (RoundResult, error) {
 // (empty or repeated job, negative count or max nodes, unknown type, more
 // devices than the type could ever offer on MaxNodes nodes) are errors.
 func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
+	if !s.usable() {
+		return RoundResult{}, errNoState
+	}
 	byJob := make(map[string]int, len(targets))
 	for i, tg := range targets {
 		switch {

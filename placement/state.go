@@ -145,10 +145,40 @@ func NewState(c accel.Cluster, current []Assignment) (*State, error) {
 	return s, nil
 }
 
+// usable reports whether s was built by NewState (or cloned from one).
+func (s *State) usable() bool { return s != nil && s.ix != nil }
+
+var errNoState = fmt.Errorf("%w: state not built by NewState", ErrInvalid)
+
+// Affected returns the jobs holding any of the devices, sorted, without
+// changing s (Fault also marks the devices unhealthy). Unknown IDs are an
+// error wrapping ErrUnknownDevice.
+func (s *State) Affected(deviceIDs []string) ([]string, error) {
+	if !s.usable() {
+		return nil, errNoState
+	}
+	var jobs []string
+	for i, id := range deviceIDs {
+		g, ok := s.ix.devByID[id]
+		if !ok {
+			return nil, fmt.Errorf("%w: devices[%d] %q", ErrUnknownDevice, i, id)
+		}
+		d := &s.ix.devs[g]
+		if j := s.node(d.node).owner[s.ix.nodes[d.node].slots[d.slot].off+int32(d.bit)]; j != "" {
+			jobs = append(jobs, j)
+		}
+	}
+	slices.Sort(jobs)
+	return slices.Compact(jobs), nil
+}
+
 // Clone returns an independent copy of s in O(1): the trees are cloned
 // copy-on-write (btree.BTreeG.Clone) and each node is copied the first time
 // either State writes to it. Clone is a write on s (see State).
 func (s *State) Clone() *State {
+	if !s.usable() {
+		return &State{}
+	}
 	c := &State{
 		ix:        s.ix,
 		cow:       new(cowToken),
@@ -170,11 +200,19 @@ func (s *State) Clone() *State {
 }
 
 // Types returns the device types of the cluster, sorted.
-func (s *State) Types() []accel.TypeKey { return slices.Clone(s.ix.types) }
+func (s *State) Types() []accel.TypeKey {
+	if !s.usable() {
+		return nil
+	}
+	return slices.Clone(s.ix.types)
+}
 
 // Free returns the number of free healthy devices of type t (0 for a type
 // the cluster does not have).
 func (s *State) Free(t accel.TypeKey) int {
+	if !s.usable() {
+		return 0
+	}
 	tn, ok := s.ix.typeNum[t]
 	if !ok {
 		return 0
@@ -185,6 +223,9 @@ func (s *State) Free(t accel.TypeKey) int {
 // Capacity returns the number of devices of type t that may be offered,
 // healthy or not.
 func (s *State) Capacity(t accel.TypeKey) int {
+	if !s.usable() {
+		return 0
+	}
 	tn, ok := s.ix.typeNum[t]
 	if !ok {
 		return 0
@@ -194,6 +235,9 @@ func (s *State) Capacity(t accel.TypeKey) int {
 
 // Owner returns the job holding the device, if any.
 func (s *State) Owner(deviceID string) (string, bool) {
+	if !s.usable() {
+		return "", false
+	}
 	g, ok := s.ix.devByID[deviceID]
 	if !ok {
 		return "", false
@@ -207,6 +251,9 @@ func (s *State) Owner(deviceID string) (string, bool) {
 
 // Healthy reports whether the device exists and is healthy in s.
 func (s *State) Healthy(deviceID string) bool {
+	if !s.usable() {
+		return false
+	}
 	g, ok := s.ix.devByID[deviceID]
 	if !ok {
 		return false
@@ -218,6 +265,9 @@ func (s *State) Healthy(deviceID string) bool {
 // Assignment returns the devices the job holds, sorted by node name then
 // device index.
 func (s *State) Assignment(job string) (Assignment, bool) {
+	if !s.usable() {
+		return Assignment{}, false
+	}
 	j, ok := s.jobs.Get(jobUse{job: job})
 	if !ok {
 		return Assignment{}, false
@@ -227,6 +277,9 @@ func (s *State) Assignment(job string) (Assignment, bool) {
 
 // Assignments returns every job's devices, sorted by job.
 func (s *State) Assignments() []Assignment {
+	if !s.usable() {
+		return nil
+	}
 	out := make([]Assignment, 0, s.jobs.Len())
 	s.jobs.Ascend(func(j jobUse) bool {
 		out = append(out, Assignment{Job: j.job, Devices: s.ids(j.devs)})
@@ -238,6 +291,9 @@ func (s *State) Assignments() []Assignment {
 // TypeOf returns the device type of an assignment's devices, and false when
 // they are unknown, empty or of several types.
 func (s *State) TypeOf(a Assignment) (accel.TypeKey, bool) {
+	if !s.usable() {
+		return "", false
+	}
 	t := int32(-1)
 	for _, id := range a.Devices {
 		g, ok := s.ix.devByID[id]
@@ -262,6 +318,9 @@ func (s *State) TypeOf(a Assignment) (accel.TypeKey, bool) {
 // changes and the error wraps ErrInvalid, ErrUnknownDevice, ErrUnhealthy or
 // ErrConflict.
 func (s *State) Assign(a Assignment) error {
+	if !s.usable() {
+		return errNoState
+	}
 	if a.Job == "" {
 		return fmt.Errorf("%w: assignment job is empty", ErrInvalid)
 	}
@@ -274,6 +333,9 @@ func (s *State) Assign(a Assignment) error {
 
 // Release frees every device the job holds and reports whether it held any.
 func (s *State) Release(job string) bool {
+	if !s.usable() {
+		return false
+	}
 	j, ok := s.jobs.Get(jobUse{job: job})
 	if !ok {
 		return false
@@ -286,6 +348,9 @@ func (s *State) Release(job string) bool {
 // by the job; otherwise nothing changes and the error wraps
 // ErrUnknownDevice or ErrConflict.
 func (s *State) ReleaseDevices(job string, deviceIDs []string) error {
+	if !s.usable() {
+		return errNoState
+	}
 	devs, err := s.resolve(deviceIDs, "release", -1)
 	if err != nil {
 		return err
@@ -330,6 +395,9 @@ func (s *State) ApplyHealth(ev accel.HealthEvent) ([]string, error) {
 }
 
 func (s *State) setHealth(ids []string, healthy bool) ([]string, error) {
+	if !s.usable() {
+		return nil, errNoState
+	}
 	devs := make([]int32, 0, len(ids))
 	for i, id := range ids {
 		g, ok := s.ix.devByID[id]
@@ -606,6 +674,9 @@ type Fragmentation struct {
 // Fragmentation returns the figures for every type, sorted by type. It
 // scans the free nodes of each type once.
 func (s *State) Fragmentation() []Fragmentation {
+	if !s.usable() {
+		return nil
+	}
 	out := make([]Fragmentation, len(s.ix.types))
 	for t, key := range s.ix.types {
 		f := Fragmentation{
