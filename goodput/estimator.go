@@ -21,6 +21,10 @@ type EstimatorConfig struct {
 	Profiles map[string][]Observation
 	// MaxReplicas, if positive, caps the exploration bound.
 	MaxReplicas int
+	// TypeLimits optionally replaces Limits on some accelerator types
+	// (Sia: the largest per-GPU batch depends on the device's memory).
+	// InitBatch should match Limits.InitBatch so efficiencies compare.
+	TypeLimits map[string]Limits
 }
 
 // Estimator learns one job's goodput models online, one per accelerator
@@ -38,6 +42,7 @@ type EstimatorConfig struct {
 type Estimator struct {
 	mu       sync.Mutex
 	limits   Limits
+	typeLim  map[string]Limits
 	fitOpts  FitOptions
 	maxRepl  int
 	grad     GradStats
@@ -71,7 +76,15 @@ func NewEstimator(cfg EstimatorConfig) (*Estimator, error) {
 	if cfg.MaxReplicas < 0 {
 		return nil, fmt.Errorf("%w: EstimatorConfig.MaxReplicas = %d", ErrInvalidOptions, cfg.MaxReplicas)
 	}
-	e := &Estimator{limits: cfg.Limits, fitOpts: cfg.Fit, maxRepl: cfg.MaxReplicas, types: map[string]*typeState{}}
+	e := &Estimator{limits: cfg.Limits, fitOpts: cfg.Fit, maxRepl: cfg.MaxReplicas, types: map[string]*typeState{},
+		typeLim: map[string]Limits{}}
+	for _, typ := range slices.Sorted(maps.Keys(cfg.TypeLimits)) {
+		l := cfg.TypeLimits[typ]
+		if err := l.Validate(); err != nil {
+			return nil, fmt.Errorf("EstimatorConfig.TypeLimits[%q]: %w", typ, err)
+		}
+		e.typeLim[typ] = l
+	}
 	e.fitOpts.Init = nil
 	for _, typ := range slices.Sorted(maps.Keys(cfg.Profiles)) {
 		for i, o := range cfg.Profiles[typ] {
@@ -164,6 +177,14 @@ func (e *Estimator) maxReplicas() int {
 	return m
 }
 
+// limitsOf returns typ's limits.
+func (e *Estimator) limitsOf(typ string) Limits {
+	if l, ok := e.typeLim[typ]; ok {
+		return l
+	}
+	return e.limits
+}
+
 // Types returns the accelerator types with any observation or profile,
 // sorted.
 func (e *Estimator) Types() []string {
@@ -236,7 +257,7 @@ func (e *Estimator) Model(typ string) (Model, bool) {
 	if !ok {
 		return Model{}, false
 	}
-	return Model{Params: p, Grad: e.grad, Limits: e.limits}, true
+	return Model{Params: p, Grad: e.grad, Limits: e.limitsOf(typ)}, true
 }
 
 // FitResult returns how typ's last own fit ended.
@@ -301,7 +322,7 @@ func (e *Estimator) Curve(opts CurveOptions) (*Curve, error) {
 	models := map[string]CurveModel{AnyType: {Model: Model{Limits: e.limits}, Linear: true}}
 	for _, typ := range slices.Sorted(maps.Keys(e.types)) {
 		if p, ok := e.params(typ); ok {
-			models[typ] = CurveModel{Model: Model{Params: p, Grad: e.grad, Limits: e.limits}}
+			models[typ] = CurveModel{Model: Model{Params: p, Grad: e.grad, Limits: e.limitsOf(typ)}}
 		}
 	}
 	if opts.MaxReplicas <= 0 {

@@ -84,7 +84,10 @@ func TestEstimatorBootstrap(t *testing.T) {
 		{Nodes: 1, Replicas: 1, Local: 32, AccumSeconds: slow.GradSeconds(32), OptimSeconds: slow.StepSeconds(1, 1, 32, 0)},
 		{Nodes: 1, Replicas: 1, Local: 128, AccumSeconds: slow.GradSeconds(128), OptimSeconds: slow.StepSeconds(1, 1, 128, 0)},
 	}
-	e, err := NewEstimator(EstimatorConfig{Limits: testLimits, Profiles: map[string][]Observation{"k80": profile}})
+	k80Limits := testLimits
+	k80Limits.MaxLocal = 64
+	e, err := NewEstimator(EstimatorConfig{Limits: testLimits, Profiles: map[string][]Observation{"k80": profile},
+		TypeLimits: map[string]Limits{"k80": k80Limits}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +123,10 @@ func TestEstimatorBootstrap(t *testing.T) {
 	if s := c.Speedup("k80", 1, 1); !near(s, 1, 1e-9) {
 		t.Errorf("k80 1-GPU speedup %v", s)
 	}
+	// k80's own limits: at most 64 per GPU.
+	if p := c.BatchPlan("k80", 1, 4); p.Local > 64 || k80.MaxLocal != 64 || t4.MaxLocal != 256 {
+		t.Errorf("k80 plan %+v, limits %+v / %+v", p, k80.Limits, t4.Limits)
+	}
 	// Once the job runs multi-GPU on k80, k80 gets its own fit.
 	if err := e.ObserveBatch("k80", synthetic(slow, 2, []int{32, 64})); err != nil {
 		t.Fatal(err)
@@ -136,6 +143,7 @@ func TestEstimatorConfigErrors(t *testing.T) {
 		{Limits: testLimits, MaxReplicas: -1},
 		{Limits: testLimits, Profiles: map[string][]Observation{"a": {{Nodes: 1, Replicas: 2, Local: 1, AccumSeconds: 1, OptimSeconds: 1}}}},
 		{Limits: testLimits, Profiles: map[string][]Observation{"a": {{Nodes: 1, Replicas: 1, Local: 1, AccumSeconds: 0, OptimSeconds: 1}}}},
+		{Limits: testLimits, TypeLimits: map[string]Limits{"a": {}}},
 	}
 	for i, c := range cfgs {
 		if _, err := NewEstimator(c); err == nil {

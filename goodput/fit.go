@@ -61,13 +61,17 @@ type FitOptions struct {
 	// the previous fit). Its Form is ignored.
 	Init *Params
 	// Starts is the number of starts: 0 or 1 is the data-derived start
-	// only; 2 adds Pollux's start (every α 0.1, every β 0.01, γ 1.001);
-	// more add data-derived starts with γ = 2, 4, ... The best is kept.
+	// only (closed-form estimates at the best of five overlaps γ, screened
+	// by objective value); 2 adds Pollux's start (every α 0.1, every β
+	// 0.01, γ 1.001); more add the other screened data-derived starts. The
+	// best result is kept.
 	Starts int
 	// MaxIterations bounds the LBFGS iterations of each start; 0 means 200.
 	MaxIterations int
 	// GradientThreshold stops a start when the gradient norm (in the
-	// reparametrised space) falls below it; 0 means 1e-6.
+	// reparametrised space) falls below it; 0 means 1e-5. A start also
+	// ends when the objective improves by less than 1e-8 (absolute or
+	// relative) over 10 iterations.
 	GradientThreshold float64
 }
 
