@@ -316,7 +316,9 @@ func (pr *problem) eval(u, grad []float64) float64 {
 		// ws = the weight of ts in the log-sum-exp.
 		z := gamma * (ls - lg)
 		var lo, ws float64
-		if z <= 0 {
+		if z < -36 { // ts^γ/tg^γ < 3e-16: sync invisible (one replica)
+			lo = lg
+		} else if z <= 0 {
 			e := math.Exp(z)
 			lo = lg + math.Log1p(e)/gamma
 			ws = e / (1 + e)
