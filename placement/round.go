@@ -326,10 +326,7 @@ func subset(a, b []int32) bool {
 
 // assignNew records devices (sorted, free) for a job that holds none.
 func (s *State) assignNew(job string, devs []int32) {
-	old, _ := s.jobs.Get(jobUse{job: job})
-	all := append(slices.Clone(old.devs), devs...)
-	slices.Sort(all)
-	s.setJob(old, jobUse{job: job, devs: all, nodes: countNodes(s.ix, all)}, devs, nil)
+	s.addDevs(job, devs)
 }
 
 // shrink releases devices of job j until it holds keep, keeping the nodes

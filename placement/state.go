@@ -336,11 +336,11 @@ func (s *State) Release(job string) bool {
 	if !s.usable() {
 		return false
 	}
-	j, ok := s.jobs.Get(jobUse{job: job})
+	j, ok := s.jobs.Delete(jobUse{job: job})
 	if !ok {
 		return false
 	}
-	s.releaseDevs(j, j.devs)
+	s.applyJob(j, jobUse{job: job}, nil, j.devs)
 	return true
 }
 
@@ -545,12 +545,23 @@ func (s *State) assign(job string, devs []int32, allowBad bool) error {
 			return fmt.Errorf("%w: device %q", ErrUnhealthy, d.id)
 		}
 	}
-	old, _ := s.jobs.Get(jobUse{job: job})
-	all := make([]int32, 0, len(old.devs)+len(devs))
-	all = append(append(all, old.devs...), devs...)
-	slices.Sort(all)
-	s.setJob(old, jobUse{job: job, devs: all, nodes: countNodes(s.ix, all)}, devs, nil)
+	s.addDevs(job, devs)
 	return nil
+}
+
+// addDevs gives free devices (sorted, owned by the callee from now on) to
+// the job: one tree write for a job that held none.
+func (s *State) addDevs(job string, devs []int32) {
+	nw := jobUse{job: job, devs: devs, nodes: countNodes(s.ix, devs)}
+	old, replaced := s.jobs.ReplaceOrInsert(nw)
+	if replaced {
+		all := make([]int32, 0, len(old.devs)+len(devs))
+		all = append(append(all, old.devs...), devs...)
+		slices.Sort(all)
+		nw = jobUse{job: job, devs: all, nodes: countNodes(s.ix, all)}
+		s.jobs.ReplaceOrInsert(nw)
+	}
+	s.applyJob(old, nw, devs, nil)
 }
 
 // releaseDevs frees devs (a subset of j.devs).
@@ -561,12 +572,19 @@ func (s *State) releaseDevs(j jobUse, devs []int32) {
 			rest = append(rest, g)
 		}
 	}
-	s.setJob(j, jobUse{job: j.job, devs: rest, nodes: countNodes(s.ix, rest)}, nil, devs)
+	nw := jobUse{job: j.job, devs: rest, nodes: countNodes(s.ix, rest)}
+	if len(rest) == 0 {
+		s.jobs.Delete(j)
+	} else {
+		s.jobs.ReplaceOrInsert(nw)
+	}
+	s.applyJob(j, nw, nil, devs)
 }
 
-// setJob replaces the job's record, marking added devices as held and
-// removed ones as free, and keeps the per-node distributed-job lists.
-func (s *State) setJob(old, nw jobUse, add, remove []int32) {
+// applyJob follows a change of the job's record from old to nw (the
+// caller updates the jobs tree): it marks added devices as held and removed
+// ones as free, and keeps the per-node distributed-job lists.
+func (s *State) applyJob(old, nw jobUse, add, remove []int32) {
 	if old.nodes > 1 {
 		forNodes(s.ix, old.devs, func(n int32) {
 			u := s.mutNode(n)
@@ -608,11 +626,6 @@ func (s *State) setJob(old, nw jobUse, add, remove []int32) {
 				u.dist = slices.Insert(u.dist, i, nw.job)
 			}
 		})
-	}
-	if len(nw.devs) == 0 {
-		s.jobs.Delete(old)
-	} else {
-		s.jobs.ReplaceOrInsert(nw)
 	}
 }
 
