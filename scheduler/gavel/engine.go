@@ -212,22 +212,52 @@ func (e *engine) maxTheta() float64 {
 	if slope >= 1 || thMax <= 0 {
 		return 0
 	}
-	slices.SortFunc(ev, func(x, y event) int {
-		switch {
-		case x.theta < y.theta:
-			return -1
-		case x.theta > y.theta:
-			return 1
-		}
-		return 0
-	})
+	return crossing(ev, slope, thMax)
+}
+
+// crossing returns the smallest event θ below thMax at which slope plus
+// the deltas of all events at or before θ reaches 1, or thMax if none
+// does. It selects in expected linear time (three-way quickselect on θ
+// weighted by delta) instead of sorting; the answer does not depend on the
+// order of events. It reorders ev.
+func crossing(ev []event, slope, thMax float64) float64 {
+	w := 0
 	for _, q := range ev {
-		if q.theta >= thMax {
-			break
+		if q.theta < thMax {
+			ev[w] = q
+			w++
 		}
-		slope += q.delta
-		if slope >= 1 {
-			return q.theta
+	}
+	ev = ev[:w]
+	for len(ev) > 0 {
+		a, b, c := ev[0].theta, ev[len(ev)/2].theta, ev[len(ev)-1].theta
+		piv := max(min(a, b), min(max(a, b), c)) // median of three
+		// Partition into [< piv | == piv | > piv].
+		lt, i, gt := 0, 0, len(ev)
+		var sumLT, sumEQ float64
+		for i < gt {
+			switch q := ev[i]; {
+			case q.theta < piv:
+				ev[lt], ev[i] = ev[i], ev[lt]
+				sumLT += q.delta
+				lt++
+				i++
+			case q.theta > piv:
+				gt--
+				ev[gt], ev[i] = ev[i], ev[gt]
+			default:
+				sumEQ += q.delta
+				i++
+			}
+		}
+		switch {
+		case slope+sumLT >= 1:
+			ev = ev[:lt]
+		case slope+sumLT+sumEQ >= 1:
+			return piv
+		default:
+			slope += sumLT + sumEQ
+			ev = ev[gt:]
 		}
 	}
 	return thMax

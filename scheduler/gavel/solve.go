@@ -20,8 +20,11 @@ type Settings struct {
 	// allocation, with the gap it reached.
 	MaxIterations int
 	// Partitions is POP's k: jobs are split at random into k groups, each
-	// solved with 1/k of every type, then the union is refined on the
-	// whole problem (0 = automatic: one group per 4096 jobs; 1 = off).
+	// solved with 1/k of every type, and the union (with the groups' mean
+	// prices) starts the solve of the whole problem (0 or 1 = off). Off is
+	// the better default here: the number of pricing rounds does not grow
+	// with the number of jobs, so groups only add rounds; see
+	// BenchmarkMaxMinPOP.
 	Partitions int
 	// Seed seeds POP's random split (the same seed gives the same split).
 	Seed uint64
@@ -228,11 +231,7 @@ func solveLevel(ctx context.Context, in *instance, d []float64, s Settings) (Sol
 	f := make([]float64, in.n)
 	e := newEngine(in.n, in.k, in.a, in.scale, in.capac, nil, f, d, true)
 	init := []column{e.explicitColumn(xeq, level(in, xeq, nil, d))}
-	parts := s.Partitions
-	if parts == 0 {
-		parts = (in.n + 4095) / 4096
-	}
-	parts = min(parts, in.n)
+	parts := min(max(s.Partitions, 1), in.n)
 	iters := 0
 	var seeds [][]float64
 	if parts > 1 {
