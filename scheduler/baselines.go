@@ -119,7 +119,7 @@ func (x *instance) rigidFill(ctx context.Context, order []*jobInfo, keepRunning 
 	free := slices.Clone(x.cap)
 	got := make(map[*jobInfo]Target, len(order))
 	for _, j := range order {
-		if j.pinned || (keepRunning && j.curCount > 0) {
+		if j.pinned || (keepRunning && j.curCount > 0 && j.fits(j.curCount) && slices.Contains(j.allowed, j.curType)) {
 			free[j.curType] -= j.curCount
 			got[j] = Target{Job: j.job.ID, Type: x.types[j.curType], Count: j.curCount, Reason: ReasonUnchanged, Note: "running jobs are not preempted"}
 			if j.pinned {

@@ -213,7 +213,7 @@ func (g Goodput) solve(ctx context.Context, x *instance) (*engine, []*state, err
 		if j.rigid {
 			c = j.min
 		}
-		if c != j.c0 && !e.apply(warm, i, j.t0, c) {
+		if c < j.min || (c != j.c0 && !e.apply(warm, i, j.t0, c)) {
 			e.release(warm, i)
 		}
 	}

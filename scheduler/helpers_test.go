@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
-	"github.com/goodsched/goodsched/placement"
 )
 
 // group is n nodes of per devices of one type.
@@ -133,5 +132,3 @@ func genInput(seed uint64, o genOpts) Input {
 	}
 	return in
 }
-
-func assignmentsOf(p Plan) []placement.Assignment { return p.Assignments() }

@@ -224,3 +224,8 @@ func restartFactor(age time.Duration, restarts int, delta time.Duration) float64
 	}
 	return max(a-float64(restarts)*d, 0) / (a + d)
 }
+
+// fits reports whether count is within the job's bounds.
+func (j *jobInfo) fits(count int) bool {
+	return count >= j.min && count <= j.max
+}

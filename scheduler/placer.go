@@ -181,21 +181,3 @@ func (Packer) Place(ctx context.Context, cluster accel.Cluster, current []placem
 	slices.SortFunc(res.Unplaced, func(a, b Unplaced) int { return cmp.Compare(a.Job, b.Job) })
 	return res, nil
 }
-
-// nodesOf counts the distinct nodes holding the given devices.
-func nodesOf(c accel.Cluster, ids []string) int {
-	want := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
-	}
-	k := 0
-	for _, n := range c.Nodes {
-		for _, d := range n.Devices {
-			if want[d.ID] {
-				k++
-				break
-			}
-		}
-	}
-	return k
-}

@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
-	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 )
@@ -99,6 +97,13 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	assigned, unplaced, err := x.checkPlacement(res, tg)
 	if err != nil {
 		return Plan{}, err
+	}
+	for i := range x.jobs {
+		// A job that kept devices its new target could not replace must
+		// still be within its bounds; otherwise it stops.
+		if j := &x.jobs[i]; unplaced[i] != "" && len(assigned[i]) > 0 && !j.pinned && !j.fits(len(assigned[i])) {
+			assigned[i] = nil
+		}
 	}
 	plan := Plan{Decisions: make([]Decision, 0, len(x.jobs))}
 	for i := range x.jobs {
@@ -319,14 +324,4 @@ func sameDevices(a, b []string) bool {
 	slices.Sort(x)
 	slices.Sort(y)
 	return slices.Equal(x, y)
-}
-
-// describe formats an allocation such as "4×t4".
-func describe(count int, t accel.TypeKey) string {
-	if count == 0 {
-		return "nothing"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d×%s", count, t)
-	return b.String()
 }

@@ -1,0 +1,315 @@
+// Command benchmark measures goodsched's key figures on generated
+// instances and prints a table (or, with -json, one flat JSON object):
+//
+//	goodput_fit_us               one goodput.Fit of 8 observations, µs
+//	goodput_optimize_ns          one goodput.Model.Optimize, ns
+//	placement_gangs_per_s        gangs placed and committed per second on 8,192 devices
+//	round_goodput_160x64_ms      one Goodput round, 160 jobs on 64 T4s (16×4), ms
+//	round_goodput_2000x8192_ms   one Goodput round, 2,000 jobs on 8,192 devices of 4 types, ms
+//	goodput_vs_reference_fitness fast fitness / reference (Pollux GA) fitness, the
+//	                             smallest ratio over the comparison instances (≥ 1 is good)
+//	goodput_vs_reference_time    fast round time / reference round time on 160×64
+//
+// Round times are the median of -reps runs after one warm-up run (speedup
+// curves memoise their values on first use, as they do across a host's
+// rounds). Every ratio is measured in the same run. Instances are
+// deterministic for a given -seed.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler"
+)
+
+func main() {
+	var cfg config
+	flag.BoolVar(&cfg.json, "json", false, "print one flat JSON object instead of a table")
+	flag.Uint64Var(&cfg.seed, "seed", 1, "seed of the generated instances")
+	flag.IntVar(&cfg.reps, "reps", 5, "timed repetitions per round figure (median reported)")
+	flag.IntVar(&cfg.population, "population", 100, "reference GA population (Pollux: 100)")
+	flag.IntVar(&cfg.generations, "generations", 100, "reference GA generations (Pollux: 100)")
+	flag.BoolVar(&cfg.quick, "quick", false, "small instances only (a smoke test)")
+	flag.Parse()
+	if cfg.reps < 1 || cfg.population < 2 || cfg.generations < 1 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "benchmark: -reps ≥ 1, -population ≥ 2, -generations ≥ 1, no arguments")
+		os.Exit(2)
+	}
+	res, err := run(context.Background(), cfg, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchmark:", err)
+		os.Exit(1)
+	}
+	if err := write(os.Stdout, res, cfg.json); err != nil {
+		fmt.Fprintln(os.Stderr, "benchmark:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	json                    bool
+	seed                    uint64
+	reps                    int
+	population, generations int
+	quick                   bool
+}
+
+// figure is one measured key.
+type figure struct {
+	key    string
+	value  float64
+	unit   string
+	target string
+}
+
+func write(w io.Writer, figs []figure, asJSON bool) error {
+	if asJSON {
+		m := make(map[string]float64, len(figs))
+		for _, f := range figs {
+			m[f.key] = round(f.value)
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(w, string(b))
+		return err
+	}
+	fmt.Fprintf(w, "%-30s %14s  %-8s %s\n", "key", "value", "unit", "target")
+	for _, f := range figs {
+		fmt.Fprintf(w, "%-30s %14.4g  %-8s %s\n", f.key, f.value, f.unit, f.target)
+	}
+	return nil
+}
+
+func round(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	p := math.Pow(10, 4-math.Ceil(math.Log10(math.Abs(v))))
+	return math.Round(v*p) / p
+}
+
+func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
+	var figs []figure
+	add := func(key string, v float64, unit, target string) {
+		figs = append(figs, figure{key, v, unit, target})
+	}
+	rng := rand.New(rand.NewPCG(cfg.seed, 11))
+
+	fmt.Fprintln(log, "goodput: Fit and Optimize …")
+	fitUS, optNS, err := goodputFigures(rng, cfg.quick)
+	if err != nil {
+		return nil, err
+	}
+	add("goodput_fit_us", fitUS, "µs", "")
+	add("goodput_optimize_ns", optNS, "ns", "")
+
+	fmt.Fprintln(log, "placement: gangs per second …")
+	gps, err := placementFigure(rng, cfg.quick)
+	if err != nil {
+		return nil, err
+	}
+	add("placement_gangs_per_s", gps, "1/s", "")
+
+	small := shape{groups: []group{{16, 4, "t4"}}, jobs: 160}
+	big := shape{groups: []group{{256, 8, "a100"}, {256, 8, "v100"}, {512, 4, "t4"}, {128, 16, "h100"}}, jobs: 2000}
+	if cfg.quick {
+		small = shape{groups: []group{{4, 4, "t4"}}, jobs: 20}
+		big = shape{groups: []group{{8, 8, "a100"}, {16, 4, "t4"}}, jobs: 100}
+	}
+	fmt.Fprintln(log, "scheduler: Goodput round on", small.name(), "…")
+	inSmall, err := instance(rng, small)
+	if err != nil {
+		return nil, err
+	}
+	fast, err := scheduler.New(scheduler.Config{Policy: scheduler.Goodput{}})
+	if err != nil {
+		return nil, err
+	}
+	smallMS, fastPlan, err := timeRound(ctx, fast, inSmall, cfg.reps)
+	if err != nil {
+		return nil, err
+	}
+	add("round_goodput_160x64_ms", smallMS, "ms", "≤ 5")
+
+	fmt.Fprintln(log, "scheduler: Goodput round on", big.name(), "…")
+	inBig, err := instance(rng, big)
+	if err != nil {
+		return nil, err
+	}
+	bigMS, _, err := timeRound(ctx, fast, inBig, cfg.reps)
+	if err != nil {
+		return nil, err
+	}
+	add("round_goodput_2000x8192_ms", bigMS, "ms", "≤ 500")
+
+	// Fast vs reference on the 160×64 instance and on smaller ones.
+	ga := scheduler.Genetic{Population: cfg.population, Generations: cfg.generations, Seed: cfg.seed}
+	ref, err := scheduler.New(scheduler.Config{Policy: ga})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(log, "reference: Pollux GA on", small.name(), "…")
+	start := time.Now()
+	refPlan, err := ref.Schedule(ctx, inSmall)
+	if err != nil {
+		return nil, err
+	}
+	refMS := float64(time.Since(start).Microseconds()) / 1000
+	obj := scheduler.Goodput{}
+	minRatio := math.Inf(1)
+	compare := func(name string, in scheduler.Input, fp, rp scheduler.Plan) error {
+		ff, err := obj.Fitness(in, fp)
+		if err != nil {
+			return err
+		}
+		fr, err := obj.Fitness(in, rp)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "  %-22s fitness fast %.5f reference %.5f\n", name, ff, fr)
+		minRatio = min(minRatio, ff/fr)
+		return nil
+	}
+	if err := compare(small.name(), inSmall, fastPlan, refPlan); err != nil {
+		return nil, err
+	}
+	others := []shape{
+		{groups: []group{{4, 4, "t4"}}, jobs: 8},
+		{groups: []group{{4, 4, "t4"}}, jobs: 24},
+		{groups: []group{{8, 4, "t4"}}, jobs: 16},
+		{groups: []group{{2, 8, "a100"}, {4, 4, "t4"}, {2, 8, "v100"}}, jobs: 12},
+		{groups: []group{{2, 8, "a100"}, {4, 4, "t4"}, {2, 8, "v100"}}, jobs: 40},
+	}
+	for _, sh := range others {
+		in, err := instance(rng, sh)
+		if err != nil {
+			return nil, err
+		}
+		fp, err := fast.Schedule(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		rp, err := ref.Schedule(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		if err := compare(sh.name(), in, fp, rp); err != nil {
+			return nil, err
+		}
+	}
+	add("goodput_vs_reference_fitness", minRatio, "ratio", "≥ 1 on every instance")
+	add("goodput_vs_reference_time", smallMS/refMS, "ratio", "")
+	return figs, nil
+}
+
+// timeRound runs one warm-up round and reps timed rounds; it returns the
+// median in milliseconds and the plan.
+func timeRound(ctx context.Context, s *scheduler.Scheduler, in scheduler.Input, reps int) (float64, scheduler.Plan, error) {
+	plan, err := s.Schedule(ctx, in)
+	if err != nil {
+		return 0, plan, err
+	}
+	ts := make([]float64, 0, reps)
+	for range reps {
+		start := time.Now()
+		if _, err := s.Schedule(ctx, in); err != nil {
+			return 0, plan, err
+		}
+		ts = append(ts, float64(time.Since(start).Nanoseconds())/1e6)
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2], plan, nil
+}
+
+// goodputFigures times goodput.Fit on synthetic measurements and
+// Model.Optimize on the fitted model.
+func goodputFigures(rng *rand.Rand, quick bool) (fitUS, optNS float64, err error) {
+	truth := randomParams(rng, 1)
+	var obs []goodput.Observation
+	for _, sh := range [][3]int{{1, 1, 32}, {1, 1, 128}, {1, 2, 128}, {1, 4, 128}, {2, 2, 128}, {2, 8, 128}, {4, 16, 64}, {1, 4, 256}} {
+		step := truth.StepSeconds(sh[0], sh[1], sh[2], 0)
+		obs = append(obs, goodput.Observation{Nodes: sh[0], Replicas: sh[1], Local: sh[2],
+			AccumSeconds: truth.GradSeconds(sh[2]), OptimSeconds: step})
+	}
+	fits := 200
+	if quick {
+		fits = 10
+	}
+	var p goodput.Params
+	start := time.Now()
+	for range fits {
+		if p, _, err = goodput.Fit(obs, goodput.FitOptions{}); err != nil {
+			return 0, 0, err
+		}
+	}
+	fitUS = float64(time.Since(start).Nanoseconds()) / 1e3 / float64(fits)
+	m := goodput.Model{Params: p, Grad: goodput.GradStats{Sqr: 0.1, Var: 4},
+		Limits: goodput.Limits{InitBatch: 128, MaxBatch: 4096, MinLocal: 16, MaxLocal: 256, Accumulation: true}}
+	calls := 20000
+	if quick {
+		calls = 500
+	}
+	sink := 0
+	start = time.Now()
+	for k := range calls {
+		replicas := 1 + k%64
+		nodes := (replicas + 3) / 4
+		sink += m.Optimize(nodes, replicas).Batch
+	}
+	optNS = float64(time.Since(start).Nanoseconds()) / float64(calls)
+	if sink < 0 {
+		fmt.Println(sink)
+	}
+	return fitUS, optNS, nil
+}
+
+// placementFigure places random gangs on 8,192 devices until 90% full,
+// committing each, and returns gangs per second.
+func placementFigure(rng *rand.Rand, quick bool) (float64, error) {
+	groups := []group{{256, 8, "a100"}, {256, 8, "v100"}, {512, 4, "t4"}, {128, 16, "h100"}}
+	if quick {
+		groups = []group{{16, 8, "a100"}, {16, 4, "t4"}}
+	}
+	cl := cluster(groups)
+	types := cl.Types()
+	st, err := placement.NewState(cl, nil)
+	if err != nil {
+		return 0, err
+	}
+	total := cl.Size()
+	var pl placement.Placer
+	placed, used := 0, 0
+	start := time.Now()
+	for k := 0; used < total*9/10 && k < 10*total; k++ {
+		n := []int{1, 1, 2, 2, 4, 8, 16}[rng.IntN(7)]
+		req := placement.Request{Job: fmt.Sprintf("g%06d", k), Types: []accel.TypeKey{types[rng.IntN(len(types))]}, Count: n}
+		a, err := pl.Place(st, req)
+		if err != nil {
+			continue // does not fit now
+		}
+		if err := st.Assign(a); err != nil {
+			return 0, err
+		}
+		placed++
+		used += n
+	}
+	sec := time.Since(start).Seconds()
+	if placed == 0 || sec <= 0 {
+		return 0, fmt.Errorf("no gang placed")
+	}
+	return float64(placed) / sec, nil
+}
