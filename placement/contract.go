@@ -1,10 +1,17 @@
 package placement
 
-import "github.com/goodsched/goodsched/accel"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/goodsched/goodsched/accel"
+)
 
 // Assignment is the set of concrete devices (accel.Device.ID) serving a job.
 type Assignment struct {
-	Job     string   `json:"job"`
+	// Job names the job.
+	Job string `json:"job"`
+	// Devices are accel.Device.ID values.
 	Devices []string `json:"devices"`
 }
 
@@ -12,10 +19,14 @@ type Assignment struct {
 // Type on at most MaxNodes nodes (0 = any number). Count 0 means the job
 // does not run this round.
 type Target struct {
-	Job      string        `json:"job"`
-	Type     accel.TypeKey `json:"type"`
-	Count    int           `json:"count"`
-	MaxNodes int           `json:"max_nodes,omitempty"`
+	// Job names the job; unique within a round.
+	Job string `json:"job"`
+	// Type is the device type (ignored when Count is 0).
+	Type accel.TypeKey `json:"type"`
+	// Count is the number of devices, 0 or more.
+	Count int `json:"count"`
+	// MaxNodes limits how many nodes the gang may span (0 = any).
+	MaxNodes int `json:"max_nodes,omitempty"`
 }
 
 // ReasonCode classifies why a request or target was not placed (or, on a
@@ -56,6 +67,26 @@ func (c ReasonCode) String() string {
 
 // Reason is a typed code with a sentence for people.
 type Reason struct {
+	// Code classifies the reason.
 	Code ReasonCode `json:"code"`
-	Text string     `json:"text,omitempty"`
+	// Text explains it with the figures involved.
+	Text string `json:"text,omitempty"`
+}
+
+// MarshalText writes the code's name (so JSON shows "capacity", not 1).
+func (c ReasonCode) MarshalText() ([]byte, error) {
+	if c < 0 || int(c) >= len(reasonNames) {
+		return nil, fmt.Errorf("%w: reason code %d", ErrInvalid, int(c))
+	}
+	return []byte(reasonNames[c]), nil
+}
+
+// UnmarshalText reads a code's name.
+func (c *ReasonCode) UnmarshalText(b []byte) error {
+	i := slices.Index(reasonNames[:], string(b))
+	if i < 0 {
+		return fmt.Errorf("%w: reason code %q", ErrInvalid, b)
+	}
+	*c = ReasonCode(i)
+	return nil
 }

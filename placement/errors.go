@@ -31,7 +31,10 @@ var (
 // NoFitError says why a valid request does not fit now. It matches ErrNoFit
 // under errors.Is; use errors.As to read the Reason.
 type NoFitError struct {
-	Job    string
+	// Job is the request's job.
+	Job string
+	// Reason is why it does not fit (for a request allowing several types,
+	// the code of its best type, with every type's reason in the text).
 	Reason Reason
 }
 

@@ -81,7 +81,9 @@ func (st Strategy) String() string {
 // NodeInfo is what Filters and Scores see of a candidate node, for the
 // request's device type.
 type NodeInfo struct {
+	// Name is the node's name.
 	Name string
+	// Type is the device type being placed.
 	Type accel.TypeKey
 	// Capacity counts the node's offerable devices of the type; Free, Used
 	// and Unhealthy split them.
@@ -116,8 +118,10 @@ type Score interface {
 
 // FilterFunc adapts a function to a Filter.
 type FilterFunc struct {
+	// Label is the filter's name.
 	Label string
-	Func  func(r *Request, n NodeInfo) bool
+	// Func reports whether the node may take part of the gang.
+	Func func(r *Request, n NodeInfo) bool
 }
 
 // Name returns the label.
@@ -128,8 +132,10 @@ func (f FilterFunc) Filter(r *Request, n NodeInfo) bool { return f.Func == nil |
 
 // ScoreFunc adapts a function to a Score.
 type ScoreFunc struct {
+	// Label is the score's name.
 	Label string
-	Func  func(r *Request, n NodeInfo, take int) int64
+	// Func rates the node in [0, MaxScore].
+	Func func(r *Request, n NodeInfo, take int) int64
 }
 
 // Name returns the label.

@@ -39,10 +39,30 @@ func (a Action) String() string {
 	return "unknown"
 }
 
+// MarshalText writes the action's name (so JSON shows "grow", not 1).
+func (a Action) MarshalText() ([]byte, error) {
+	if a < 0 || int(a) >= len(actionNames) {
+		return nil, fmt.Errorf("%w: action %d", ErrInvalid, int(a))
+	}
+	return []byte(actionNames[a]), nil
+}
+
+// UnmarshalText reads an action's name.
+func (a *Action) UnmarshalText(b []byte) error {
+	i := slices.Index(actionNames[:], string(b))
+	if i < 0 {
+		return fmt.Errorf("%w: action %q", ErrInvalid, b)
+	}
+	*a = Action(i)
+	return nil
+}
+
 // Decision is what a round did to one job that held devices before it or
 // holds devices after it.
 type Decision struct {
-	Job    string `json:"job"`
+	// Job is the job decided on.
+	Job string `json:"job"`
+	// Action is what happened to it.
 	Action Action `json:"action"`
 	// Type is the device type of Devices (empty for Stop).
 	Type accel.TypeKey `json:"type,omitempty"`
@@ -59,7 +79,9 @@ type Decision struct {
 // devices keeps them (unless they include an unhealthy device); a new job
 // gets none.
 type Unplaced struct {
+	// Target is the target not met.
 	Target Target `json:"target"`
+	// Reason says why.
 	Reason Reason `json:"reason"`
 }
 

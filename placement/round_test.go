@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"slices"
@@ -196,4 +197,29 @@ func roundInputSmall(t *testing.T) (*State, []Target) {
 		}
 	}
 	return s, targets
+}
+
+func TestRoundResultJSON(t *testing.T) {
+	c := testCluster(nodeSpec{"n0", "t4", 2, nil})
+	s := mustState(t, c, Assignment{Job: "a", Devices: []string{"n0/0"}})
+	res, err := Round(s, []Target{{Job: "a", Type: "t4", Count: 2}, {Job: "b", Type: "t4", Count: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"decisions":[{"job":"a","action":"grow","type":"t4","devices":["n0/0","n0/1"],"previous":["n0/0"],"reason":{"code":"none"}}],"unplaced":[{"target":{"job":"b","type":"t4","count":1},"reason":{"code":"capacity","text":"0 free t4 devices, 1 asked"}}]}`
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
+	}
+	var back RoundResult
+	if err := json.Unmarshal(b, &back); err != nil || back.Decisions[0].Action != Grow || back.Unplaced[0].Reason.Code != ReasonCapacity {
+		t.Fatalf("round trip: %v %+v", err, back)
+	}
+	var a Action
+	if err := a.UnmarshalText([]byte("teleport")); !errors.Is(err, ErrInvalid) {
+		t.Fatal(err)
+	}
 }
