@@ -154,7 +154,9 @@ type typeInfo struct {
 	key     accel.TypeKey
 	count   int
 	perNode int            // most healthy devices on one node
-	free    map[string]int // healthy devices per node
+	nodes   []string       // nodes with healthy devices of the type, sorted
+	at      map[string]int // node name → index into nodes and free
+	free    []int          // free healthy devices per node
 }
 
 // Allocate implements scheduler.Policy. Errors wrap ErrInvalid (bad
@@ -190,17 +192,37 @@ func (p *Policy) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.
 	for _, t := range in.Cluster.Types() {
 		if c := in.Cluster.Count(t); c > 0 {
 			tIdx[t] = len(types)
-			types = append(types, typeInfo{key: t, count: c, free: map[string]int{}})
+			types = append(types, typeInfo{key: t, count: c, at: map[string]int{}})
 		}
 	}
 	for _, n := range in.Cluster.Nodes {
 		for _, d := range n.Devices {
 			devType[d.ID], devNode[d.ID], healthy[d.ID] = d.Type, n.Name, d.Healthy
 			if i, ok := tIdx[d.Type]; ok && d.Healthy {
-				types[i].free[n.Name]++
-				types[i].perNode = max(types[i].perNode, types[i].free[n.Name])
+				t := &types[i]
+				if _, seen := t.at[n.Name]; !seen {
+					t.at[n.Name] = len(t.nodes)
+					t.nodes = append(t.nodes, n.Name)
+					t.free = append(t.free, 0)
+				}
+				f := &t.free[t.at[n.Name]]
+				*f++
+				t.perNode = max(t.perNode, *f)
 			}
 		}
+	}
+	for i := range types { // nodes sorted by name, for deterministic ties
+		t := &types[i]
+		order := slices.Clone(t.nodes)
+		slices.Sort(order)
+		free := make([]int, len(order))
+		for k, n := range order {
+			free[k] = t.free[t.at[n]]
+		}
+		for k, n := range order {
+			t.at[n] = k
+		}
+		t.nodes, t.free = order, free
 	}
 	// What runs now: type and devices per job.
 	curType := map[string]accel.TypeKey{}
@@ -359,12 +381,12 @@ func (p *Policy) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.
 			need[devNode[d]]++
 		}
 		for n, k := range need {
-			if types[j].free[n] < k {
+			if types[j].free[types[j].at[n]] < k {
 				return false
 			}
 		}
 		for n, k := range need {
-			types[j].free[n] -= k
+			types[j].free[types[j].at[n]] -= k
 		}
 		return true
 	}
@@ -503,39 +525,42 @@ func (p *Policy) credit(in scheduler.Input, curType map[string]accel.TypeKey) {
 // free devices first. It reports false (reserving nothing) when the gang
 // cannot be consolidated.
 func pack(t *typeInfo, s int) bool {
-	nodes := slices.Sorted(maps.Keys(t.free))
 	limit := nodesFor(s, t.perNode)
 	if limit == 1 {
-		best := ""
-		for _, n := range nodes {
-			if f := t.free[n]; f >= s && (best == "" || f < t.free[best]) {
-				best = n
+		best := -1
+		for k, f := range t.free {
+			if f >= s && (best < 0 || f < t.free[best]) {
+				best = k
 			}
 		}
-		if best == "" {
+		if best < 0 {
 			return false
 		}
 		t.free[best] -= s
 		return true
 	}
-	slices.SortStableFunc(nodes, func(a, b string) int { return cmp.Compare(t.free[b], t.free[a]) })
+	order := make([]int, len(t.free))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.free[b], t.free[a]) })
 	need := s
-	var use []string
-	for _, n := range nodes[:min(limit, len(nodes))] {
-		if need <= 0 || t.free[n] == 0 {
+	var use []int
+	for _, k := range order[:min(limit, len(order))] {
+		if need <= 0 || t.free[k] == 0 {
 			break
 		}
-		use = append(use, n)
-		need -= t.free[n]
+		use = append(use, k)
+		need -= t.free[k]
 	}
 	if need > 0 {
 		return false
 	}
 	need = s
-	for _, n := range use {
-		k := min(need, t.free[n])
-		t.free[n] -= k
-		need -= k
+	for _, k := range use {
+		d := min(need, t.free[k])
+		t.free[k] -= d
+		need -= d
 	}
 	return true
 }
