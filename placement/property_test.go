@@ -478,3 +478,86 @@ func allHealthy(s *State, a Assignment) bool {
 	}
 	return true
 }
+
+// TestRoundGrowsInPlace: when one job grows and free devices of its type
+// remain on the nodes it holds, the round grows it there (never moves it),
+// and every other job keeps its devices.
+func TestRoundGrowsInPlace(t *testing.T) {
+	checked := 0
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		c := randomCluster(rng)
+		s, err := NewState(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p Placer
+		for i := range 10 {
+			r := randomRequest(rng, fmt.Sprintf("j%02d", i))
+			r.SameIsland, r.SameNUMA = false, false
+			if a, err := p.Place(s, r); err == nil {
+				_ = s.Assign(a)
+			}
+		}
+		jobs := s.Assignments()
+		if len(jobs) == 0 {
+			continue
+		}
+		g := jobs[rng.IntN(len(jobs))]
+		ty, _ := s.TypeOf(g)
+		// Free devices of the type on g's nodes.
+		room := 0
+		nodes := map[string]bool{}
+		for _, id := range g.Devices {
+			d, _ := c.Device(id)
+			nodes[d.Node] = true
+		}
+		for _, n := range c.Nodes {
+			if !nodes[n.Name] {
+				continue
+			}
+			for _, d := range n.Devices {
+				if _, held := s.Owner(d.ID); d.Type == ty && !held && s.Healthy(d.ID) {
+					room++
+				}
+			}
+		}
+		if room == 0 {
+			continue
+		}
+		grow := 1 + rng.IntN(room)
+		var targets []Target
+		for _, a := range jobs {
+			at, _ := s.TypeOf(a)
+			tg := Target{Job: a.Job, Type: at, Count: len(a.Devices)}
+			if a.Job == g.Job {
+				tg.Count += grow
+			}
+			targets = append(targets, tg)
+		}
+		res, err := p.Round(s, targets)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		for _, d := range res.Decisions {
+			want := Keep
+			if d.Job == g.Job {
+				want = Grow
+			}
+			if d.Action != want {
+				t.Fatalf("seed %d: %s %v (%v -> %v), want %v", seed, d.Job, d.Action, d.Previous, d.Devices, want)
+			}
+			if d.Job == g.Job {
+				for _, id := range d.Devices {
+					if dv, _ := c.Device(id); !nodes[dv.Node] {
+						t.Fatalf("seed %d: grew onto %s, off its nodes %v", seed, id, nodes)
+					}
+				}
+			}
+		}
+		checked++
+	}
+	if checked < 50 {
+		t.Fatalf("only %d cases exercised", checked)
+	}
+}
