@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/gavel"
 )
 
@@ -48,4 +51,54 @@ func Example() {
 	//   ResNet-18 (batch size 256)        1.00× its equal share
 	//   Recommendation (batch size 1024)  1.00× its equal share
 	//   A3C                               1.00× its equal share
+}
+
+// A Policy runs Gavel's rounds behind scheduler.Policy. Here three jobs
+// share one V100 node and one K80 node; each round the policy credits what
+// ran and hands out the devices to the jobs furthest below their share.
+func ExamplePolicy() {
+	tab, err := gavel.Published()
+	if err != nil {
+		log.Fatal(err)
+	}
+	cluster, err := accel.ParseSpec("1x2:v100,1x2:k80")
+	if err != nil {
+		log.Fatal(err)
+	}
+	class := map[string]string{"resnet": "ResNet-50 (batch size 64)", "lm": "LM (batch size 20)", "a3c": "A3C"}
+	pol, err := gavel.NewPolicy(gavel.Config{
+		Throughput: tab.Throughput(func(j *scheduler.Job) string { return class[j.ID] }),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	jobs := []scheduler.Job{{ID: "a3c"}, {ID: "lm"}, {ID: "resnet", Requested: 2}}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var current []placement.Assignment
+	for round := range 4 {
+		in := scheduler.Input{Cluster: cluster, Jobs: jobs, Current: current, Now: start.Add(time.Duration(round) * 6 * time.Minute)}
+		targets, err := pol.Allocate(context.Background(), in)
+		if err != nil {
+			log.Fatal(err)
+		}
+		placed, err := scheduler.Packer{}.Place(context.Background(), cluster, current, targets)
+		if err != nil {
+			log.Fatal(err)
+		}
+		current = placed.Assignments
+		fmt.Printf("round %d:", round)
+		for _, t := range targets {
+			if t.Count > 0 {
+				fmt.Printf(" %s→%d×%s", t.Job, t.Count, t.Type)
+			} else {
+				fmt.Printf(" %s waits", t.Job)
+			}
+		}
+		fmt.Println()
+	}
+	// Output:
+	// round 0: a3c→1×k80 lm→1×k80 resnet→2×v100-16gb
+	// round 1: a3c→1×v100-16gb lm→1×v100-16gb resnet→2×k80
+	// round 2: a3c→1×v100-16gb lm→1×v100-16gb resnet→2×k80
+	// round 3: a3c→1×k80 lm→1×k80 resnet→2×v100-16gb
 }

@@ -30,7 +30,7 @@ type Entry struct {
 // Table is a throughput matrix keyed by job class, scale and accelerator
 // type. Build one from a user's entries (NewTable), a CSV (ReadCSV),
 // Gavel's simulation_throughputs.json (ReadGavelJSON) or the embedded
-// extract of Gavel's published matrix (Published); Policy.Throughput can
+// extract of Gavel's published matrix (Published); Config.Throughput can
 // then look jobs up in it (Table.Throughput). A Table is immutable once
 // built and safe for concurrent use.
 type Table struct {
