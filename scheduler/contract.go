@@ -60,7 +60,9 @@ type Job struct {
 // Target is a policy's decision for one job: how many devices of which
 // type. Count 0 means the job does not run this round.
 type Target struct {
-	Job   string
+	// Job is the job's ID.
+	Job string
+	// Type and Count are the device type and how many devices of it.
 	Type  accel.TypeKey
 	Count int
 	// MaxNodes limits how many nodes the gang may span (0 = any).
@@ -75,8 +77,11 @@ type Target struct {
 // Input is everything one scheduling round sees. It is treated as
 // immutable by the scheduler and by policies.
 type Input struct {
+	// Cluster is the snapshot of nodes and devices; unhealthy devices are
+	// never given out.
 	Cluster accel.Cluster
-	Jobs    []Job
+	// Jobs are every job in the system, running or waiting.
+	Jobs []Job
 	// Current is the placement in effect when the round starts.
 	Current []placement.Assignment
 	// Now is the logical time of the round.
@@ -86,6 +91,8 @@ type Input struct {
 // Policy decides per round how many devices of which type each job gets.
 // Implementations must be deterministic and must not modify the Input.
 type Policy interface {
+	// Allocate returns at most one Target per job; a job left out gets
+	// nothing this round.
 	Allocate(ctx context.Context, in Input) ([]Target, error)
 }
 

@@ -30,7 +30,9 @@ type PlaceResult struct {
 
 // Unplaced names a target that could not be placed and says why.
 type Unplaced struct {
-	Job    string
+	// Job is the job's ID.
+	Job string
+	// Reason says why, in words.
 	Reason string
 }
 
@@ -38,10 +40,12 @@ type Unplaced struct {
 // current type and count keep their devices; every other gang is placed,
 // largest first, on the fewest nodes of its type (best fit on one node
 // when it fits, else whole nodes with the most free devices first), with
-// ties broken by node name and device index. It ignores links and NUMA.
+// ties broken by node name and device index. It ignores links, NUMA and
+// interference; it does not shrink or grow jobs in place.
 //
-// Packer is the Scheduler's fallback realisation until a placement-package
-// round is configured. It is stateless and safe for concurrent use.
+// Packer is a minimal alternative to RoundPlacer (the default), for hosts
+// that want the simplest realisation and for tests. It is stateless and
+// safe for concurrent use.
 type Packer struct{}
 
 var _ Placer = Packer{}

@@ -133,6 +133,7 @@ type Decision struct {
 // job ID. The host applies it and passes the resulting assignments as the
 // next round's Input.Current.
 type Plan struct {
+	// Decisions has one entry per input job, sorted by job ID.
 	Decisions []Decision `json:"decisions"`
 }
 

@@ -20,6 +20,8 @@ import (
 // RoundPlacer is safe for concurrent use when its Placer's Filters and
 // Scores are.
 type RoundPlacer struct {
+	// Placer is the placement package's placer (strategy, filters,
+	// scores, interference avoidance); the zero value packs.
 	Placer placement.Placer
 }
 
