@@ -14,6 +14,10 @@ import (
 // so that a job without devices has a finite (and very low) utility.
 const epsilon = 1e-3
 
+// minResumeFactor floors the restart factor of a job that is not running,
+// so that it still starts on devices nobody else wants.
+const minResumeFactor = 0.01
+
 // gjob is one job as the goodput engine sees it.
 type gjob struct {
 	info     *jobInfo
@@ -80,6 +84,11 @@ func (g Goodput) newEngine(x *instance) (*engine, error) {
 			cache: make([][]float64, nt)}
 		j.penal = ji.curCount > 0 || ji.job.Restarts > 0
 		j.rf = restartFactor(ji.age, ji.job.Restarts, delta)
+		if ji.curCount == 0 {
+			// A waiting job younger than R·δ would be worth nothing on
+			// any allocation and could idle free devices: floor it.
+			j.rf = max(j.rf, minResumeFactor)
+		}
 		if j.t0 >= 0 && !slices.Contains(j.allowed, j.t0) {
 			j.t0, j.c0 = -1, 0 // running on a type it may no longer use
 		}

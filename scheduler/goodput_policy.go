@@ -22,7 +22,8 @@ import (
 // Speedup(t, n, c) / baseline, where the baseline is its best Speedup at a
 // fair share (1/J of the devices, within its min/max), multiplied by the
 // restart factor max(age − R·δ, 0)/(age + δ) when its devices change (or,
-// for a job preempted earlier, when it resumes). Fitness is the weighted
+// for a job preempted earlier, when it resumes; floored at 0.01 for a
+// waiting job so that idle devices still go to it). Fitness is the weighted
 // power mean (Σ w·(v+0.001)^p / Σ w)^(1/p), p = 0 the geometric mean.
 //
 // Search. The policy decides a (type, count) per job; node counts follow

@@ -27,6 +27,35 @@ func policies() map[string]Policy {
 	}
 }
 
+func TestPackerProperties(t *testing.T) {
+	for _, pol := range []Policy{Goodput{}, FIFO{}} {
+		s, _ := New(Config{Policy: pol, Placer: Packer{}})
+		for si, sh := range shapes {
+			in := genInput(uint64(si), sh)
+			plan, err := s.Schedule(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPlan(t, in, plan)
+		}
+	}
+}
+
+// A waiting job too young for its restarts still takes idle devices.
+func TestYoungPreemptedJobStarts(t *testing.T) {
+	in := Input{Cluster: testCluster(group{1, 4, "t4"}), Now: t0.Add(10 * time.Second), Jobs: []Job{
+		{ID: "a", Kind: Elastic, MinReplicas: 1, MaxReplicas: 4, Submitted: t0, Restarts: 3},
+	}}
+	s, _ := New(Config{})
+	plan, err := s.Schedule(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := plan.Decisions[0]; d.Action != Start || d.To != 4 {
+		t.Fatalf("%+v", d)
+	}
+}
+
 var shapes = []genOpts{
 	{groups: []group{{4, 4, "t4"}}, jobs: 12, maxReplicas: 8, rounds: 2, pinnedFrac: 0.3, rigidFrac: 0.2},
 	{groups: []group{{16, 4, "t4"}}, jobs: 40, maxReplicas: 16, rounds: 2, pinnedFrac: 0.2, rigidFrac: 0.2},
