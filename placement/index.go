@@ -156,7 +156,7 @@ func buildIndex(c accel.Cluster) (*index, error) {
 			g := int32(len(ix.devs))
 			bit := uint8(len(sl.devs))
 			sl.devs = append(sl.devs, g)
-			if !d.MIGEnabled && d.MIG == nil {
+			if !d.MIGEnabled {
 				sl.offer |= 1 << bit
 			}
 			ix.devs = append(ix.devs, devInfo{id: d.ID, node: int32(ni), slot: int32(s), bit: bit, index: d.Index, numa: d.NUMANode})

@@ -372,3 +372,19 @@ func TestAffected(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestMIGParentNotOffered(t *testing.T) {
+	c := testCluster(nodeSpec{"n0", "a100", 4, nil})
+	c.Nodes[0].Devices[1].MIGEnabled = true
+	s := mustState(t, c)
+	if s.Free("a100") != 3 || s.Capacity("a100") != 3 {
+		t.Fatalf("free %d capacity %d, want 3", s.Free("a100"), s.Capacity("a100"))
+	}
+	a, err := (&Placer{}).Place(s, Request{Job: "j", Count: 3})
+	if err != nil || slices.Contains(a.Devices, "n0/1") {
+		t.Fatalf("%v %v", a, err)
+	}
+	if err := s.Assign(Assignment{Job: "j", Devices: []string{"n0/1"}}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("assign MIG parent: %v", err)
+	}
+}
