@@ -25,8 +25,10 @@
 //	                    (CSV or .csv.gz) instead; -jobs sets how many jobs
 //	-cluster SPEC       accel spec, e.g. "16x4:t4" or
 //	                    "6x4:t4,2x8:a100-40gb,3x8:rtx2080ti" (default 16x4:t4)
-//	-policies LIST      comma-separated: goodput, goodput-blind, tiresias,
-//	                    optimus, fifo, gavel (default goodput,tiresias,optimus)
+//	-policies LIST      comma-separated: goodput (per-type models on mixed
+//	                    clusters), goodput-blind, tiresias, optimus (with
+//	                    oracle), fifo, gavel (max-min fairness, oracle
+//	                    throughputs) (default goodput,tiresias,optimus)
 //	-interval D         scheduling round (default 60s)
 //	-profiles DIRS      extra profile directories (comma-separated), searched
 //	                    before the embedded Pollux traces; e.g. Sia's

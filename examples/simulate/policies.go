@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/gavel"
 	"github.com/goodsched/goodsched/scheduler/sim"
 )
 
@@ -52,6 +53,11 @@ func registry() map[string]policySpec {
 			about: "Optimus+Oracle: elastic counts at the workload's batch size, ground-truth remaining work",
 			build: func() (scheduler.Policy, error) { return scheduler.Optimus{}, nil },
 			mode:  sim.Elastic, oracle: true, placer: scheduler.Packer{},
+		},
+		"gavel": {
+			about: "Gavel heterogeneity-aware max-min fairness on the workload's GPU counts (oracle throughputs)",
+			build: func() (scheduler.Policy, error) { return gavel.NewPolicy(gavel.Config{}) },
+			mode:  sim.Rigid, oracle: true,
 		},
 	}
 }

@@ -160,14 +160,19 @@ func (e *engine) setHealth(node int, ok bool) {
 // waiting, running or completed; no device serves two jobs; running jobs
 // hold healthy devices.
 func (e *engine) checkInvariants() error {
-	owner := make(map[string]string)
-	healthy := make(map[string]bool)
+	if e.owner == nil {
+		e.owner = make([]int, len(e.devIdx))
+		e.healthyDev = make([]bool, len(e.devIdx))
+	}
+	k := 0
 	for _, n := range e.cluster.Nodes {
 		for _, d := range n.Devices {
-			healthy[d.ID] = d.Healthy
+			e.healthyDev[k] = d.Healthy
+			e.owner[k] = -1
+			k++
 		}
 	}
-	for _, j := range e.jobs {
+	for ji, j := range e.jobs {
 		if j.done && len(j.devs) > 0 {
 			return fmt.Errorf("%w: completed job %s still holds devices", ErrLostJob, j.spec.Name)
 		}
@@ -178,11 +183,15 @@ func (e *engine) checkInvariants() error {
 			return fmt.Errorf("%w: job %s reached its target but is not completed", ErrLostJob, j.spec.Name)
 		}
 		for _, d := range j.devs {
-			if o, dup := owner[d]; dup {
-				return fmt.Errorf("%w: device %s serves %s and %s", ErrLostJob, d, o, j.spec.Name)
+			i, ok := e.devIdx[d]
+			if !ok {
+				return fmt.Errorf("%w: job %s runs on unknown device %s", ErrLostJob, j.spec.Name, d)
 			}
-			owner[d] = j.spec.Name
-			if !healthy[d] {
+			if o := e.owner[i]; o >= 0 {
+				return fmt.Errorf("%w: device %s serves %s and %s", ErrLostJob, d, e.jobs[o].spec.Name, j.spec.Name)
+			}
+			e.owner[i] = ji
+			if !e.healthyDev[i] {
 				return fmt.Errorf("%w: job %s runs on unhealthy device %s", ErrLostJob, j.spec.Name, d)
 			}
 		}

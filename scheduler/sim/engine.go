@@ -180,7 +180,10 @@ type engine struct {
 	nextFail []float64
 	rng      *rand.Rand
 	util     []UtilSample
-	healthy  int
+	// invariant-check buffers, indexed like devIdx
+	devIdx     map[string]int
+	owner      []int
+	healthyDev []bool
 }
 
 func (c *Config) validate() error {
@@ -263,10 +266,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 func newEngine(cfg Config) (*engine, error) {
 	e := &engine{cfg: cfg, nodeIdx: map[string]int{}, devNode: map[string]int{}, devType: map[string]accel.TypeKey{}, perNode: map[accel.TypeKey]int{}, byName: map[string]*job{}}
 	e.cluster = cloneCluster(cfg.Cluster)
+	e.devIdx = make(map[string]int, e.cluster.Size())
 	for i, n := range e.cluster.Nodes {
 		e.nodeIdx[n.Name] = i
 		per := map[accel.TypeKey]int{}
 		for _, d := range n.Devices {
+			e.devIdx[d.ID] = len(e.devIdx)
 			e.devNode[d.ID] = i
 			e.devType[d.ID] = d.Type
 			per[d.Type]++
@@ -276,13 +281,6 @@ func newEngine(cfg Config) (*engine, error) {
 		}
 	}
 	e.types = e.cluster.Types()
-	for _, t := range e.types {
-		for _, a := range cfg.Apps {
-			if _, _, ok := a.LocalRange(t); !ok && cfg.Mode != Adaptive {
-				_ = a // measurements missing on a type: jobs cannot use it (Types restricts)
-			}
-		}
-	}
 	if cfg.Scheduler != nil {
 		e.sched = cfg.Scheduler
 	} else {

@@ -278,13 +278,14 @@ type ProfileOptions struct {
 	RestartDelays map[string]time.Duration
 }
 
-// DefaultSuffixes maps Sia's file suffixes to type keys: aws (4× T4 per
-// node) → t4, dgx-ext (8× A100-40GB) → a100, azure (8× V100) → v100, quad
-// (4× Quadro RTX 6000) → rtx6000 and rtx (8× RTX 2080 Ti) → rtx2080ti.
+// DefaultSuffixes maps Sia's file suffixes to accel type keys: aws (4× T4
+// per node) → t4, dgx-ext (8× A100-40GB) → a100-40gb, azure (8× V100
+// 32GB) → v100-32gb, quad (4× Quadro RTX 6000) → rtx6000 and rtx (8× RTX
+// 2080 Ti) → rtx2080ti.
 // "dgx" is left out: "dgx-ext" is the same machine with a wider batch range.
 func DefaultSuffixes() map[string]accel.TypeKey {
 	return map[string]accel.TypeKey{
-		"aws": "t4", "dgx-ext": "a100", "azure": "v100", "quad": "rtx6000", "rtx": "rtx2080ti",
+		"aws": "t4", "dgx-ext": "a100-40gb", "azure": "v100-32gb", "quad": "rtx6000", "rtx": "rtx2080ti",
 	}
 }
 
@@ -318,10 +319,11 @@ type ProfileSource struct {
 }
 
 // LoadProfiles reads the applications found in the sources and merges them
-// by model name: throughput measurements per type from any source, and
-// validation runs from the first source that has them. A model with
-// validation runs but no throughput measurements, or the reverse, is an
-// error naming it. The result maps model name to application.
+// by model name: throughput measurements per type from the first source
+// that has that type, and validation runs from the first source that has
+// them. Models that end up without validation runs or without throughput
+// measurements are left out; it is an error if no model is complete, or
+// if a file is malformed. The result maps model name to application.
 func LoadProfiles(opts ProfileOptions, sources ...ProfileSource) (map[string]*Application, error) {
 	if opts.DefaultType == "" {
 		opts.DefaultType = "t4"
@@ -358,13 +360,25 @@ func LoadProfiles(opts ProfileOptions, sources ...ProfileSource) (map[string]*Ap
 			}
 		}
 	}
-	if len(apps) == 0 {
-		return nil, fmt.Errorf("%w: no model profiles found", ErrInvalid)
-	}
+	var firstErr error
 	for _, name := range slices.Sorted(maps.Keys(apps)) {
-		if err := apps[name].finish(opts); err != nil {
+		a := apps[name]
+		if len(a.runs) == 0 || len(a.perf) == 0 {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%w: model %s lacks validation runs or throughput measurements", ErrInvalid, name)
+			}
+			delete(apps, name)
+			continue
+		}
+		if err := a.finish(opts); err != nil {
 			return nil, err
 		}
+	}
+	if len(apps) == 0 {
+		if firstErr != nil {
+			return nil, firstErr
+		}
+		return nil, fmt.Errorf("%w: no model profiles found", ErrInvalid)
 	}
 	return apps, nil
 }
