@@ -280,55 +280,52 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		replace(targets[i])
 	}
 
-	// Decisions: compare before and after.
-	res := RoundResult{State: st}
-	bi := 0
-	emit := func(job string, prev []int32) {
-		after, _ := st.jobs.Get(jobUse{job: job})
+	// Decisions: merge the jobs before and after the round (both sorted).
+	res := RoundResult{State: st, Decisions: make([]Decision, 0, st.jobs.Len()+len(before)/8)}
+	emit := func(job string, prev, after []int32) {
 		d := Decision{Job: job, Reason: reasons[job]}
 		switch {
-		case len(prev) == 0 && len(after.devs) == 0:
+		case len(prev) == 0 && len(after) == 0:
 			return
 		case len(prev) == 0:
 			d.Action = Start
-		case len(after.devs) == 0:
+		case len(after) == 0:
 			d.Action = Stop
-		case slices.Equal(prev, after.devs):
+		case slices.Equal(prev, after):
 			d.Action = Keep
-		case subset(prev, after.devs):
+		case subset(prev, after):
 			d.Action = Grow
-		case subset(after.devs, prev):
+		case subset(after, prev):
 			d.Action = Shrink
 		default:
 			d.Action = Move
 		}
-		if len(after.devs) > 0 {
-			d.Devices = st.ids(after.devs)
-			d.Type = st.ix.types[st.ix.nodes[st.ix.devs[after.devs[0]].node].slots[st.ix.devs[after.devs[0]].slot].typ]
+		if len(after) > 0 {
+			d.Devices = st.ids(after)
+			g := &st.ix.devs[after[0]]
+			d.Type = st.ix.types[st.ix.nodes[g.node].slots[g.slot].typ]
 		}
 		if len(prev) > 0 {
 			d.Previous = st.ids(prev)
 		}
 		res.Decisions = append(res.Decisions, d)
 	}
-	var newJobs []string
-	for _, i := range start {
-		newJobs = append(newJobs, targets[i].Job)
-	}
-	slices.Sort(newJobs)
-	ni := 0
-	for bi < len(before) || ni < len(newJobs) {
-		if ni == len(newJobs) || (bi < len(before) && before[bi].job < newJobs[ni]) {
-			emit(before[bi].job, before[bi].devs)
+	bi := 0
+	st.jobs.Ascend(func(a jobUse) bool {
+		for bi < len(before) && before[bi].job < a.job {
+			emit(before[bi].job, before[bi].devs, nil)
 			bi++
-			continue
 		}
-		if bi < len(before) && before[bi].job == newJobs[ni] {
-			ni++ // a held job that lost all its devices to faults
-			continue
+		if bi < len(before) && before[bi].job == a.job {
+			emit(a.job, before[bi].devs, a.devs)
+			bi++
+		} else {
+			emit(a.job, nil, a.devs)
 		}
-		emit(newJobs[ni], nil)
-		ni++
+		return true
+	})
+	for ; bi < len(before); bi++ {
+		emit(before[bi].job, before[bi].devs, nil)
 	}
 	slices.SortFunc(unplaced, func(a, b Unplaced) int { return cmp.Compare(a.Target.Job, b.Target.Job) })
 	res.Unplaced = unplaced
