@@ -10,7 +10,8 @@ import (
 	"github.com/goodsched/goodsched/accel"
 )
 
-// Request asks for a gang of devices for one job: all of them or none.
+// Request asks for a gang of devices for one job: all of them or none. It
+// is a plain value; Place does not modify it.
 type Request struct {
 	// Job names the job; it must not be empty.
 	Job string
@@ -396,7 +397,7 @@ func (p *Placer) diagnose(s *State, r *Request, t int32, k int, sw search) Reaso
 		return Reason{ReasonTopology, fmt.Sprintf("no node has %d free %s devices in one NVLink island or NUMA node", k, key)}
 	}
 	if p.multi(s, r, t, k, search{}, nil) == nil {
-		return Reason{ReasonFragmented, fmt.Sprintf("%d free %s devices but not %d on %d nodes", s.freeTotal[t], key, k, r.MaxNodes)}
+		return Reason{ReasonFragmented, fmt.Sprintf("%d free %s devices but not %d on %d nodes", s.freeTotal[t], key, k, max(r.MaxNodes, 1))}
 	}
 	if sw.interfere && p.multi(s, r, t, k, search{filters: true}, nil) != nil {
 		return Reason{ReasonInterference, fmt.Sprintf("%d %s devices fit only on nodes that already run a distributed job", k, key)}

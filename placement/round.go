@@ -85,7 +85,8 @@ type Unplaced struct {
 	Reason Reason `json:"reason"`
 }
 
-// RoundResult is the outcome of a round.
+// RoundResult is the outcome of a round: plain values plus the State
+// after the round, which follows State's concurrency rules.
 type RoundResult struct {
 	// Decisions has one entry per job that held or holds devices, sorted
 	// by job.
