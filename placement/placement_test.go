@@ -2,6 +2,7 @@ package placement
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -386,5 +387,97 @@ func TestMIGParentNotOffered(t *testing.T) {
 	}
 	if err := s.Assign(Assignment{Job: "j", Devices: []string{"n0/1"}}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("assign MIG parent: %v", err)
+	}
+}
+
+func TestReleaseDevices(t *testing.T) {
+	c := testCluster(uniform("n", 3, 2, "t4", nil)...)
+	s := mustState(t, c,
+		Assignment{Job: "d", Devices: []string{"n-000/0", "n-001/0"}},
+		Assignment{Job: "e", Devices: []string{"n-002/0"}})
+	var p Placer
+	// d is distributed, so a 3-device gang cannot use n-000 or n-001.
+	if _, err := p.Place(s, Request{Job: "x", Count: 3}); !errors.Is(err, ErrNoFit) {
+		t.Fatalf("want no fit, got %v", err)
+	}
+	if err := s.ReleaseDevices("d", []string{"n-002/0"}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("release other's device: %v", err)
+	}
+	if err := s.ReleaseDevices("d", []string{"zz"}); !errors.Is(err, ErrUnknownDevice) {
+		t.Fatalf("release unknown device: %v", err)
+	}
+	if err := s.ReleaseDevices("d", []string{"n-001/0"}); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := s.Assignment("d"); !slices.Equal(a.Devices, []string{"n-000/0"}) {
+		t.Fatalf("d = %v", a.Devices)
+	}
+	// d is single-node now: its node is open to distributed gangs again.
+	if a, err := p.Place(s, Request{Job: "x", Count: 3}); err != nil || !slices.Equal(a.Devices, []string{"n-000/1", "n-001/0", "n-001/1"}) {
+		t.Fatalf("after release: %v %v", a.Devices, err)
+	}
+	if err := s.ReleaseDevices("d", []string{"n-000/0"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Assignment("d"); ok {
+		t.Fatal("d still listed with no devices")
+	}
+	checkInvariants(t, c, s)
+}
+
+func TestSparseIndicesAndLinks(t *testing.T) {
+	n := accel.Node{Name: "n0"}
+	for _, i := range []int{1, 4, 6, 9} {
+		n.Devices = append(n.Devices, accel.Device{ID: fmt.Sprintf("n0/%d", i), Node: "n0", Index: i, Type: "a10", NUMANode: 0, Healthy: true})
+	}
+	n.Links = []accel.Link{{A: 4, B: 9, NVLinks: 4}, {A: 1, B: 6, NVLinks: 1}}
+	c := accel.Cluster{Nodes: []accel.Node{n}}
+	s := mustState(t, c)
+	var p Placer
+	a, err := p.Place(s, Request{Job: "j", Count: 2, SameIsland: true})
+	if err != nil || !slices.Equal(a.Devices, []string{"n0/1", "n0/6"}) {
+		t.Fatalf("%v %v", a.Devices, err)
+	}
+	a, err = p.Place(s, Request{Job: "j", Count: 2})
+	if err != nil || !slices.Equal(a.Devices, []string{"n0/4", "n0/9"}) {
+		t.Fatalf("most NVLink lanes: %v %v", a.Devices, err)
+	}
+	c.Nodes[0].Links = append(c.Nodes[0].Links, accel.Link{A: 4, B: 5, NVLinks: 1})
+	if _, err := NewState(c, nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("link to a missing index: %v", err)
+	}
+}
+
+func TestFragmentationInterference(t *testing.T) {
+	c := testCluster(uniform("n", 3, 4, "t4", nil)...)
+	s := mustState(t, c,
+		Assignment{Job: "d", Devices: []string{"n-000/0", "n-001/0"}},
+		Assignment{Job: "e", Devices: []string{"n-002/0"}})
+	f := s.Fragmentation()[0]
+	want := Fragmentation{Type: "t4", Capacity: 12, Free: 9, Used: 3, LargestNodeGang: 3, LargestGang: 3, PartlyUsedNodes: 3}
+	if f != want {
+		t.Fatalf("got %+v\nwant %+v", f, want)
+	}
+}
+
+func TestNames(t *testing.T) {
+	if Pack.String() != "pack" || BestFit.String() != "best-fit" || Spread.String() != "spread" || Strategy(9).String() != "unknown" {
+		t.Error("strategy names")
+	}
+	if ReasonInterference.String() != "interference" || ReasonCode(99).String() != "unknown" || Action(99).String() != "unknown" {
+		t.Error("code names")
+	}
+	if _, err := ReasonCode(99).MarshalText(); !errors.Is(err, ErrInvalid) {
+		t.Error("marshal unknown code")
+	}
+	err := error(&NoFitError{Job: "j", Reason: Reason{ReasonCapacity, "2 free t4 devices, 4 asked"}})
+	if err.Error() != `placement: job "j" does not fit: capacity: 2 free t4 devices, 4 asked` {
+		t.Errorf("error text %q", err.Error())
+	}
+	if f := ExcludeNodes("a"); f.Name() != "exclude-nodes" || f.Filter(nil, NodeInfo{Name: "a"}) || !f.Filter(nil, NodeInfo{Name: "b"}) {
+		t.Error("exclude nodes")
+	}
+	if (ScoreFunc{Label: "s"}).Score(nil, NodeInfo{}, 1) != 0 || (ScoreFunc{Label: "s"}).Name() != "s" || !(FilterFunc{}).Filter(nil, NodeInfo{}) {
+		t.Error("nil funcs")
 	}
 }
