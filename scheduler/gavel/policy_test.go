@@ -3,6 +3,7 @@ package gavel
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -221,20 +222,27 @@ type simJob struct {
 	finish  time.Duration
 }
 
+// simStats summarises one simulated trace.
+type simStats struct {
+	avgJCT             time.Duration
+	restarts, unplaced int
+}
+
 // simulate runs a Gavel-style trace through pol: 6-minute rounds, Packer
 // placement, progress at the table's rate on the type run, 30 s lost per
-// (re)start. It returns the average JCT.
-func simulate(t testing.TB, tab *Table, c accel.Cluster, jobs []*simJob, obj Objective) time.Duration {
+// (re)start.
+func simulate(t testing.TB, tab *Table, c accel.Cluster, jobs []*simJob, obj Objective) simStats {
 	t.Helper()
 	classOf := map[string]*simJob{}
 	for _, j := range jobs {
 		classOf[j.id] = j
 	}
-	pol, err := NewPolicy(Config{Objective: obj, Throughput: tab.Throughput(func(j *scheduler.Job) string { return classOf[j.ID].class })})
+	pol, err := NewPolicy(Config{Objective: obj, StayBonus: *simBonus, Throughput: tab.Throughput(func(j *scheduler.Job) string { return classOf[j.ID].class })})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const round = 6 * time.Minute
+	var st simStats
 	var cur []placement.Assignment
 	curType := map[string]accel.TypeKey{}
 	for now := time.Duration(0); now < 2000*time.Hour; now += round {
@@ -259,6 +267,7 @@ func simulate(t testing.TB, tab *Table, c accel.Cluster, jobs []*simJob, obj Obj
 		if err != nil {
 			t.Fatal(err)
 		}
+		st.unplaced += len(res.Unplaced)
 		cur = res.Assignments[:0:0]
 		next := map[string]accel.TypeKey{}
 		for _, a := range res.Assignments {
@@ -268,6 +277,7 @@ func simulate(t testing.TB, tab *Table, c accel.Cluster, jobs []*simJob, obj Obj
 			run := round.Seconds()
 			if curType[a.Job] != d.Type {
 				run -= 30
+				st.restarts++
 			}
 			need := (j.steps - j.done) / rate
 			if need <= run {
@@ -287,7 +297,8 @@ func simulate(t testing.TB, tab *Table, c accel.Cluster, jobs []*simJob, obj Obj
 		}
 		sum += j.finish - j.arrival
 	}
-	return sum / time.Duration(len(jobs))
+	st.avgJCT = sum / time.Duration(len(jobs))
+	return st
 }
 
 // gavelTrace draws n jobs from the published table: classes at random,
@@ -313,6 +324,14 @@ func gavelTrace(t testing.TB, tab *Table, n int, meanGap time.Duration, seed uin
 	return jobs
 }
 
+var simBonus = flag.Float64("gavel.staybonus", 0, "Config.StayBonus in TestHeterogeneityAwareBeatsBlind")
+
+var simJobs = flag.Int("gavel.jobs", 80, "jobs per trace in TestHeterogeneityAwareBeatsBlind")
+
+// TestHeterogeneityAwareBeatsBlind replays Gavel-style traces (jobs drawn
+// from the published matrix, Poisson arrivals) on Gavel's physical-cluster
+// mix through the Policy with heterogeneity-aware and -blind max-min
+// fairness, and compares average JCT.
 func TestHeterogeneityAwareBeatsBlind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trace simulation")
@@ -329,10 +348,16 @@ func TestHeterogeneityAwareBeatsBlind(t *testing.T) {
 		seeds = 1
 	}
 	for seed := range seeds {
-		aware = append(aware, simulate(t, tab, c, gavelTrace(t, tab, 80, 15*time.Minute, seed), MaxMinFairness{}))
-		blind = append(blind, simulate(t, tab, c, gavelTrace(t, tab, 80, 15*time.Minute, seed), MaxMinFairness{HeterogeneityBlind: true}))
-		t.Logf("seed %d: average JCT heterogeneity-aware %.2f h, blind %.2f h", seed, aware[seed].Hours(), blind[seed].Hours())
+		a := simulate(t, tab, c, gavelTrace(t, tab, *simJobs, 15*time.Minute, seed), MaxMinFairness{})
+		b := simulate(t, tab, c, gavelTrace(t, tab, *simJobs, 15*time.Minute, seed), MaxMinFairness{HeterogeneityBlind: true})
+		aware, blind = append(aware, a.avgJCT), append(blind, b.avgJCT)
+		t.Logf("seed %d, %d jobs: average JCT heterogeneity-aware %.2f h (%d restarts, %d unplaced), blind %.2f h (%d restarts, %d unplaced)",
+			seed, *simJobs, a.avgJCT.Hours(), a.restarts, a.unplaced, b.avgJCT.Hours(), b.restarts, b.unplaced)
+		if a.unplaced+b.unplaced > 0 {
+			t.Errorf("the packer could not place %d targets", a.unplaced+b.unplaced)
+		}
 	}
+	t.Logf("mean average JCT: aware %.2f h, blind %.2f h (%.2f×)", mean(aware).Hours(), mean(blind).Hours(), mean(blind).Hours()/mean(aware).Hours())
 	if mean(aware) >= mean(blind) {
 		t.Errorf("aware %.2f h is not better than blind %.2f h", mean(aware).Hours(), mean(blind).Hours())
 	}
@@ -344,4 +369,44 @@ func mean(d []time.Duration) time.Duration {
 		s += v
 	}
 	return s / time.Duration(len(d))
+}
+
+func TestPolicyDeterministic(t *testing.T) {
+	tab, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustCluster(t, "2x4:v100,2x4:p100,2x4:k80")
+	run := func() []scheduler.Target {
+		trace := gavelTrace(t, tab, 40, time.Minute, 5)
+		classOf := map[string]string{}
+		var jobs []scheduler.Job
+		for _, j := range trace {
+			classOf[j.id] = j.class
+			jobs = append(jobs, scheduler.Job{ID: j.id, Requested: j.scale})
+		}
+		pol, _ := NewPolicy(Config{Throughput: tab.Throughput(func(j *scheduler.Job) string { return classOf[j.ID] })})
+		var cur []placement.Assignment
+		var all []scheduler.Target
+		for r := range 10 {
+			tg, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * time.Minute)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkTargets(t, c, jobs, tg)
+			res, _ := scheduler.Packer{}.Place(context.Background(), c, cur, tg)
+			if len(res.Unplaced) > 0 {
+				t.Errorf("round %d: the packer could not place %v", r, res.Unplaced)
+			}
+			cur = res.Assignments
+			all = append(all, tg...)
+		}
+		return all
+	}
+	a, b := run(), run()
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("target %d differs: %+v vs %+v", i, a[i], b[i])
+		}
+	}
 }
