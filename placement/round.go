@@ -124,10 +124,11 @@ func Round(s *State, targets []Target) (RoundResult, error) {
 //     healthy) keeps them untouched.
 //  3. Unhealthy devices are released; a job with more devices than its
 //     target shrinks, keeping the devices on the nodes where it has most.
-//  4. Jobs on the wrong type or on too many nodes are re-placed; jobs
-//     below their target grow next to the devices they hold (same nodes
-//     first, then the fewest new nodes), or are re-placed when that cannot
-//     be done; both largest target first.
+//  4. Jobs below their target grow next to the devices they hold (same
+//     nodes first, then the fewest new nodes); then jobs on the wrong type,
+//     on too many nodes or left with no healthy device are re-placed; then
+//     jobs that could not grow try again and are re-placed as a last
+//     resort. Each step goes largest target first.
 //  5. New jobs are placed, largest target first.
 //
 // Ties are broken by job name, node name and device index, so the same
@@ -218,8 +219,8 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 			j, _ = st.jobs.Get(jobUse{job: j.job})
 		}
 		switch {
-		case len(j.devs) == 0:
-			start = append(start, i)
+		case len(j.devs) == 0: // every device was faulty
+			relocate = append(relocate, i)
 		case tg.MaxNodes > 0 && int(j.nodes) > tg.MaxNodes:
 			relocate = append(relocate, i)
 		case len(j.devs) < tg.Count:
@@ -266,13 +267,20 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		}
 		fail(tg, why)
 	}
-	// Phase 4.
+	// Phase 4: growth in place first (it moves nothing), then the jobs
+	// that must move, then growth again for those that could not grow
+	// before the moves freed devices, re-placing them as a last resort.
+	var pending []int
+	for _, i := range grow {
+		if !p.growInPlace(st, targets[i]) {
+			pending = append(pending, i)
+		}
+	}
 	for _, i := range relocate {
 		replace(targets[i])
 	}
-	for _, i := range grow {
-		tg := targets[i]
-		if !p.growInPlace(st, tg) {
+	for _, i := range pending {
+		if tg := targets[i]; !p.growInPlace(st, tg) {
 			replace(tg)
 		}
 	}

@@ -84,6 +84,18 @@ func TestRoundCases(t *testing.T) {
 			want:    map[string]want{"h": {Stop, nil, ReasonCapacity}, "f": {Keep, nil, 0}},
 		},
 		{
+			name: "growth in place before moves",
+			cur: []Assignment{
+				{Job: "g", Devices: []string{"n-000/0", "n-000/1"}},
+				{Job: "r", Devices: []string{"n-002/0", "n-003/0"}},
+			},
+			targets: []Target{{Job: "g", Type: "a100", Count: 4}, {Job: "r", Type: "a100", Count: 2, MaxNodes: 1}},
+			want: map[string]want{
+				"g": {Grow, []string{"n-000/0", "n-000/1", "n-000/2", "n-000/3"}, 0},
+				"r": {Move, []string{"n-001/0", "n-001/1"}, 0},
+			},
+		},
+		{
 			name:    "count zero stops",
 			cur:     []Assignment{{Job: "s", Devices: []string{"n-000/0"}}},
 			targets: []Target{{Job: "s", Type: "a100", Count: 0}},
