@@ -209,7 +209,7 @@ func (e *engine) maxTheta() float64 {
 		}
 	}
 	e.ev = ev
-	if slope >= 1 || thMax <= 0 {
+	if slope >= 1 || thMax <= 0 || math.IsInf(thMax, 1) { // +Inf: no job has a level-dependent demand
 		return 0
 	}
 	return crossing(ev, slope, thMax)

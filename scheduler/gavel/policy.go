@@ -61,7 +61,8 @@ type Config struct {
 	ResetInterval time.Duration
 	// StepsLeft estimates a job's remaining steps for MinMakespan,
 	// FinishTimeFairness and SLOs, given its best throughput (nil =
-	// job.RemainingWork × best, RemainingWork being seconds at that rate).
+	// job.RemainingWork × best, RemainingWork being seconds at that rate,
+	// or an hour's worth when RemainingWork is 0, unknown).
 	StepsLeft func(job *scheduler.Job, best float64) float64
 	// StayBonus raises the priority of a running job on its current type
 	// by this fraction (0 = none, Gavel's rule), trading exactness of the
@@ -287,6 +288,9 @@ func (p *Policy) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.
 		prob.Weight = append(prob.Weight, w)
 		best := slices.Max(row)
 		left := job.RemainingWork * best
+		if left <= 0 {
+			left = 3600 * best // unknown: an hour at its best rate
+		}
 		if p.cfg.StepsLeft != nil {
 			left = p.cfg.StepsLeft(job, best)
 		}

@@ -410,3 +410,44 @@ func TestPolicyDeterministic(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicyObjectives(t *testing.T) {
+	c := mustCluster(t, "1x2:v100,1x2:k80")
+	rates := map[string]map[accel.TypeKey]float64{
+		"a": {"v100-16gb": 10, "k80": 1}, "b": {"v100-16gb": 2, "k80": 1.5}, "c": {"v100-16gb": 3, "k80": 1}, "d": {"k80": 1},
+	}
+	jobs := []scheduler.Job{{ID: "a", RemainingWork: 3600}, {ID: "b"}, {ID: "c", Requested: 2, Submitted: t0.Add(-time.Hour)}, {ID: "d"}}
+	for _, obj := range []Objective{MaxMinFairness{}, MaxMinFairness{HeterogeneityBlind: true}, MaxMinFairness{WaterFilling: true},
+		MinMakespan{}, FinishTimeFairness{}, MaxThroughputPerCost{}} {
+		pol, err := NewPolicy(Config{Objective: obj, Throughput: tableFunc(rates),
+			CostPerHour: map[accel.TypeKey]float64{"v100-16gb": 3, "k80": 1},
+			SLO:         func(j *scheduler.Job) time.Duration { return map[string]time.Duration{"d": 100 * time.Hour}[j.ID] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cur []placement.Assignment
+		ran := 0
+		for r := range 5 {
+			tg, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * time.Minute)})
+			if err != nil {
+				t.Fatalf("%s: %v", obj.Name(), err)
+			}
+			checkTargets(t, c, jobs, tg)
+			for _, x := range tg {
+				ran += x.Count
+				if x.Note == "" {
+					t.Errorf("%s: target without a note: %+v", obj.Name(), x)
+				}
+			}
+			res, _ := scheduler.Packer{}.Place(context.Background(), c, cur, tg)
+			cur = res.Assignments
+		}
+		if ran == 0 {
+			t.Errorf("%s: nothing ran", obj.Name())
+		}
+	}
+	pol, _ := NewPolicy(Config{Objective: MaxThroughputPerCost{}, Throughput: tableFunc(rates)})
+	if _, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: jobs, Now: t0}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("cost without prices: %v", err)
+	}
+}
