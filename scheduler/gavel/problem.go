@@ -13,7 +13,8 @@ import (
 // Σ_j X[m][j] ≤ 1 per job and Σ_m Scale[m]·X[m][j] ≤ Devices[j] per type.
 // The job's effective throughput is Σ_j Throughput[m][j]·X[m][j].
 //
-// A Problem is a plain value; the solver never modifies it.
+// A Problem is a plain value; the solver never modifies it, so one
+// Problem may be solved from several goroutines at once.
 type Problem struct {
 	// Throughput[m][j] is job m's throughput (steps per second, of the
 	// whole gang of Scale[m] devices) on type j; 0 means the job cannot

@@ -10,7 +10,7 @@ import (
 )
 
 // Settings tunes a solve. The zero value (or a nil *Settings) gives the
-// documented defaults.
+// documented defaults. It is a plain value.
 type Settings struct {
 	// Tolerance is the relative gap |Objective−Bound| / |Bound| at which a
 	// solve stops (0 = 1e-7). Finish-time fairness bisects to it too.
@@ -73,7 +73,9 @@ type Solution struct {
 }
 
 // Objective is one of Gavel's policies: MaxMinFairness,
-// FinishTimeFairness, MinMakespan or MaxThroughputPerCost.
+// FinishTimeFairness, MinMakespan or MaxThroughputPerCost. They are plain
+// values, safe for concurrent use; the set is closed (the interface has an
+// unexported method).
 type Objective interface {
 	// Name is a short identifier, such as "max-min".
 	Name() string
