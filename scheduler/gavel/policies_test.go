@@ -300,3 +300,25 @@ func TestDeterministicAndPOP(t *testing.T) {
 		t.Fatalf("POP %v (gap %v) vs direct %v", a.Objective, a.Gap, c.Objective)
 	}
 }
+
+func TestIterationLimitStillFeasible(t *testing.T) {
+	p := benchProblem(500, 4)
+	full, err := Solve(context.Background(), p, MaxMinFairness{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range []int{1, 3, 10} {
+		sol, err := Solve(context.Background(), p, MaxMinFairness{}, &Settings{MaxIterations: it})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.CheckAllocation(sol.X, 1e-9); err != nil {
+			t.Fatal(err)
+		}
+		// The reported gap is proven: the true optimum lies between.
+		if sol.Objective > full.Objective*(1+1e-9) || sol.Bound < full.Objective*(1-1e-9) {
+			t.Errorf("%d rounds: objective %v, bound %v, optimum %v", it, sol.Objective, sol.Bound, full.Objective)
+		}
+		t.Logf("%d rounds: gap %.3g", it, sol.Gap)
+	}
+}
