@@ -28,11 +28,6 @@ type nodeUse struct {
 	dist  []string // distributed (multi-node) jobs on the node, sorted
 }
 
-type nodeRef struct {
-	n int32
-	u *nodeUse
-}
-
 // jobUse is one job's devices; immutable once in the tree.
 type jobUse struct {
 	job   string
@@ -49,7 +44,7 @@ type freeKey struct {
 // State is the usage of an accel.Cluster: which device serves which job and
 // which devices are unhealthy. Free capacity is indexed per device type in a
 // btree of nodes ordered by free devices, so best-fit and most-free queries
-// cost O(log nodes).
+// cost O(log nodes); per-node usage is a persistent trie (O(1) lookups).
 //
 // A State is not safe for concurrent use: any number of goroutines may read
 // it (Free, Assignment, Fragmentation, Place) only while none writes it.
@@ -59,7 +54,7 @@ type freeKey struct {
 type State struct {
 	ix    *index
 	cow   *cowToken
-	nodes *btree.BTreeG[nodeRef]
+	nodes usageTrie // node usage by node number
 	jobs  *btree.BTreeG[jobUse]
 	free  []*btree.BTreeG[freeKey] // by type number; nodes with ≥1 free device
 	// Per type counters.
@@ -70,7 +65,6 @@ type State struct {
 	idle      []int // nodes with free devices and none used
 }
 
-func lessNode(a, b nodeRef) bool { return a.n < b.n }
 func lessJob(a, b jobUse) bool   { return a.job < b.job }
 func lessFree(a, b freeKey) bool {
 	return a.free < b.free || (a.free == b.free && a.node < b.node)
@@ -88,7 +82,6 @@ func NewState(c accel.Cluster, current []Assignment) (*State, error) {
 	s := &State{
 		ix:        ix,
 		cow:       new(cowToken),
-		nodes:     btree.NewG(btreeDegree, lessNode),
 		jobs:      btree.NewG(btreeDegree, lessJob),
 		free:      make([]*btree.BTreeG[freeKey], len(ix.types)),
 		freeTotal: make([]int, len(ix.types)),
@@ -100,6 +93,7 @@ func NewState(c accel.Cluster, current []Assignment) (*State, error) {
 	for t := range s.free {
 		s.free[t] = btree.NewG(btreeDegree, lessFree)
 	}
+	s.nodes = newUsageTrie(len(ix.nodes), s.cow)
 	for ni := range ix.nodes {
 		info := &ix.nodes[ni]
 		ns := len(info.slots)
@@ -113,7 +107,7 @@ func NewState(c accel.Cluster, current []Assignment) (*State, error) {
 				}
 			}
 		}
-		s.nodes.ReplaceOrInsert(nodeRef{int32(ni), u})
+		s.nodes.set(int32(ni), u, s.cow)
 		for si := range info.slots {
 			sl := &info.slots[si]
 			free := bits.OnesCount64(sl.offer &^ u.bad[si])
@@ -172,9 +166,12 @@ func (s *State) Affected(deviceIDs []string) ([]string, error) {
 	return slices.Compact(jobs), nil
 }
 
-// Clone returns an independent copy of s in O(1): the trees are cloned
-// copy-on-write (btree.BTreeG.Clone) and each node is copied the first time
-// either State writes to it. Clone is a write on s (see State).
+// Clone returns an independent copy of s in O(1) (in the cluster's size;
+// it copies a few counters per device type): the free-capacity btrees and
+// the jobs btree are cloned copy-on-write (btree.BTreeG.Clone), the
+// per-node usage lives in a persistent trie whose root is shared, and each
+// tree node and node usage is copied the first time either State writes
+// to it. Clone is a write on s (see State).
 func (s *State) Clone() *State {
 	if !s.usable() {
 		return &State{}
@@ -182,7 +179,7 @@ func (s *State) Clone() *State {
 	c := &State{
 		ix:        s.ix,
 		cow:       new(cowToken),
-		nodes:     s.nodes.Clone(),
+		nodes:     s.nodes,
 		jobs:      s.jobs.Clone(),
 		free:      make([]*btree.BTreeG[freeKey], len(s.free)),
 		freeTotal: slices.Clone(s.freeTotal),
@@ -470,28 +467,27 @@ func (s *State) ids(devs []int32) []string {
 }
 
 func (s *State) node(n int32) *nodeUse {
-	r, _ := s.nodes.Get(nodeRef{n: n})
-	return r.u
+	return s.nodes.get(n)
 }
 
 // mutNode returns node n's usage, copied first if s does not own it.
 func (s *State) mutNode(n int32) *nodeUse {
-	r, _ := s.nodes.Get(nodeRef{n: n})
-	if r.u.cow == s.cow {
-		return r.u
+	r := s.nodes.get(n)
+	if r.cow == s.cow {
+		return r
 	}
-	ns := len(r.u.used)
+	ns := len(r.used)
 	masks := make([]uint64, 2*ns)
-	copy(masks, r.u.used)
-	copy(masks[ns:], r.u.bad)
+	copy(masks, r.used)
+	copy(masks[ns:], r.bad)
 	u := &nodeUse{
 		cow:   s.cow,
-		owner: slices.Clone(r.u.owner),
+		owner: slices.Clone(r.owner),
 		used:  masks[:ns:ns],
 		bad:   masks[ns:],
-		dist:  slices.Clone(r.u.dist),
+		dist:  slices.Clone(r.dist),
 	}
-	s.nodes.ReplaceOrInsert(nodeRef{n, u})
+	s.nodes.set(n, u, s.cow)
 	return u
 }
 
