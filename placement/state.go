@@ -65,7 +65,7 @@ type State struct {
 	idle      []int // nodes with free devices and none used
 }
 
-func lessJob(a, b jobUse) bool   { return a.job < b.job }
+func lessJob(a, b jobUse) bool { return a.job < b.job }
 func lessFree(a, b freeKey) bool {
 	return a.free < b.free || (a.free == b.free && a.node < b.node)
 }
