@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -449,5 +452,54 @@ func TestPolicyObjectives(t *testing.T) {
 	pol, _ := NewPolicy(Config{Objective: MaxThroughputPerCost{}, Throughput: tableFunc(rates)})
 	if _, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: jobs, Now: t0}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("cost without prices: %v", err)
+	}
+}
+
+// readGavelTrace parses Gavel's 10-column trace format.
+func readGavelTrace(t testing.TB, path string) []*simJob {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []*simJob
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 10 {
+			t.Fatalf("line %d: %d fields", i+1, len(f))
+		}
+		steps, err1 := strconv.ParseFloat(f[5], 64)
+		scale, err2 := strconv.Atoi(f[6])
+		at, err3 := strconv.ParseFloat(f[9], 64)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		jobs = append(jobs, &simJob{id: fmt.Sprintf("j%03d", i), class: f[0], scale: scale,
+			arrival: time.Duration(at * float64(time.Second)), steps: steps})
+	}
+	return jobs
+}
+
+// TestGavelPhysicalTrace replays Gavel's own LAS workload (96 jobs) on its
+// physical cluster mix (8 V100, 16 P100, 24 K80), using the simulated
+// throughputs of the published matrix.
+func TestGavelPhysicalTrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trace simulation")
+	}
+	tab, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustCluster(t, "2x4:v100,4x4:p100,6x4:k80")
+	res := map[string]simStats{}
+	for _, obj := range []MaxMinFairness{{}, {HeterogeneityBlind: true}} {
+		res[obj.Name()] = simulate(t, tab, c, readGavelTrace(t, "testdata/max_min_fairness.trace"), obj)
+	}
+	a, b := res["max-min"], res["max-min-blind"]
+	t.Logf("Gavel physical LAS trace: average JCT heterogeneity-aware %.2f h (%d restarts), blind %.2f h (%d restarts), %.2f×",
+		a.avgJCT.Hours(), a.restarts, b.avgJCT.Hours(), b.restarts, b.avgJCT.Hours()/a.avgJCT.Hours())
+	if a.avgJCT >= b.avgJCT {
+		t.Errorf("aware %.2f h is not better than blind %.2f h", a.avgJCT.Hours(), b.avgJCT.Hours())
 	}
 }
