@@ -50,3 +50,29 @@ func TestCloneConcurrent(t *testing.T) {
 		checkInvariants(t, c, k)
 	}
 }
+
+// TestTrieDeep exercises a three-level usage trie (more than 4,096 nodes)
+// and copy-on-write across levels.
+func TestTrieDeep(t *testing.T) {
+	c := testCluster(uniform("n", 5000, 1, "t4", nil)...)
+	s := mustState(t, c)
+	if s.nodes.shift != 2*trieBits {
+		t.Fatalf("shift %d, want %d", s.nodes.shift, 2*trieBits)
+	}
+	k := s.Clone()
+	ids := []string{"n-000/0", "n-4095/0", "n-4096/0", "n-4999/0"}
+	if err := k.Assign(Assignment{Job: "j", Devices: ids}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, held := s.Owner(id); held {
+			t.Fatalf("original sees %s held", id)
+		}
+		if o, _ := k.Owner(id); o != "j" {
+			t.Fatalf("clone lost %s", id)
+		}
+	}
+	if s.Free("t4") != 5000 || k.Free("t4") != 4996 {
+		t.Fatalf("free %d / %d", s.Free("t4"), k.Free("t4"))
+	}
+}
