@@ -503,3 +503,53 @@ func TestGavelPhysicalTrace(t *testing.T) {
 		t.Errorf("aware %.2f h is not better than blind %.2f h", a.avgJCT.Hours(), b.avgJCT.Hours())
 	}
 }
+
+// TestThroughScheduler runs the Policy inside scheduler.Scheduler with its
+// default placer (the placement package's round) on Gavel's trace, and
+// checks that the consolidated gangs it asks for are placed.
+func TestThroughScheduler(t *testing.T) {
+	tab, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustCluster(t, "2x4:v100,4x4:p100,6x4:k80")
+	trace := readGavelTrace(t, "testdata/max_min_fairness.trace")
+	classOf := map[string]string{}
+	var jobs []scheduler.Job
+	for _, j := range trace[:60] {
+		classOf[j.id] = j.class
+		jobs = append(jobs, scheduler.Job{ID: j.id, Requested: j.scale})
+	}
+	pol, err := NewPolicy(Config{Throughput: tab.Throughput(func(j *scheduler.Job) string { return classOf[j.ID] })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := scheduler.New(scheduler.Config{Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur []placement.Assignment
+	unplaced, running := 0, 0
+	for r := range 30 {
+		plan, err := s.Schedule(context.Background(), scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * 6 * time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range plan.Decisions {
+			if d.Reason == scheduler.ReasonUnplaceable {
+				unplaced++
+				t.Logf("round %d: %s: %s", r, d.Job, d.Message)
+			}
+			if d.To > 0 {
+				running += d.To
+			}
+		}
+		cur = plan.Assignments()
+	}
+	// The Policy replays its choice the way scheduler.Packer places; the
+	// placement package's round may fragment differently, rarely.
+	t.Logf("30 rounds: %d device-rounds used of %d, %d unplaceable decisions of %d", running, 30*48, unplaced, 30*len(jobs))
+	if unplaced > 30*len(jobs)/100 {
+		t.Errorf("%d targets could not be placed", unplaced)
+	}
+}
