@@ -72,7 +72,8 @@ type Config struct {
 	// CostPerHour prices one device of each type for MaxThroughputPerCost.
 	CostPerHour map[accel.TypeKey]float64
 	// SLO returns a job's deadline from now for MaxThroughputPerCost
-	// (nil or 0 = none).
+	// (nil or 0 = none). SLOs that cannot all be met make Allocate fail
+	// with an error wrapping ErrInfeasible.
 	SLO func(job *scheduler.Job) time.Duration
 }
 
