@@ -481,3 +481,17 @@ func TestNames(t *testing.T) {
 		t.Error("nil funcs")
 	}
 }
+
+func TestEmptyAssignments(t *testing.T) {
+	c := testCluster(nodeSpec{"n0", "t4", 2, nil})
+	s := mustState(t, c, Assignment{Job: "idle"})
+	if _, ok := s.Assignment("idle"); ok || len(s.Assignments()) != 0 {
+		t.Fatal("a job with no devices is listed")
+	}
+	if err := s.Assign(Assignment{Job: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Assignments()) != 0 || s.Free("t4") != 2 {
+		t.Fatal("empty assign changed the state")
+	}
+}

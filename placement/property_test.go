@@ -336,6 +336,19 @@ func TestPlaceProperties(t *testing.T) {
 			}
 			checkInvariants(t, c, s)
 		}
+		// Rebuilding from the assignments gives the same state.
+		r, err := NewState(c, s.Assignments())
+		if err != nil {
+			t.Fatalf("seed %d: rebuild: %v", seed, err)
+		}
+		if fmt.Sprint(r.Fragmentation(), r.Assignments()) != fmt.Sprint(s.Fragmentation(), s.Assignments()) {
+			t.Fatalf("seed %d: rebuilt state differs:\n%v\n%v", seed, r.Fragmentation(), s.Fragmentation())
+		}
+		for n := range s.ix.nodes {
+			if a, b := s.node(int32(n)).dist, r.node(int32(n)).dist; !slices.Equal(a, b) {
+				t.Fatalf("seed %d: node %d distributed jobs %v, rebuilt %v", seed, n, a, b)
+			}
+		}
 	}
 }
 

@@ -108,32 +108,69 @@ func NewState(c accel.Cluster, current []Assignment) (*State, error) {
 			}
 		}
 		s.nodes.set(int32(ni), u, s.cow)
-		for si := range info.slots {
-			sl := &info.slots[si]
-			free := bits.OnesCount64(sl.offer &^ u.bad[si])
-			if free > 0 {
-				s.free[sl.typ].ReplaceOrInsert(freeKey{int32(free), int32(ni)})
-				s.idle[sl.typ]++
-			}
-			s.freeTotal[sl.typ] += free
-			s.badTotal[sl.typ] += bits.OnesCount64(sl.offer & u.bad[si])
-		}
 	}
-	seen := make(map[string]bool, len(current))
-	for i, a := range current {
+	// Record the current assignments in job order (so the jobs tree grows
+	// at its right edge and the per-node distributed lists come out
+	// sorted), then build the free index once.
+	order := make([]int, len(current))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(current[a].Job, current[b].Job) })
+	for k, i := range order {
+		a := &current[i]
 		if a.Job == "" {
 			return nil, fmt.Errorf("%w: current[%d].job is empty", ErrInvalid, i)
 		}
-		if seen[a.Job] {
+		if k > 0 && current[order[k-1]].Job == a.Job {
 			return nil, fmt.Errorf("%w: current[%d].job %q is repeated", ErrInvalid, i, a.Job)
 		}
-		seen[a.Job] = true
 		devs, err := s.resolve(a.Devices, "current", i)
 		if err != nil {
 			return nil, err
 		}
-		if err := s.assign(a.Job, devs, true); err != nil {
-			return nil, fmt.Errorf("current[%d]: %w", i, err)
+		if len(devs) == 0 {
+			continue
+		}
+		for _, g := range devs {
+			d := &ix.devs[g]
+			u := s.nodes.get(d.node)
+			sl := &ix.nodes[d.node].slots[d.slot]
+			at := sl.off + int32(d.bit)
+			if o := u.owner[at]; o != "" {
+				return nil, fmt.Errorf("current[%d]: %w: device %q is held by job %q", i, ErrConflict, d.id, o)
+			}
+			if sl.offer&(1<<d.bit) == 0 {
+				return nil, fmt.Errorf("current[%d]: %w: device %q is a MIG-enabled parent and cannot be assigned whole", i, ErrInvalid, d.id)
+			}
+			u.owner[at] = a.Job
+			u.used[d.slot] |= 1 << d.bit
+		}
+		j := jobUse{job: a.Job, devs: devs, nodes: countNodes(ix, devs)}
+		if j.nodes > 1 {
+			forNodes(ix, devs, func(n int32) {
+				u := s.nodes.get(n)
+				u.dist = append(u.dist, a.Job)
+			})
+		}
+		s.jobs.ReplaceOrInsert(j)
+	}
+	for ni := range ix.nodes {
+		u := s.nodes.get(int32(ni))
+		for si := range ix.nodes[ni].slots {
+			sl := &ix.nodes[ni].slots[si]
+			t := sl.typ
+			used, bad := u.used[si]&sl.offer, u.bad[si]&sl.offer
+			free := sl.offer &^ used &^ bad
+			nf := bits.OnesCount64(free)
+			if nf > 0 {
+				s.free[t].ReplaceOrInsert(freeKey{int32(nf), int32(ni)})
+			}
+			s.freeTotal[t] += nf
+			s.usedTotal[t] += bits.OnesCount64(used)
+			s.badTotal[t] += bits.OnesCount64(bad)
+			s.partial[t] += b2i(used != 0 && free != 0)
+			s.idle[t] += b2i(used == 0 && free != 0)
 		}
 	}
 	return s, nil
@@ -322,10 +359,10 @@ func (s *State) Assign(a Assignment) error {
 		return fmt.Errorf("%w: assignment job is empty", ErrInvalid)
 	}
 	devs, err := s.resolve(a.Devices, "assignment", -1)
-	if err != nil {
+	if err != nil || len(devs) == 0 {
 		return err
 	}
-	return s.assign(a.Job, devs, false)
+	return s.assign(a.Job, devs)
 }
 
 // Release frees every device the job holds and reports whether it held any.
@@ -520,9 +557,8 @@ func b2i(b bool) int {
 	return 0
 }
 
-// assign adds devs (sorted device numbers) to the job. With allowBad,
-// unhealthy devices are accepted (used when recording current usage).
-func (s *State) assign(job string, devs []int32, allowBad bool) error {
+// assign adds devs (sorted, healthy, free device numbers) to the job.
+func (s *State) assign(job string, devs []int32) error {
 	var u *nodeUse
 	last := int32(-1)
 	for _, g := range devs {
@@ -537,7 +573,7 @@ func (s *State) assign(job string, devs []int32, allowBad bool) error {
 		if sl.offer&(1<<d.bit) == 0 {
 			return fmt.Errorf("%w: device %q is a MIG-enabled parent and cannot be assigned whole", ErrInvalid, d.id)
 		}
-		if !allowBad && u.bad[d.slot]&(1<<d.bit) != 0 {
+		if u.bad[d.slot]&(1<<d.bit) != 0 {
 			return fmt.Errorf("%w: device %q", ErrUnhealthy, d.id)
 		}
 	}
