@@ -191,10 +191,14 @@ type MaxMinFairness struct {
 
 // Name implements Objective.
 func (o MaxMinFairness) Name() string {
+	n := "max-min"
 	if o.HeterogeneityBlind {
-		return "max-min-blind"
+		n += "-blind"
 	}
-	return "max-min"
+	if o.WaterFilling {
+		n += "-water-filling"
+	}
+	return n
 }
 
 func (o MaxMinFairness) solve(ctx context.Context, p *Problem, s Settings) (Solution, error) {
