@@ -495,3 +495,14 @@ func TestEmptyAssignments(t *testing.T) {
 		t.Fatal("empty assign changed the state")
 	}
 }
+
+func TestNoFitTextNamesTypes(t *testing.T) {
+	c := testCluster(nodeSpec{"a", "a100", 2, nil}, nodeSpec{"h", "h100", 2, nil})
+	s := mustState(t, c, Assignment{Job: "x", Devices: []string{"a/0", "h/0"}})
+	_, err := (&Placer{}).Place(s, Request{Job: "j", Count: 2, Types: []accel.TypeKey{"h100", "a100"}})
+	var nf *NoFitError
+	if !errors.As(err, &nf) || nf.Reason.Code != ReasonCapacity ||
+		nf.Reason.Text != "h100: 1 free h100 devices, 2 asked; a100: 1 free a100 devices, 2 asked" {
+		t.Fatalf("%v", err)
+	}
+}

@@ -3,6 +3,7 @@ package placement
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
@@ -209,9 +210,12 @@ func (p *Placer) Place(s *State, r Request) (Assignment, error) {
 		if takes != nil {
 			return Assignment{Job: r.Job, Devices: s.ids(s.devsOf(t, takes))}, nil
 		}
-		if i == 0 {
+		switch {
+		case len(types) == 1:
 			first = reason
-		} else {
+		case i == 0:
+			first = Reason{reason.Code, fmt.Sprintf("%s: %s", s.ix.types[t], reason.Text)}
+		default:
 			first.Text += fmt.Sprintf("; %s: %s", s.ix.types[t], reason.Text)
 		}
 	}
@@ -250,7 +254,7 @@ func (p *Placer) check(s *State, r *Request, types []int32) ([]int32, error) {
 		}
 	}
 	if len(r.Values) > 0 {
-		for _, key := range slices.Sorted(mapKeys(r.Values)) {
+		for _, key := range slices.Sorted(maps.Keys(r.Values)) {
 			if v := r.Values[key]; math.IsNaN(v) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("%w: request %q values[%q] is %v", ErrInvalid, r.Job, key, v)
 			}
@@ -269,16 +273,6 @@ func (p *Placer) check(s *State, r *Request, types []int32) ([]int32, error) {
 		return nil, fmt.Errorf("%w: request %q for %d devices exceeds what any allowed type offers under its constraints", ErrImpossible, r.Job, r.Count)
 	}
 	return possible, nil
-}
-
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // limit is the largest gang of type t the request's constraints allow on
