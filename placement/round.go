@@ -133,7 +133,9 @@ func Round(s *State, targets []Target) (RoundResult, error) {
 //
 // Ties are broken by job name, node name and device index, so the same
 // input gives the same result. A target that cannot be met is a result
-// (RoundResult.Unplaced with a reason), not an error; malformed targets
+// (RoundResult.Unplaced with a reason), not an error: the job keeps the
+// devices it held (a Keep or Shrink decision carrying the reason) unless
+// one of them is unhealthy, in which case it is stopped. Malformed targets
 // (empty or repeated job, negative count or max nodes, unknown type, more
 // devices than the type could ever offer on MaxNodes nodes) are errors.
 func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
