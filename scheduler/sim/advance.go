@@ -14,7 +14,7 @@ import (
 // ends or the job reaches its target.
 func (e *engine) advance(dt float64) {
 	slow := e.interfered()
-	for _, j := range e.jobs {
+	for _, j := range e.live {
 		if j.done || len(j.devs) == 0 {
 			continue
 		}
@@ -50,6 +50,8 @@ func (e *engine) advance(dt float64) {
 			rem -= delta
 			j.rateValid = false
 			if j.epoch >= j.app.MaxEpochs {
+				e.changed, e.moved = true, true
+				e.finished++
 				j.done = true
 				j.finish = e.now + (dt - rem)
 				j.devs, j.counts, j.nodes = nil, nil, nil
@@ -99,14 +101,14 @@ func (e *engine) interfered() []bool {
 		return slow
 	}
 	dist := make([]int, len(e.cluster.Nodes))
-	for _, j := range e.jobs {
+	for _, j := range e.live {
 		if !j.done && len(j.nodes) > 1 {
 			for _, n := range j.nodes {
 				dist[n]++
 			}
 		}
 	}
-	for _, j := range e.jobs {
+	for _, j := range e.live {
 		if j.done || len(j.nodes) < 2 {
 			continue
 		}
@@ -129,14 +131,16 @@ func (e *engine) faults() {
 	mtbf, repair := e.cfg.Faults.MTBF.Seconds(), e.cfg.Faults.Repair.Seconds()
 	for i := range e.cluster.Nodes {
 		if e.down[i] > 0 && e.down[i] <= e.now {
+			e.changed = true
 			e.down[i] = 0
 			e.setHealth(i, true)
 		}
 		if e.down[i] == 0 && e.nextFail[i] <= e.now {
+			e.changed, e.moved = true, true
 			e.down[i] = e.now + repair
 			e.nextFail[i] = e.down[i] + e.rng.ExpFloat64()*mtbf
 			e.setHealth(i, false)
-			for _, j := range e.jobs {
+			for _, j := range e.live {
 				if j.done || !slices.Contains(j.nodes, i) {
 					continue
 				}
@@ -152,7 +156,15 @@ func (e *engine) faults() {
 
 func (e *engine) setHealth(node int, ok bool) {
 	for k := range e.cluster.Nodes[node].Devices {
-		e.cluster.Nodes[node].Devices[k].Healthy = ok
+		d := &e.cluster.Nodes[node].Devices[k]
+		if d.Healthy != ok {
+			if ok {
+				e.healthy++
+			} else {
+				e.healthy--
+			}
+		}
+		d.Healthy = ok
 	}
 }
 
@@ -172,7 +184,8 @@ func (e *engine) checkInvariants() error {
 			k++
 		}
 	}
-	for ji, j := range e.jobs {
+	for _, j := range e.live {
+		ji := j.idx
 		if j.done && len(j.devs) > 0 {
 			return fmt.Errorf("%w: completed job %s still holds devices", ErrLostJob, j.spec.Name)
 		}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -116,6 +117,12 @@ type Config struct {
 	// Progress, if set, is called after every round from the goroutine
 	// running the simulation.
 	Progress func(Status)
+	// EveryRound calls the policy every round. By default, in Rigid mode a
+	// round is skipped when nothing the rigid baselines decide on has
+	// changed since the previous call: no arrival, completion, node
+	// failure or repair, and no job waiting. Their plan would be the same,
+	// and skipping makes large, lightly loaded clusters fast.
+	EveryRound bool
 }
 
 // job is the simulator's state of one job.
@@ -180,6 +187,19 @@ type engine struct {
 	nextFail []float64
 	rng      *rand.Rand
 	util     []UtilSample
+	// changed is set by arrivals, completions, failures and repairs; the
+	// quiet-round rule reads it.
+	changed   bool
+	submitted int
+	// pending holds the jobs by arrival; next is the first not yet
+	// arrived. live holds the arrived, unfinished jobs in workload order
+	// (refreshed by refreshLive; may briefly hold jobs completed since).
+	pending  []*job
+	next     int
+	live     []*job
+	finished int
+	healthy  int
+	moved    bool // allocations or health changed: check invariants
 	// invariant-check buffers, indexed like devIdx
 	devIdx     map[string]int
 	owner      []int
@@ -295,6 +315,9 @@ func newEngine(cfg Config) (*engine, error) {
 		e.jobs = append(e.jobs, j)
 		e.byName[s.Name] = j
 	}
+	e.pending = slices.Clone(e.jobs)
+	slices.SortStableFunc(e.pending, func(a, b *job) int { return cmp.Compare(a.submit, b.submit) })
+	e.healthy = e.cluster.Size()
 	e.down = make([]float64, len(e.cluster.Nodes))
 	e.nextFail = make([]float64, len(e.cluster.Nodes))
 	if cfg.Faults.MTBF > 0 {
@@ -346,8 +369,11 @@ func (e *engine) loop(ctx context.Context) error {
 		e.advance(dt)
 		e.now += dt
 		e.faults()
-		if err := e.checkInvariants(); err != nil {
-			return err
+		if e.moved {
+			e.moved = false
+			if err := e.checkInvariants(); err != nil {
+				return err
+			}
 		}
 		if e.cfg.Progress != nil {
 			e.cfg.Progress(e.status())
@@ -363,8 +389,11 @@ func (e *engine) loop(ctx context.Context) error {
 // yet to arrive, no node is down, and the policy placed none of the
 // waiting jobs (for example gangs larger than the cluster).
 func (e *engine) stuck() bool {
-	for _, j := range e.jobs {
-		if !j.done && (len(j.devs) > 0 || j.submit > e.now) {
+	if e.next < len(e.pending) {
+		return false
+	}
+	for _, j := range e.live {
+		if !j.done && len(j.devs) > 0 {
 			return false
 		}
 	}
@@ -376,27 +405,14 @@ func (e *engine) stuck() bool {
 	return true
 }
 
-func (e *engine) allDone() bool {
-	for _, j := range e.jobs {
-		if !j.done {
-			return false
-		}
-	}
-	return true
-}
+func (e *engine) allDone() bool { return e.finished == len(e.jobs) }
 
 func (e *engine) status() Status {
-	s := Status{Now: dur(e.now), Jobs: len(e.jobs)}
-	for _, j := range e.jobs {
-		switch {
-		case j.done:
-			s.Completed++
-			s.Submitted++
-		case j.submit <= e.now:
-			s.Submitted++
-			if len(j.devs) > 0 {
-				s.Running++
-			}
+	e.refreshLive()
+	s := Status{Now: dur(e.now), Jobs: len(e.jobs), Completed: e.finished, Submitted: e.finished + len(e.live)}
+	for _, j := range e.live {
+		if len(j.devs) > 0 {
+			s.Running++
 		}
 	}
 	return s
@@ -404,23 +420,56 @@ func (e *engine) status() Status {
 
 func dur(sec float64) time.Duration { return time.Duration(math.Round(sec * float64(time.Second))) }
 
-// active returns the submitted, unfinished jobs in workload order.
-func (e *engine) active() []*job {
-	var out []*job
-	for _, j := range e.jobs {
-		if !j.done && j.submit <= e.now {
-			out = append(out, j)
+// refreshLive drops completed jobs from the live list and adds arrivals.
+func (e *engine) refreshLive() {
+	k := 0
+	for _, j := range e.live {
+		if !j.done {
+			e.live[k] = j
+			k++
 		}
 	}
-	return out
+	clear(e.live[k:])
+	e.live = e.live[:k]
+	added := false
+	for e.next < len(e.pending) && e.pending[e.next].submit <= e.now {
+		e.live = append(e.live, e.pending[e.next])
+		e.next++
+		added = true
+	}
+	if added {
+		slices.SortFunc(e.live, func(a, b *job) int { return cmp.Compare(a.idx, b.idx) })
+	}
+}
+
+// active returns the submitted, unfinished jobs in workload order.
+func (e *engine) active() []*job {
+	e.refreshLive()
+	return slices.Clone(e.live)
 }
 
 // schedule runs one round: build the Input, ask the scheduler, apply the plan.
 func (e *engine) schedule(ctx context.Context) error {
 	act := e.active()
+	if len(act) != e.submitted {
+		e.changed = true
+	}
 	if len(act) == 0 {
 		return nil
 	}
+	if e.cfg.Mode == Rigid && !e.cfg.EveryRound && !e.changed {
+		quiet := true
+		for _, j := range act {
+			if len(j.devs) == 0 {
+				quiet = false
+				break
+			}
+		}
+		if quiet {
+			return nil
+		}
+	}
+	e.changed, e.submitted = false, len(act)
 	in := scheduler.Input{Cluster: e.cluster, Now: e.cfg.Start.Add(dur(e.now))}
 	for _, j := range act {
 		in.Jobs = append(in.Jobs, e.describe(j))
@@ -630,6 +679,7 @@ func (e *engine) reallocate(j *job, typ accel.TypeKey, devs []string, plan goodp
 	// Preemption or move: the job restarts from its last checkpoint,
 	// which AdaptDL takes when it is asked to rescale.
 	j.ckptProg, j.ckptEp = j.progress, j.epoch
+	e.moved = true
 	if len(devs) == 0 {
 		j.devs, j.counts, j.nodes, j.typ = nil, nil, nil, ""
 		j.local, j.accum, j.batch, j.stall = 0, 0, 0, 0

@@ -75,18 +75,9 @@ type Result struct {
 }
 
 func (e *engine) sample() {
-	s := UtilSample{Time: dur(e.now)}
-	for _, n := range e.cluster.Nodes {
-		for _, d := range n.Devices {
-			if d.Healthy {
-				s.Healthy++
-			}
-		}
-	}
-	for _, j := range e.jobs {
-		if j.done || j.submit > e.now {
-			continue
-		}
+	s := UtilSample{Time: dur(e.now), Healthy: e.healthy}
+	e.refreshLive()
+	for _, j := range e.live {
 		if len(j.devs) > 0 {
 			s.Running++
 			s.Busy += len(j.devs)
@@ -108,6 +99,9 @@ func (e *engine) result() (Result, error) {
 	var jcts, ftfs []float64
 	first, last := math.Inf(1), math.Inf(-1)
 	for _, j := range e.jobs {
+		if j.done && len(j.devs) > 0 {
+			return Result{}, fmt.Errorf("%w: completed job %s still holds devices", ErrLostJob, j.spec.Name)
+		}
 		jr := JobResult{
 			Name: j.spec.Name, Application: j.spec.Application, Submit: j.spec.Submit,
 			Start: -1, Finish: -1, Completed: j.done, Restarts: max(j.allocs-1, 0),
