@@ -243,6 +243,8 @@ func TestBadInputs(t *testing.T) {
 		{"NaN", func(p *Problem) { p.Throughput[0][1] = math.NaN() }, ErrInvalid},
 		{"Inf", func(p *Problem) { p.Throughput[0][1] = math.Inf(1) }, ErrInvalid},
 		{"negative", func(p *Problem) { p.Throughput[0][0] = -1 }, ErrInvalid},
+		{"too small", func(p *Problem) { p.Throughput[0][0] = 1e-200 }, ErrInvalid},
+		{"too large", func(p *Problem) { p.Throughput[0][0] = 1e200 }, ErrInvalid},
 		{"short row", func(p *Problem) { p.Throughput[0] = []float64{1} }, ErrInvalid},
 		{"no jobs", func(p *Problem) { p.Throughput = nil }, ErrInvalid},
 		{"no types", func(p *Problem) { p.Devices = nil }, ErrInvalid},

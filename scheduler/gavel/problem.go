@@ -18,8 +18,9 @@ import (
 type Problem struct {
 	// Throughput[m][j] is job m's throughput (steps per second, of the
 	// whole gang of Scale[m] devices) on type j; 0 means the job cannot
-	// run there. Every row needs K entries, finite and ≥ 0, and at least
-	// one positive entry on a type with ≥ Scale[m] devices.
+	// run there. Every row needs K entries, each 0 or within
+	// [MinThroughput, MaxThroughput], and at least one positive entry on a
+	// type with ≥ Scale[m] devices.
 	Throughput [][]float64
 	// Devices[j] is the number of devices of type j (each must be ≥ 1).
 	Devices []int
@@ -36,6 +37,14 @@ type Problem struct {
 	// Elapsed[m] is the time since job m arrived (FinishTimeFairness).
 	Elapsed []time.Duration
 }
+
+// The range of a positive throughput. Values outside it would push time
+// shares into subnormal floating point; any per-job unit (steps, samples,
+// tokens per second) fits comfortably.
+const (
+	MinThroughput = 1e-12
+	MaxThroughput = 1e12
+)
 
 // instance is the validated dense form of a Problem.
 type instance struct {
@@ -113,6 +122,10 @@ func (p *Problem) validate() (*instance, error) {
 		for j, t := range row {
 			if math.IsNaN(t) || math.IsInf(t, 0) || t < 0 {
 				return nil, fmt.Errorf("%w: Throughput[%d][%d] = %v", ErrInvalid, m, j, t)
+			}
+			if t != 0 && (t < MinThroughput || t > MaxThroughput) {
+				return nil, fmt.Errorf("%w: Throughput[%d][%d] = %v is outside [%g, %g]; rescale the job's unit",
+					ErrInvalid, m, j, t, MinThroughput, MaxThroughput)
 			}
 			if t > 0 && s <= p.Devices[j] {
 				in.a[m*k+j] = t
