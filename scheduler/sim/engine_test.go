@@ -220,3 +220,48 @@ func TestRunAllMatchesSequential(t *testing.T) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
 	}
 }
+
+// Skipping quiet rounds in rigid mode must not change any result.
+func TestQuietRoundsAreExact(t *testing.T) {
+	apps := polluxApps(t)
+	jobs := polluxJobs(t, "workloads", "workload-2", 60)
+	for _, p := range []scheduler.Policy{scheduler.FIFO{}, scheduler.Tiresias{}} {
+		cfg := Config{Cluster: cluster(t, "4x4:t4"), Jobs: jobs, Apps: apps, Policy: p, Placer: scheduler.Packer{}, Mode: Rigid,
+			Faults: Faults{MTBF: 6 * time.Hour, Seed: 3}}
+		fast, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.EveryRound = true
+		slow, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(transcript(fast)) != string(transcript(slow)) {
+			t.Errorf("%T: skipping quiet rounds changed the result:\n%s", p, firstDiff(transcript(fast), transcript(slow)))
+		}
+	}
+}
+
+func BenchmarkRunTiresiasWorkload(b *testing.B) {
+	apps := polluxApps(b)
+	jobs := polluxJobs(b, "workloads", "workload-6", 160)
+	cl := cluster(b, "16x4:t4")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Run(context.Background(), Config{Cluster: cl, Jobs: jobs, Apps: apps, Policy: scheduler.Tiresias{}, Placer: scheduler.Packer{}, Mode: Rigid}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkStepTimeInterpolated(b *testing.B) {
+	a := polluxApps(b)["cifar10"]
+	counts := []int{4, 4, 4, 4, 4, 3} // 6 nodes: not a measured placement
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, ok := a.StepTime("t4", counts, 100); !ok {
+			b.Fatal("no step time")
+		}
+	}
+}
