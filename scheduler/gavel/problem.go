@@ -176,7 +176,7 @@ func (p Problem) Blind() Problem {
 		r := make([]float64, len(row))
 		for j, t := range row {
 			switch {
-			case math.IsNaN(t) || t < 0 || math.IsInf(t, 0):
+			case math.IsNaN(t) || t < 0 || t < MinThroughput && t > 0 || t > MaxThroughput:
 				r[j] = t // keep invalid values so validation still reports them
 			case t > 0:
 				r[j] = 1
