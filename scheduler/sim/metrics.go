@@ -15,9 +15,12 @@ import (
 
 // JobResult is the outcome of one job.
 type JobResult struct {
-	Name        string        `json:"name"`
-	Application string        `json:"application"`
-	Submit      time.Duration `json:"submit"`
+	// Name and Application come from the workload.
+	Name        string `json:"name"`
+	Application string `json:"application"`
+	// Submit is the arrival time since the start of the workload; Start
+	// and Finish are on the same clock.
+	Submit time.Duration `json:"submit"`
 	// Start is when the job first ran (-1 if it never did).
 	Start time.Duration `json:"start"`
 	// Finish is when it reached its target (-1 if it did not).
@@ -52,17 +55,23 @@ type UtilSample struct {
 // Result holds the metrics of one simulation. JCT statistics are over
 // completed jobs.
 type Result struct {
-	Jobs        []JobResult   `json:"jobs"`
-	Utilization []UtilSample  `json:"utilization"`
-	AvgJCT      time.Duration `json:"avg_jct"`
-	P50JCT      time.Duration `json:"p50_jct"`
-	P99JCT      time.Duration `json:"p99_jct"`
+	// Jobs holds one result per workload job, in workload order.
+	Jobs []JobResult `json:"jobs"`
+	// Utilization holds one sample per round.
+	Utilization []UtilSample `json:"utilization"`
+	// AvgJCT, P50JCT and P99JCT are the mean, median and nearest-rank 99th
+	// percentile JCT.
+	AvgJCT time.Duration `json:"avg_jct"`
+	P50JCT time.Duration `json:"p50_jct"`
+	P99JCT time.Duration `json:"p99_jct"`
 	// Makespan is the last completion minus the first submission.
-	Makespan  time.Duration `json:"makespan"`
-	GPUHours  float64       `json:"gpu_hours"`
-	Restarts  int           `json:"restarts"`
-	Failures  int           `json:"failures"`
-	Completed int           `json:"completed"`
+	Makespan time.Duration `json:"makespan"`
+	// GPUHours is the device time held by jobs, stalls included.
+	GPUHours float64 `json:"gpu_hours"`
+	// Restarts, Failures and Completed sum the per-job figures.
+	Restarts  int `json:"restarts"`
+	Failures  int `json:"failures"`
+	Completed int `json:"completed"`
 	// AvgFTF, P99FTF and MaxFTF summarise finish-time fairness.
 	AvgFTF float64 `json:"avg_ftf"`
 	P99FTF float64 `json:"p99_ftf"`
