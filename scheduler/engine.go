@@ -44,8 +44,10 @@ type engine struct {
 	jobs         []gjob // sorted by job ID
 	look         []int  // per type: lookahead window of a move
 	lay          *layout
-	fast         bool  // large instance: probe growth in place only
-	err          error // first bad speedup seen
+	fast         bool     // large instance: probe growth in place only
+	cur          [][]slot // per job: the healthy devices it holds now, by bin
+	curOK        []bool   // the job runs on an allowed type with all its devices healthy
+	err          error    // first bad speedup seen
 }
 
 // newEngine builds the engine for instance x.
@@ -110,6 +112,30 @@ func (g Goodput) newEngine(x *instance) (*engine, error) {
 			j.base = base
 		}
 		e.jobs[k] = j
+	}
+	e.cur = make([][]slot, len(e.jobs))
+	e.curOK = make([]bool, len(e.jobs))
+	for i := range e.jobs {
+		j := &e.jobs[i]
+		var p []slot
+		for _, id := range j.info.curDevs {
+			b, ok := e.lay.devBin[id]
+			if !ok {
+				continue // unhealthy
+			}
+			found := false
+			for k := range p {
+				if p[k].bin == b {
+					p[k].k++
+					found = true
+				}
+			}
+			if !found {
+				p = append(p, slot{b, 1})
+			}
+		}
+		e.cur[i] = p
+		e.curOK[i] = j.t0 >= 0 && len(p) > 0 && sumSlots(p) == j.c0
 	}
 	return e, nil
 }

@@ -177,37 +177,14 @@ func (g Goodput) solve(ctx context.Context, x *instance) (*engine, []*state, err
 	warm := e.emptyState()
 	for i := range e.jobs {
 		j := &e.jobs[i]
-		if j.info.curCount == 0 {
-			continue
-		}
-		var p []slot
-		for _, id := range j.info.curDevs {
-			b, ok := e.lay.devBin[id]
-			if !ok {
-				continue // unhealthy
-			}
-			if k := len(p); k > 0 && p[k-1].bin == b {
-				p[k-1].k++
-				continue
-			}
-			found := false
-			for k := range p {
-				if p[k].bin == b {
-					p[k].k++
-					found = true
-				}
-			}
-			if !found {
-				p = append(p, slot{b, 1})
-			}
-		}
+		p := e.cur[i]
 		if j.pinned {
 			e.assign(cold, i, j.info.curType, j.info.curCount, p)
 			e.assign(warm, i, j.info.curType, j.info.curCount, p)
 			continue
 		}
-		if j.t0 < 0 || len(p) == 0 || sumSlots(p) != j.c0 {
-			continue // on a type it may not use, or on a failed device: re-place
+		if !e.curOK[i] {
+			continue // not running, on a type it may not use, or on a failed device: re-place
 		}
 		e.assign(warm, i, j.t0, j.c0, p)
 		c := min(max(j.c0, j.min), e.maxOn(j, j.t0))
@@ -246,6 +223,10 @@ func (g Goodput) solve(ctx context.Context, x *instance) (*engine, []*state, err
 		}
 		return cmp.Compare(ob, oa)
 	})
+	if len(e.jobs) <= polishJobs {
+		// One more candidate: the best state polished on replayed placements.
+		states = append(states, e.polish(states[0]))
+	}
 	return e, states, e.err
 }
 

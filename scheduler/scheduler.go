@@ -151,6 +151,9 @@ func (x *instance) checkTargets(targets []Target) ([]Target, error) {
 			if t.Count > x.cap[ti] {
 				return nil, fmt.Errorf("%w: job %q: %d %s devices, the cluster has %d", ErrPolicy, t.Job, t.Count, t.Type, x.cap[ti])
 			}
+			if j := &x.jobs[i]; !j.pinned && !j.fits(t.Count) {
+				return nil, fmt.Errorf("%w: job %q: %d devices outside its bounds [%d, %d]", ErrPolicy, t.Job, t.Count, j.min, j.max)
+			}
 		}
 		tg[i] = t
 	}

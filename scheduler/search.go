@@ -174,12 +174,28 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 	jr := &e.jobs[r]
 	before := e.jobUtil(s, r)
 	tol := 1e-12 * (1 + math.Abs(before))
+	oldT := s.typ[r]
 	if n, ok := e.probe(s, r, t, m.c); ok {
-		if jr.w*e.util(e.value(jr, t, n, m.c))-before > tol {
+		g := jr.w*e.util(e.value(jr, t, n, m.c)) - before
+		if g > tol {
 			e.apply(s, r, t, m.c)
 			push(r)
 			return true
 		}
+		if e.fast || oldT < 0 || oldT == t {
+			return false
+		}
+		// Switching types frees devices of the old type: count what
+		// handing them out gains.
+		log := []undo{{r, s.typ[r], s.cnt[r], s.place[r]}}
+		e.apply(s, r, t, m.c)
+		if g+e.fillType(s, oldT, &log) > tol {
+			for _, u := range log {
+				push(u.job)
+			}
+			return true
+		}
+		e.undoAll(s, log)
 		return false
 	}
 	// Cheap rejection: every donor device costs at least the top loss.
@@ -231,7 +247,11 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 				// hand the surplus out and judge the exchange as a whole.
 				log = append(log, undo{r, s.typ[r], s.cnt[r], s.place[r]})
 				e.apply(s, r, t, m.c)
-				if g-loss+e.fillType(s, t, &log) > tol {
+				extra := e.fillType(s, t, &log)
+				if oldT >= 0 && oldT != t {
+					extra += e.fillType(s, oldT, &log)
+				}
+				if g-loss+extra > tol {
 					done = true
 				}
 			}
@@ -250,13 +270,7 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 		}
 		return true
 	}
-	for k := len(log) - 1; k >= 0; k-- {
-		u := log[k]
-		e.release(s, u.job)
-		if u.c > 0 {
-			e.assign(s, u.job, u.t, u.c, u.place)
-		}
-	}
+	e.undoAll(s, log)
 	// The donors are as they were: their entries still hold.
 	for _, d := range taken {
 		stamp[d.job]++
@@ -264,6 +278,17 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 		heap.Push(h, d)
 	}
 	return false
+}
+
+// undoAll restores the logged jobs, last change first.
+func (e *engine) undoAll(s *state, log []undo) {
+	for k := len(log) - 1; k >= 0; k-- {
+		u := log[k]
+		e.release(s, u.job)
+		if u.c > 0 {
+			e.assign(s, u.job, u.t, u.c, u.place)
+		}
+	}
 }
 
 // fillType hands the free devices of type t out greedily, best utility

@@ -10,7 +10,11 @@
 //  1. Describe nodes (type, capacity) and jobs (bounds, allowed types,
 //     pinned, current row) in a Problem, with a Fitness over whole
 //     matrices (higher is better).
-//  2. Call Search with Options carrying an explicit Seed.
+//  2. Call Search with Options carrying an explicit Seed. The first
+//     individuals are the current allocation, the current allocation with
+//     waiting jobs added first-fit at their minimum, and every job at its
+//     minimum first-fit from empty; the rest are mutations of the current
+//     allocation.
 //  3. Read the best matrix and its fitness from the Result.
 //
 // Search is deterministic for a given Problem and Options and keeps no
@@ -105,6 +109,14 @@ func Search(p Problem, o Options) (Result, error) {
 		switch k {
 		case 0:
 		case 1:
+			s.firstFit(rows)
+		case 2:
+			// Every job at its minimum, first fit from an empty cluster.
+			for j := range rows {
+				if !s.p.Jobs[j].Pinned {
+					clear(rows[j])
+				}
+			}
 			s.firstFit(rows)
 		default:
 			s.mutate(rows, cur)

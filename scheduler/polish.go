@@ -1,0 +1,223 @@
+package scheduler
+
+import "slices"
+
+// polishJobs is the most jobs for which the search ends with a polish on
+// replayed placements (its cost grows with the square of the jobs).
+const polishJobs = 48
+
+// polishEvals bounds the replays of one polish.
+const polishEvals = 3000
+
+// replay lays out a (type, count) per job the way a placement round does:
+// pinned and unchanged jobs keep their devices, jobs shrink in place, grow
+// next to their devices (largest target first), then new and moved jobs
+// are packed, largest first. A target that does not fit leaves a running
+// job where it was and a new job waiting.
+func (e *engine) replay(typ, cnt []int) *state {
+	s := e.emptyState()
+	for i := range e.jobs {
+		j := &e.jobs[i]
+		switch {
+		case j.pinned:
+			e.assign(s, i, j.info.curType, j.info.curCount, e.cur[i])
+		case cnt[i] > 0 && e.curOK[i] && typ[i] == j.t0:
+			e.assign(s, i, j.t0, j.c0, e.cur[i])
+		}
+	}
+	for i := range e.jobs {
+		if !e.jobs[i].pinned && s.cnt[i] > cnt[i] {
+			e.apply(s, i, typ[i], cnt[i])
+		}
+	}
+	var grow, fresh []int
+	for i := range e.jobs {
+		switch {
+		case e.jobs[i].pinned || cnt[i] == 0:
+		case s.cnt[i] > 0 && cnt[i] > s.cnt[i]:
+			grow = append(grow, i)
+		case s.cnt[i] == 0:
+			fresh = append(fresh, i)
+		}
+	}
+	bySize := func(a, b int) int {
+		if cnt[a] != cnt[b] {
+			return cnt[b] - cnt[a]
+		}
+		return a - b
+	}
+	slices.SortStableFunc(grow, bySize)
+	slices.SortStableFunc(fresh, bySize)
+	for _, i := range grow {
+		e.apply(s, i, typ[i], cnt[i])
+	}
+	for _, i := range fresh {
+		e.apply(s, i, typ[i], cnt[i])
+	}
+	for i := range e.jobs {
+		// A job left outside its bounds by a failed grow stops.
+		if j := &e.jobs[i]; !j.pinned && s.cnt[i] > 0 && (s.cnt[i] < j.min || s.cnt[i] > j.max) {
+			e.release(s, i)
+		}
+	}
+	return s
+}
+
+// polish is a first-improvement local search over the jobs' (type, count)
+// judged on replayed placements, so that node counts are the ones a
+// placement round gives: it moves 1 to look-ahead devices between two
+// jobs of a type (a job may start or leave for it), and changes single
+// jobs' counts or types. It returns the best replayed state (or s when
+// nothing beats it).
+func (e *engine) polish(s *state) *state {
+	typ, cnt := slices.Clone(s.typ), slices.Clone(s.cnt)
+	best := e.replay(typ, cnt)
+	bestObj := e.objective(best)
+	if o := e.objective(s); o > bestObj {
+		// s itself may not be reproducible by a round; start from its replay anyway.
+		_ = o
+	}
+	evals := 0
+	try := func() bool {
+		evals++
+		r := e.replay(typ, cnt)
+		if o := e.objective(r); o > bestObj+1e-12*(1+abs(bestObj)) {
+			best, bestObj = r, o
+			copy(typ, r.typ)
+			copy(cnt, r.cnt)
+			return true
+		}
+		return false
+	}
+	for sweep := 0; sweep < 3 && evals < polishEvals; sweep++ {
+		improved := false
+		for a := range e.jobs {
+			ja := &e.jobs[a]
+			if ja.pinned {
+				continue
+			}
+			// Single-job changes: other counts on its type, other types.
+			ta, ca := typ[a], cnt[a]
+			e.candidates(best, a, false, -1, func(t, c int) {
+				if evals >= polishEvals {
+					return
+				}
+				typ[a], cnt[a] = t, c
+				if try() {
+					improved = true
+					ta, ca = typ[a], cnt[a]
+				} else {
+					typ[a], cnt[a] = ta, ca
+				}
+			})
+			// Pair moves: a gives k devices of its type to b.
+			if cnt[a] == 0 {
+				continue
+			}
+			t := typ[a]
+			for b := range e.jobs {
+				jb := &e.jobs[b]
+				if b == a || jb.pinned || !slices.Contains(jb.allowed, t) || evals >= polishEvals {
+					continue
+				}
+				for k := 1; k <= e.look[t] && evals < polishEvals; k++ {
+					ta, ca, tb, cb := typ[a], cnt[a], typ[b], cnt[b]
+					na := ca - k
+					if na < ja.min || ja.rigid {
+						na = 0
+					}
+					nb := k
+					if tb == t {
+						nb = cb + k
+					}
+					if nb < jb.min || nb > e.maxOn(jb, t) || (jb.rigid && nb != jb.min) || na == ca {
+						continue
+					}
+					typ[a], cnt[a], typ[b], cnt[b] = t, na, t, nb
+					if na == 0 {
+						typ[a] = -1
+					}
+					if try() {
+						improved = true
+						break
+					}
+					typ[a], cnt[a], typ[b], cnt[b] = ta, ca, tb, cb
+				}
+			}
+		}
+		// Restore moves: a job goes back to what it runs now (no restart),
+		// taking devices from changed jobs first, then from the largest.
+		for b := range e.jobs {
+			jb := &e.jobs[b]
+			if jb.pinned || !e.curOK[b] || (typ[b] == jb.t0 && cnt[b] == jb.c0) || evals >= polishEvals {
+				continue
+			}
+			t := jb.t0
+			save := [2][]int{slices.Clone(typ), slices.Clone(cnt)}
+			need := jb.c0
+			if typ[b] == t {
+				need -= cnt[b]
+			}
+			var donors []int
+			for a := range e.jobs {
+				if a != b && !e.jobs[a].pinned && typ[a] == t && cnt[a] > 0 {
+					donors = append(donors, a)
+				}
+			}
+			same := func(a int) bool { return typ[a] == e.jobs[a].t0 && cnt[a] == e.jobs[a].c0 }
+			slices.SortStableFunc(donors, func(x, y int) int {
+				if same(x) != same(y) {
+					if same(x) {
+						return 1
+					}
+					return -1
+				}
+				return (cnt[y] - e.jobs[y].min) - (cnt[x] - e.jobs[x].min)
+			})
+			free := e.x.cap[t]
+			for a := range e.jobs {
+				if typ[a] == t {
+					free -= cnt[a]
+				}
+			}
+			need -= max(free, 0)
+			for _, a := range donors {
+				if need <= 0 {
+					break
+				}
+				give := min(need, cnt[a]-e.jobs[a].min)
+				if e.jobs[a].rigid {
+					give = 0
+				}
+				if give <= 0 {
+					continue
+				}
+				cnt[a] -= give
+				need -= give
+			}
+			if need > 0 {
+				copy(typ, save[0])
+				copy(cnt, save[1])
+				continue
+			}
+			typ[b], cnt[b] = t, jb.c0
+			if try() {
+				improved = true
+			} else {
+				copy(typ, save[0])
+				copy(cnt, save[1])
+			}
+		}
+		if !improved {
+			break
+		}
+	}
+	return best
+}
+
+func abs(v float64) float64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
