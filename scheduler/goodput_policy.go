@@ -37,8 +37,13 @@ import (
 // lose least to the jobs that gain most, within and across types, until no
 // exchange helps. It runs from the current allocation (warm start), from
 // the current allocation shrunk to every job's minimum, and, for up to 300
-// jobs, from an empty cluster; each result is realised with the
-// Scheduler's Placer and the best realised fitness wins.
+// jobs, from an empty cluster. For up to 48 jobs a final polish moves
+// devices between pairs of jobs, changes single jobs and returns jobs to
+// what they run now, judging each move on the layout a placement round
+// would give from the current allocation. Each result is realised with
+// the Scheduler's Placer (and, when the Scheduler uses its default
+// Placer, also on the engine's own node layout) and the best realised
+// fitness wins.
 //
 // Interference avoidance lets a node host at most one distributed
 // (multi-node) job, as in Pollux; turn it off here and in the Placer
