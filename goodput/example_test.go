@@ -72,7 +72,7 @@ func ExampleFit() {
 	_, _, err = goodput.Fit(obs, goodput.FitOptions{})
 	fmt.Println(errors.Is(err, goodput.ErrInvalidObservation), err)
 	// Output:
-	// linesearch-stopped after 1 start(s); pinned by priors: [AlphaN BetaN AlphaT BetaT DeltaT]
+	// converged after 1 start(s); pinned by priors: [AlphaN BetaN AlphaT BetaT DeltaT]
 	// 1 GPU at batch 64: 0.063 s per step
 	// inter-node at least 1.1× intra-node: true
 	// true observation 1: goodput: invalid observation: OptimSeconds = NaN

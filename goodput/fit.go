@@ -175,12 +175,17 @@ type problem struct {
 	ratios [][2]int         // penalised ratios θ[a]/θ[b]
 	free   []int            // indices of free parameters, in order
 	theta  [nParams]float64 // scratch
+	// scale[j] preconditions free parameter j: the optimiser sees
+	// u[j] = scale[j]·w[j], where w[j] is the log (or logit) of the
+	// parameter, so that the objective's curvature is about 1 in every
+	// direction at the start.
+	scale  []float64
 	dtheta [nParams]float64 // scratch: d loss / d θ
 	evals  int
 
 	// per-evaluation scratch, one entry per distinct batch / shape
-	tg, ltg, accG []float64
-	ts, lts, accS []float64
+	tg, ltg, accG, pg []float64
+	ts, lts, accS, ps []float64
 
 	// cache of the last evaluation: gonum asks for the value and the
 	// gradient at the same point in separate calls.
@@ -210,12 +215,16 @@ func (pr *problem) addObs(tree bool, o Observation) {
 
 func (pr *problem) allocScratch() {
 	nl, ns := len(pr.locals), len(pr.shapes)
-	buf := make([]float64, 3*nl+3*ns+2*len(pr.free))
-	pr.tg, pr.ltg, pr.accG = buf[:nl], buf[nl:2*nl], buf[2*nl:3*nl]
-	buf = buf[3*nl:]
-	pr.ts, pr.lts, pr.accS = buf[:ns], buf[ns:2*ns], buf[2*ns:3*ns]
-	buf = buf[3*ns:]
-	pr.lastU, pr.lastGrad = buf[:len(pr.free)], buf[len(pr.free):]
+	nf := len(pr.free)
+	buf := make([]float64, 4*nl+4*ns+3*nf)
+	pr.tg, pr.ltg, pr.accG, pr.pg = buf[:nl], buf[nl:2*nl], buf[2*nl:3*nl], buf[3*nl:4*nl]
+	buf = buf[4*nl:]
+	pr.ts, pr.lts, pr.accS, pr.ps = buf[:ns], buf[ns:2*ns], buf[2*ns:3*ns], buf[3*ns:4*ns]
+	buf = buf[4*ns:]
+	pr.lastU, pr.lastGrad, pr.scale = buf[:nf], buf[nf:2*nf], buf[2*nf:3*nf]
+	for j := range pr.scale {
+		pr.scale[j] = 1
+	}
 }
 
 // syncTerms returns T_sync's constant and its coefficient on each sync
@@ -241,10 +250,11 @@ func syncTerms(tree bool, nodes, replicas int) (c float64, coef [nSync]float64) 
 func (pr *problem) thetaOf(u []float64) {
 	pr.theta = pr.fixed
 	for j, i := range pr.free {
+		w := u[j] / pr.scale[j]
 		if i == iGamma {
-			pr.theta[i] = MinGamma + (MaxGamma-MinGamma)*sigmoid(u[j])
+			pr.theta[i] = MinGamma + (MaxGamma-MinGamma)*sigmoid(w)
 		} else {
-			pr.theta[i] = MinCoef + math.Exp(u[j])
+			pr.theta[i] = MinCoef + math.Exp(w)
 		}
 	}
 }
@@ -266,9 +276,9 @@ func (pr *problem) toU(v [nParams]float64, u []float64) {
 		if i == iGamma {
 			f := (v[i] - MinGamma) / (MaxGamma - MinGamma)
 			f = math.Min(math.Max(f, 1e-6), 1-1e-6)
-			u[j] = logit(f)
+			u[j] = logit(f) * pr.scale[j]
 		} else {
-			u[j] = math.Log(math.Max(v[i]-MinCoef, 1e-12))
+			u[j] = math.Log(math.Max(v[i]-MinCoef, 1e-12)) * pr.scale[j]
 		}
 	}
 }
@@ -296,9 +306,15 @@ func (pr *problem) eval(u, grad []float64) float64 {
 	pr.thetaOf(u)
 	th := &pr.theta
 	gamma := th[iGamma]
+	// T_grad and T_sync once per distinct batch and shape, with their
+	// γ-powers relative to the largest log time ref: pg = (tg/e^ref)^γ,
+	// ps = (ts/e^ref)^γ, all ≤ 1, so no overflow.
+	ref := math.Inf(-1)
 	for i, m := range pr.locals {
 		t := th[iAlphaC] + th[iBetaC]*m
-		pr.tg[i], pr.ltg[i], pr.accG[i] = t, math.Log(t), 0
+		l := math.Log(t)
+		pr.tg[i], pr.ltg[i], pr.accG[i] = t, l, 0
+		ref = max(ref, l)
 	}
 	for i := range pr.shapes {
 		sh := &pr.shapes[i]
@@ -306,26 +322,38 @@ func (pr *problem) eval(u, grad []float64) float64 {
 		for j, c := range sh.coef {
 			t += c * th[iAlphaR+j]
 		}
-		pr.ts[i], pr.lts[i], pr.accS[i] = t, math.Log(t), 0
+		l := math.Log(t)
+		pr.ts[i], pr.lts[i], pr.accS[i] = t, l, 0
+		ref = max(ref, l)
 	}
+	for i, l := range pr.ltg {
+		pr.pg[i] = math.Exp(gamma * (l - ref))
+	}
+	for i, l := range pr.lts {
+		pr.ps[i] = math.Exp(gamma * (l - ref))
+	}
+	invGamma := 1 / gamma
 	var s1, s2, d1a, d1b, dGamma float64
 	for i := range pr.obs {
 		o := &pr.obs[i]
 		lg, ls := pr.ltg[o.local], pr.lts[o.shape]
-		// lo = log((tg^γ + ts^γ)^(1/γ)) = max + log1p(exp(−γ|ls−lg|))/γ;
-		// ws = the weight of ts in the log-sum-exp.
-		z := gamma * (ls - lg)
+		// lo = log((tg^γ + ts^γ)^(1/γ)); ws = ts^γ/(tg^γ + ts^γ), the
+		// weight of T_sync in it.
 		var lo, ws float64
-		if z < -36 { // ts^γ/tg^γ < 3e-16: sync invisible (one replica)
-			lo = lg
-		} else if z <= 0 {
-			e := math.Exp(z)
-			lo = lg + math.Log1p(e)/gamma
-			ws = e / (1 + e)
+		pg, ps := pr.pg[o.local], pr.ps[o.shape]
+		if sum := pg + ps; sum > 1e-290 {
+			lo = ref + math.Log(sum)*invGamma
+			ws = ps / sum
 		} else {
-			e := math.Exp(-z)
-			lo = ls + math.Log1p(e)/gamma
-			ws = 1 / (1 + e)
+			// both powers underflow far below ref: the log-sum-exp form.
+			z := gamma * (ls - lg)
+			if z <= 0 {
+				e := math.Exp(z)
+				lo, ws = lg+math.Log1p(e)/gamma, e/(1+e)
+			} else {
+				e := math.Exp(-z)
+				lo, ws = ls+math.Log1p(e)/gamma, 1/(1+e)
+			}
 		}
 		wg := 1 - ws
 		r1 := lg - o.logAccum
@@ -341,7 +369,7 @@ func (pr *problem) eval(u, grad []float64) float64 {
 		d1b += r1 * m / t
 		pr.accG[o.local] += r2 * wg
 		pr.accS[o.shape] += r2 * ws
-		dGamma += r2 * (wg*lg + ws*ls - lo) / gamma
+		dGamma += r2 * (wg*lg + ws*ls - lo) * invGamma
 	}
 	n := float64(len(pr.obs))
 	e1, e2 := math.Sqrt(s1/n), math.Sqrt(s2/n)
@@ -381,11 +409,7 @@ func (pr *problem) eval(u, grad []float64) float64 {
 		dt[rp[1]] -= 2e-2 * r * r / th[rp[1]]
 	}
 	for j, i := range pr.free {
-		if i == iGamma {
-			grad[j] = dt[i] * (th[i] - MinGamma) * (MaxGamma - th[i]) / (MaxGamma - MinGamma)
-		} else {
-			grad[j] = dt[i] * (th[i] - MinCoef)
-		}
+		grad[j] = dt[i] * pr.dThetaDW(i) / pr.scale[j]
 	}
 	return loss
 }
@@ -553,9 +577,12 @@ func (pr *problem) minimize(obs []Observation, opts FitOptions, res *FitResult) 
 		Func: pr.value,
 		Grad: pr.gradient,
 	}
+	conv := &fitConverger{pr: pr, thr: thr}
 	best := starts[0]
 	bestLoss := math.Inf(1)
 	for _, s := range starts {
+		pr.precondition(s)
+		pr.haveLast = false
 		pr.toU(s, u)
 		res.Starts++
 		var (
@@ -567,9 +594,8 @@ func (pr *problem) minimize(obs []Observation, opts FitOptions, res *FitResult) 
 		// that. A restart counts as part of the same start.
 		for try := 0; try < 3; try++ {
 			settings := &optimize.Settings{
-				GradientThreshold: thr,
-				MajorIterations:   maxIter,
-				Converger:         &optimize.FunctionConverge{Absolute: 1e-8, Relative: 1e-8, Iterations: 10},
+				MajorIterations: maxIter,
+				Converger:       conv,
 			}
 			r, err := optimize.Minimize(p, u, settings, &optimize.LBFGS{Store: 10})
 			if r == nil || !allFinite(r.X) {
@@ -578,7 +604,7 @@ func (pr *problem) minimize(obs []Observation, opts FitOptions, res *FitResult) 
 			}
 			copy(u, r.X)
 			loss = pr.value(u)
-			copy(g, pr.lastGrad)
+			pr.unscale(g, pr.lastGrad)
 			switch {
 			case err != nil || r.Status == optimize.Failure:
 				status = FitLineSearchStopped
@@ -608,6 +634,57 @@ func (pr *problem) minimize(obs []Observation, opts FitOptions, res *FitResult) 
 		res.Status = FitLineSearchStopped
 	}
 	return best, bestLoss
+}
+
+// unscale writes the gradient in the log/logit coordinates (the space
+// GradientThreshold and FitResult.GradNorm refer to) from the optimiser's
+// preconditioned gradient gu.
+func (pr *problem) unscale(dst, gu []float64) {
+	for j, g := range gu {
+		dst[j] = g * pr.scale[j]
+	}
+}
+
+// fitConverger ends a start when the gradient in the log/logit
+// coordinates is below the threshold (max norm, as gonum's
+// Settings.GradientThreshold), or when the objective has improved by less
+// than 1e-9 relative (plus 1e-12 absolute) over fitFlatIterations
+// iterations in a row.
+type fitConverger struct {
+	pr   *problem
+	thr  float64
+	best float64
+	flat int
+}
+
+// fitFlatIterations is how many iterations in a row must be flat.
+const fitFlatIterations = 3
+
+// Init resets the converger for a new start.
+func (c *fitConverger) Init(int) { c.best, c.flat = math.Inf(1), 0 }
+
+// Converged implements optimize.Converger.
+func (c *fitConverger) Converged(loc *optimize.Location) optimize.Status {
+	if loc.Gradient != nil {
+		var m float64
+		for j, g := range loc.Gradient {
+			m = math.Max(m, math.Abs(g*c.pr.scale[j]))
+		}
+		if m < c.thr {
+			return optimize.GradientThreshold
+		}
+	}
+	f := loc.F
+	if c.best-f > 1e-9*math.Abs(f)+1e-12 {
+		c.best, c.flat = f, 0
+		return optimize.NotTerminated
+	}
+	c.best = math.Min(c.best, f)
+	c.flat++
+	if c.flat >= fitFlatIterations {
+		return optimize.FunctionConvergence
+	}
+	return optimize.NotTerminated
 }
 
 func allFinite(v []float64) bool {
@@ -653,8 +730,9 @@ func (pr *problem) starts(obs []Observation, opts FitOptions) [][nParams]float64
 	}
 	var cands []cand
 	u := make([]float64, len(pr.free))
+	sd := newStartData(pr, obs)
 	for _, g := range startGammas {
-		v := clampFixed(dataStart(obs, pr.form, g))
+		v := clampFixed(sd.dataStart(pr.form, g))
 		pr.toU(v, u)
 		loss := pr.eval(u, nil)
 		if !finite(loss) {
@@ -683,13 +761,25 @@ func (pr *problem) isFree(i int) bool {
 	return false
 }
 
-// dataStart estimates parameters directly from the data for overlap γ: a
-// least-squares line through pass time against per-GPU batch, and the
-// sync time each optimizer step implies, (optim^γ − pass^γ)^(1/γ),
-// regressed on the form's terms.
-func dataStart(obs []Observation, form Form, gamma float64) [nParams]float64 {
-	tree := form == FormAllReduce
-	var v [nParams]float64
+// startData is what dataStart needs from the observations, computed once
+// for all the overlaps screened: the compute line and, per multi-replica
+// observation, its sync group, terms and log times.
+type startData struct {
+	alphaC, betaC, floor float64
+	sync                 []startObs
+}
+
+type startObs struct {
+	group              int
+	coef               [nSync]float64
+	logAccum, logOptim float64
+}
+
+// newStartData fits pass time against per-GPU batch by least squares and
+// collects the multi-replica observations' sync terms for form.
+func newStartData(pr *problem, obs []Observation) startData {
+	tree := pr.form == FormAllReduce
+	var sd startData
 	// compute: accum = αc + βc·m
 	var sx, sy, sxx, sxy, n float64
 	for _, o := range obs {
@@ -709,19 +799,12 @@ func dataStart(obs []Observation, form Form, gamma float64) [nParams]float64 {
 	if alpha <= 0.05*my {
 		alpha = 0.05 * my
 	}
-	v[iAlphaC], v[iBetaC] = alpha, beta
-	floor := 1e-3 * my
-	// sync: least squares on the shape's terms, per link kind (intra-node
-	// ring, two-node ring, tree), via normal equations with a small ridge.
-	groups := [3][]int{{0, 1}, {2, 3}, {4, 5, 6}}
-	var ne [3][3][4]float64 // per group: [row][col | rhs]
-	for _, o := range obs {
+	sd.alphaC, sd.betaC, sd.floor = alpha, beta, 1e-3*my
+	for i, o := range obs {
 		if o.Replicas <= 1 {
 			continue
 		}
 		_, coef := syncTerms(tree, o.Nodes, o.Replicas)
-		y := math.Pow(math.Max(math.Pow(o.OptimSeconds, gamma)-math.Pow(o.AccumSeconds, gamma), 0), 1/gamma)
-		y = math.Max(y, floor)
 		gi := 1
 		switch {
 		case o.Nodes == 1:
@@ -729,12 +812,43 @@ func dataStart(obs []Observation, form Form, gamma float64) [nParams]float64 {
 		case o.Nodes > 2 && tree:
 			gi = 2
 		}
-		idx := groups[gi]
-		for i, ii := range idx {
-			for j, jj := range idx {
-				ne[gi][i][j] += coef[ii] * coef[jj]
+		if sd.sync == nil {
+			sd.sync = make([]startObs, 0, len(obs)-i)
+		}
+		sd.sync = append(sd.sync, startObs{group: gi, coef: coef,
+			logAccum: pr.obs[i].logAccum, logOptim: pr.obs[i].logOptim})
+	}
+	return sd
+}
+
+// dataStart estimates parameters directly from the data for overlap γ:
+// the least-squares compute line, and the sync time each optimizer step
+// implies, (optim^γ − pass^γ)^(1/γ), regressed on the form's terms.
+func (sd *startData) dataStart(form Form, gamma float64) [nParams]float64 {
+	tree := form == FormAllReduce
+	var v [nParams]float64
+	v[iAlphaC], v[iBetaC] = sd.alphaC, sd.betaC
+	floor := sd.floor
+	// sync: least squares on the shape's terms, per link kind (intra-node
+	// ring, two-node ring, tree), via normal equations with a small ridge.
+	groups := [3][]int{{0, 1}, {2, 3}, {4, 5, 6}}
+	var ne [3][3][4]float64 // per group: [row][col | rhs]
+	for i := range sd.sync {
+		so := &sd.sync[i]
+		// (optim^γ − accum^γ)^(1/γ) = optim·(1 − (accum/optim)^γ)^(1/γ),
+		// from the cached logs: no math.Pow.
+		y := 0.0
+		if d := so.logAccum - so.logOptim; d < 0 {
+			y = math.Exp(so.logOptim + math.Log1p(-math.Exp(gamma*d))/gamma)
+		}
+		y = math.Max(y, floor)
+		idx := groups[so.group]
+		a := &ne[so.group]
+		for r, ii := range idx {
+			for c, jj := range idx {
+				a[r][c] += so.coef[ii] * so.coef[jj]
 			}
-			ne[gi][i][3] += coef[ii] * y
+			a[r][3] += so.coef[ii] * y
 		}
 	}
 	var sol [3][3]float64
@@ -771,4 +885,94 @@ func dataStart(obs []Observation, form Form, gamma float64) [nParams]float64 {
 	}
 	v[iGamma] = gamma
 	return v
+}
+
+// dThetaDW is dθ/dw for parameter i at pr.theta, where w is the log (or,
+// for γ, the logit) coordinate.
+func (pr *problem) dThetaDW(i int) float64 {
+	th := pr.theta[i]
+	if i == iGamma {
+		return (th - MinGamma) * (MaxGamma - th) / (MaxGamma - MinGamma)
+	}
+	return th - MinCoef
+}
+
+// precondition sets pr.scale from the Gauss-Newton curvature of the
+// objective at v: scale[j] is the square root of the Hessian's diagonal
+// in the log/logit coordinate, so one unit of u moves the objective by
+// about the same amount in every direction. Directions the data do not
+// constrain keep scale 1. The scale is clamped to [0.1, 10]: a tighter
+// clamp leaves the fit slow, a looser one lets LBFGS leap from the data
+// start into distant, poorly conditioned basins (seen on deepspeech2 and
+// imagenet with FormAllReduce, where they also extrapolate differently).
+func (pr *problem) precondition(v [nParams]float64) {
+	for j := range pr.scale {
+		pr.scale[j] = 1
+	}
+	pr.theta = v
+	th := &pr.theta
+	gamma := th[iGamma]
+	var d1, d2 [nParams]float64
+	var s1, s2 float64
+	for _, o := range pr.obs {
+		m := pr.locals[o.local]
+		tg := th[iAlphaC] + th[iBetaC]*m
+		sh := &pr.shapes[o.shape]
+		ts := sh.c
+		for j, c := range sh.coef {
+			ts += c * th[iAlphaR+j]
+		}
+		lg, ls := math.Log(tg), math.Log(ts)
+		z := gamma * (ls - lg)
+		var lo, ws float64
+		switch {
+		case z < -36:
+			lo = lg
+		case z <= 0:
+			e := math.Exp(z)
+			lo, ws = lg+math.Log1p(e)/gamma, e/(1+e)
+		default:
+			e := math.Exp(-z)
+			lo, ws = ls+math.Log1p(e)/gamma, 1/(1+e)
+		}
+		wg := 1 - ws
+		r1, r2 := lg-o.logAccum, lo-o.logOptim
+		s1 += r1 * r1
+		s2 += r2 * r2
+		d1[iAlphaC] += 1 / (tg * tg)
+		d1[iBetaC] += m * m / (tg * tg)
+		d2[iAlphaC] += wg * wg / (tg * tg)
+		d2[iBetaC] += wg * wg * m * m / (tg * tg)
+		for j, c := range sh.coef {
+			if c != 0 {
+				a := ws * c / ts
+				d2[iAlphaR+j] += a * a
+			}
+		}
+		dg := (wg*lg + ws*ls - lo) / gamma
+		d2[iGamma] += dg * dg
+	}
+	n := float64(len(pr.obs))
+	e1, e2 := math.Sqrt(s1/n), math.Sqrt(s2/n)
+	var h [nParams]float64
+	for i := range nParams {
+		if e1 > 0 {
+			h[i] += d1[i] / (n * e1)
+		}
+		if e2 > 0 {
+			h[i] += d2[i] / (n * e2)
+		}
+	}
+	h[iGamma] += 2e-3
+	for _, rp := range pr.ratios {
+		b := th[rp[1]]
+		h[rp[0]] += 2e-2 / (b * b)
+	}
+	for j, i := range pr.free {
+		d := pr.dThetaDW(i)
+		c := h[i] * d * d
+		if finite(c) && c > 1e-12 {
+			pr.scale[j] = math.Min(math.Max(math.Sqrt(c), 0.1), 10)
+		}
+	}
 }
