@@ -3,8 +3,10 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/goodsched/goodsched/scheduler"
@@ -263,5 +265,54 @@ func BenchmarkStepTimeInterpolated(b *testing.B) {
 		if _, _, ok := a.StepTime("t4", counts, 100); !ok {
 			b.Fatal("no step time")
 		}
+	}
+}
+
+// On a mixed cluster adaptive jobs run with per-type models (bootstrapped
+// from one-device profiles) or a heterogeneity-blind one; rigid jobs get
+// oracle speedups per type. All complete, and the ground truth of the type
+// they run on applies.
+func TestHeterogeneousModes(t *testing.T) {
+	m := toyFS()
+	m["p/toy/placements-rtx.csv"] = &fstest.MapFile{Data: []byte("local_bsz,step_time,sync_time,placement\n5,0.125,0,1\n10,0.25,0,1\n20,0.5,0,1\n5,0.25,0.1,2\n10,0.4,0.1,2\n5,0.3,0.2,4\n")}
+	apps, err := LoadProfiles(ProfileOptions{}, ProfileSource{FS: m, Dir: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []JobSpec
+	for i := range 6 {
+		jobs = append(jobs, JobSpec{Name: fmt.Sprintf("j%d", i), Submit: time.Duration(i) * time.Minute, Application: "toy", Replicas: 1 + i%2, BatchSize: 10})
+	}
+	cl := cluster(t, "1x2:t4,1x4:rtx2080ti")
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"per-type", Config{Policy: scheduler.Goodput{}, PerType: true}},
+		{"blind", Config{Policy: scheduler.Goodput{}}},
+		{"rigid-oracle", Config{Policy: scheduler.FIFO{}, Mode: Rigid, Oracle: true}},
+		{"elastic-oracle", Config{Policy: scheduler.Optimus{}, Mode: Elastic, Oracle: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Cluster, cfg.Jobs, cfg.Apps = cl, jobs, apps
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Completed != len(jobs) {
+				t.Fatalf("completed %d of %d", res.Completed, len(jobs))
+			}
+		})
+	}
+	// A lone rigid job prefers the faster type through its oracle speedup:
+	// 30 s stall + 200 steps of 0.25 s on an RTX 2080 Ti.
+	res, err := Run(context.Background(), Config{Cluster: cl, Apps: apps, Policy: scheduler.FIFO{}, Mode: Rigid, Oracle: true,
+		Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Jobs[0].JCT.Seconds(); math.Abs(got-80) > 1e-6 {
+		t.Fatalf("JCT %v s, want 80 (ran on the faster type)", got)
 	}
 }
