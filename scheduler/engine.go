@@ -302,13 +302,25 @@ func (e *engine) candidates(s *state, i int, sameType bool, onlyType int, try fu
 		if t == s.typ[i] || (onlyType >= 0 && t != onlyType) {
 			continue
 		}
-		lo := max(j.min, s.cnt[i])
+		lo := j.min
 		hi := min(lo+e.look[t]-1, e.maxOn(j, t))
 		if j.rigid {
 			lo, hi = j.min, min(j.min, e.maxOn(j, t))
 		}
 		for c := lo; c <= hi; c++ {
 			try(t, c)
+		}
+		if j.rigid {
+			continue
+		}
+		// Beyond the window: as many as it holds now, and every free device
+		// of the type (a job moving onto idle devices).
+		last := hi
+		for _, c := range [2]int{s.cnt[i], min(s.free[t], e.maxOn(j, t))} {
+			if c > last {
+				try(t, c)
+				last = c
+			}
 		}
 	}
 }

@@ -150,6 +150,9 @@ func (e *engine) improve(ctx context.Context, s *state, maxPasses int) error {
 				}
 			}
 		}
+		if !e.fast && e.switchPass(s) {
+			changed = true
+		}
 		if err := e.fill(ctx, s); err != nil {
 			return err
 		}
@@ -278,6 +281,48 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 		heap.Push(h, d)
 	}
 	return false
+}
+
+// switchPass moves running jobs onto free devices of another type when
+// the devices they leave, handed out to others, gain more than the move
+// costs the job itself (a move the per-job gains of the exchange search
+// cannot see). It reports whether anything moved.
+func (e *engine) switchPass(s *state) bool {
+	moved := false
+	for r := range e.jobs {
+		jr := &e.jobs[r]
+		oldT := s.typ[r]
+		if jr.pinned || oldT < 0 {
+			continue
+		}
+		before := e.jobUtil(s, r)
+		for _, t := range jr.allowed {
+			if t == oldT || s.free[t] < jr.min {
+				continue
+			}
+			// The job's best allocation on the free devices of t.
+			bestC, bestU := 0, 0.0
+			e.candidates(s, r, false, t, func(t2, c int) {
+				if n, ok := e.probe(s, r, t2, c); ok {
+					if u := jr.w * e.util(e.value(jr, t2, n, c)); bestC == 0 || u > bestU {
+						bestC, bestU = c, u
+					}
+				}
+			})
+			if bestC == 0 {
+				continue
+			}
+			log := []undo{{r, s.typ[r], s.cnt[r], s.place[r]}}
+			e.apply(s, r, t, bestC)
+			gain := bestU - before + e.fillType(s, oldT, &log)
+			if gain > 1e-12*(1+abs(before)) {
+				moved = true
+				break
+			}
+			e.undoAll(s, log)
+		}
+	}
+	return moved
 }
 
 // undoAll restores the logged jobs, last change first.
