@@ -160,9 +160,25 @@ type fitObs struct {
 }
 
 // fitShape is a distinct sync shape: T_sync = c + Σ coef[j]·θ[iAlphaR+j].
+// key identifies it: {0, 0} for one replica, {1, K} within a node,
+// {2, K} for the multi-node ring, {N, K} for the tree over N ≥ 3 nodes.
 type fitShape struct {
+	key  [2]int
 	c    float64
 	coef [nSync]float64
+}
+
+// shapeKey is fitShape.key for a shape.
+func shapeKey(tree bool, nodes, replicas int) [2]int {
+	switch {
+	case replicas <= 1:
+		return [2]int{}
+	case nodes <= 1:
+		return [2]int{1, replicas}
+	case nodes > 2 && tree:
+		return [2]int{nodes, replicas}
+	}
+	return [2]int{2, replicas}
 }
 
 // problem is the objective of one fit.
@@ -184,8 +200,8 @@ type problem struct {
 	evals  int
 
 	// per-evaluation scratch, one entry per distinct batch / shape
-	tg, ltg, accG, pg []float64
-	ts, lts, accS, ps []float64
+	tg, ltg, accG, accR, pg []float64
+	ts, lts, accS, ps       []float64
 
 	// cache of the last evaluation: gonum asks for the value and the
 	// gradient at the same point in separate calls.
@@ -197,17 +213,17 @@ type problem struct {
 
 // addObs preprocesses one observation.
 func (pr *problem) addObs(tree bool, o Observation) {
-	c, coef := syncTerms(tree, o.Nodes, o.Replicas)
 	li := slices.Index(pr.locals, float64(o.Local))
 	if li < 0 {
 		li = len(pr.locals)
 		pr.locals = append(pr.locals, float64(o.Local))
 	}
-	sh := fitShape{c: c, coef: coef}
-	si := slices.Index(pr.shapes, sh)
+	key := shapeKey(tree, o.Nodes, o.Replicas)
+	si := slices.IndexFunc(pr.shapes, func(s fitShape) bool { return s.key == key })
 	if si < 0 {
+		c, coef := syncTerms(tree, o.Nodes, o.Replicas)
 		si = len(pr.shapes)
-		pr.shapes = append(pr.shapes, sh)
+		pr.shapes = append(pr.shapes, fitShape{key: key, c: c, coef: coef})
 	}
 	pr.obs = append(pr.obs, fitObs{local: li, shape: si,
 		logAccum: math.Log(o.AccumSeconds), logOptim: math.Log(o.OptimSeconds)})
@@ -216,9 +232,9 @@ func (pr *problem) addObs(tree bool, o Observation) {
 func (pr *problem) allocScratch() {
 	nl, ns := len(pr.locals), len(pr.shapes)
 	nf := len(pr.free)
-	buf := make([]float64, 4*nl+4*ns+3*nf)
-	pr.tg, pr.ltg, pr.accG, pr.pg = buf[:nl], buf[nl:2*nl], buf[2*nl:3*nl], buf[3*nl:4*nl]
-	buf = buf[4*nl:]
+	buf := make([]float64, 5*nl+4*ns+3*nf)
+	pr.tg, pr.ltg, pr.accG, pr.accR, pr.pg = buf[:nl], buf[nl:2*nl], buf[2*nl:3*nl], buf[3*nl:4*nl], buf[4*nl:5*nl]
+	buf = buf[5*nl:]
 	pr.ts, pr.lts, pr.accS, pr.ps = buf[:ns], buf[ns:2*ns], buf[2*ns:3*ns], buf[3*ns:4*ns]
 	buf = buf[4*ns:]
 	pr.lastU, pr.lastGrad, pr.scale = buf[:nf], buf[nf:2*nf], buf[2*nf:3*nf]
@@ -313,7 +329,7 @@ func (pr *problem) eval(u, grad []float64) float64 {
 	for i, m := range pr.locals {
 		t := th[iAlphaC] + th[iBetaC]*m
 		l := math.Log(t)
-		pr.tg[i], pr.ltg[i], pr.accG[i] = t, l, 0
+		pr.tg[i], pr.ltg[i], pr.accG[i], pr.accR[i] = t, l, 0, 0
 		ref = max(ref, l)
 	}
 	for i := range pr.shapes {
@@ -333,7 +349,7 @@ func (pr *problem) eval(u, grad []float64) float64 {
 		pr.ps[i] = math.Exp(gamma * (l - ref))
 	}
 	invGamma := 1 / gamma
-	var s1, s2, d1a, d1b, dGamma float64
+	var s1, s2, dGamma float64
 	for i := range pr.obs {
 		o := &pr.obs[i]
 		lg, ls := pr.ltg[o.local], pr.lts[o.shape]
@@ -341,7 +357,10 @@ func (pr *problem) eval(u, grad []float64) float64 {
 		// weight of T_sync in it.
 		var lo, ws float64
 		pg, ps := pr.pg[o.local], pr.ps[o.shape]
-		if sum := pg + ps; sum > 1e-290 {
+		if ps <= 0x1p-60*pg {
+			// T_sync^γ below 1e-18 of T_grad^γ (one replica): invisible.
+			lo = lg
+		} else if sum := pg + ps; sum > 1e-290 {
 			lo = ref + math.Log(sum)*invGamma
 			ws = ps / sum
 		} else {
@@ -363,10 +382,7 @@ func (pr *problem) eval(u, grad []float64) float64 {
 		if grad == nil {
 			continue
 		}
-		m := pr.locals[o.local]
-		t := pr.tg[o.local]
-		d1a += r1 / t
-		d1b += r1 * m / t
+		pr.accR[o.local] += r1
 		pr.accG[o.local] += r2 * wg
 		pr.accS[o.shape] += r2 * ws
 		dGamma += r2 * (wg*lg + ws*ls - lo) * invGamma
@@ -384,8 +400,12 @@ func (pr *problem) eval(u, grad []float64) float64 {
 	dt := &pr.dtheta
 	*dt = [nParams]float64{}
 	if e1 > 0 {
-		dt[iAlphaC] += d1a / (n * e1)
-		dt[iBetaC] += d1b / (n * e1)
+		f := 1 / (n * e1)
+		for i, m := range pr.locals {
+			a := pr.accR[i] / pr.tg[i] * f
+			dt[iAlphaC] += a
+			dt[iBetaC] += a * m
+		}
 	}
 	if e2 > 0 {
 		f := 1 / (n * e2)
@@ -573,10 +593,6 @@ func (pr *problem) minimize(obs []Observation, opts FitOptions, res *FitResult) 
 	n := len(pr.free)
 	u := make([]float64, n)
 	g := make([]float64, n)
-	p := optimize.Problem{
-		Func: pr.value,
-		Grad: pr.gradient,
-	}
 	conv := &fitConverger{pr: pr, thr: thr}
 	best := starts[0]
 	bestLoss := math.Inf(1)
@@ -593,22 +609,17 @@ func (pr *problem) minimize(obs []Observation, opts FitOptions, res *FitResult) 
 		// restarting from where it stopped (fresh curvature memory) fixes
 		// that. A restart counts as part of the same start.
 		for try := 0; try < 3; try++ {
-			settings := &optimize.Settings{
-				MajorIterations: maxIter,
-				Converger:       conv,
-			}
-			r, err := optimize.Minimize(p, u, settings, &optimize.LBFGS{Store: 10})
-			if r == nil || !allFinite(r.X) {
+			st, err := pr.lbfgs(u, maxIter, conv)
+			if !allFinite(u) {
 				status, loss = FitLineSearchStopped, math.Inf(1)
 				break
 			}
-			copy(u, r.X)
 			loss = pr.value(u)
 			pr.unscale(g, pr.lastGrad)
 			switch {
-			case err != nil || r.Status == optimize.Failure:
+			case err != nil || st == optimize.Failure:
 				status = FitLineSearchStopped
-			case r.Status == optimize.IterationLimit:
+			case st == optimize.IterationLimit:
 				status = FitIterationLimit
 			default:
 				status = FitConverged
@@ -634,6 +645,87 @@ func (pr *problem) minimize(obs []Observation, opts FitOptions, res *FitResult) 
 		res.Status = FitLineSearchStopped
 	}
 	return best, bestLoss
+}
+
+// lbfgs runs gonum's LBFGS (Store 10, its default Bisection line search)
+// from u and leaves the best point it reached in u. It drives the method
+// through optimize.Method's Run protocol directly rather than through
+// optimize.Minimize, whose distributor, worker and statistics goroutines
+// cost four channel hand-offs per evaluation (about a third of a fit's
+// time); here each task is one hand-off each way, and the goroutine
+// running the method has ended when lbfgs returns. It stops on conv
+// (gradient threshold or flat objective), after maxIter major
+// iterations, or when the method ends itself (gonum's own gradient
+// threshold, or a line-search failure, reported as optimize.Failure with
+// its error).
+func (pr *problem) lbfgs(u []float64, maxIter int, conv *fitConverger) (optimize.Status, error) {
+	const evalMask = optimize.FuncEvaluation | optimize.GradEvaluation | optimize.HessEvaluation
+	method := &optimize.LBFGS{Store: 10}
+	method.Init(len(u), 1)
+	conv.Init(len(u))
+	ops := make(chan optimize.Task, 1)
+	results := make(chan optimize.Task, 1)
+	start := &optimize.Location{X: slices.Clone(u)}
+	go method.Run(ops, results, []optimize.Task{{Op: optimize.NoOperation, Location: start}})
+
+	var (
+		status     = optimize.NotTerminated
+		bestF      = math.Inf(1)
+		iters      int
+		finished   bool // PostIteration sent and results closed
+		methodDone bool
+	)
+	stop := func(s optimize.Status) {
+		status = s
+		results <- optimize.Task{Op: optimize.PostIteration}
+		close(results)
+		finished = true
+	}
+	for task := range ops {
+		if finished {
+			continue // the method's last words after PostIteration
+		}
+		switch {
+		case task.Op&evalMask != 0:
+			loc := task.Location
+			if task.Op&optimize.FuncEvaluation != 0 {
+				loc.F = pr.value(loc.X)
+			}
+			if task.Op&optimize.GradEvaluation != 0 {
+				if len(loc.Gradient) != len(loc.X) {
+					loc.Gradient = make([]float64, len(loc.X))
+				}
+				pr.gradient(loc.Gradient, loc.X)
+			}
+			results <- task
+		case task.Op == optimize.MajorIteration:
+			loc := task.Location
+			if loc.F <= bestF {
+				bestF = loc.F
+				copy(u, loc.X)
+			}
+			iters++
+			if s := conv.Converged(loc); s != optimize.NotTerminated {
+				stop(s)
+			} else if iters >= maxIter {
+				stop(optimize.IterationLimit)
+			} else {
+				results <- task
+			}
+		case task.Op == optimize.MethodDone:
+			methodDone = true
+			stop(optimize.MethodConverge)
+		default: // NoOperation
+			results <- task
+		}
+	}
+	// ops is closed: Run has returned, so its status is final.
+	if methodDone {
+		if s, err := method.Status(); s != optimize.NotTerminated || err != nil {
+			return s, err
+		}
+	}
+	return status, nil
 }
 
 // unscale writes the gradient in the log/logit coordinates (the space
@@ -770,9 +862,46 @@ type startData struct {
 }
 
 type startObs struct {
-	group              int
-	coef               [nSync]float64
-	logAccum, logOptim float64
+	group        int
+	coef         [nSync]float64
+	optim, ratio float64 // OptimSeconds and AccumSeconds/OptimSeconds
+}
+
+// powGamma is x^γ for x in [0, 1], exact arithmetic for the overlaps
+// startGammas screens (no math.Pow: the start is part of every fit).
+func powGamma(x, gamma float64) float64 {
+	switch gamma {
+	case 1.5:
+		return x * math.Sqrt(x)
+	case 2:
+		return x * x
+	case 3:
+		return x * x * x
+	case 5:
+		x2 := x * x
+		return x2 * x2 * x
+	}
+	if x <= 0 {
+		return 0
+	}
+	return math.Exp(gamma * math.Log(x))
+}
+
+// rootGamma is x^(1/γ) for x in [0, 1], as powGamma.
+func rootGamma(x, gamma float64) float64 {
+	switch gamma {
+	case 1.5:
+		c := math.Cbrt(x)
+		return c * c
+	case 2:
+		return math.Sqrt(x)
+	case 3:
+		return math.Cbrt(x)
+	}
+	if x <= 0 {
+		return 0
+	}
+	return math.Exp(math.Log(x) / gamma)
 }
 
 // newStartData fits pass time against per-GPU batch by least squares and
@@ -816,7 +945,7 @@ func newStartData(pr *problem, obs []Observation) startData {
 			sd.sync = make([]startObs, 0, len(obs)-i)
 		}
 		sd.sync = append(sd.sync, startObs{group: gi, coef: coef,
-			logAccum: pr.obs[i].logAccum, logOptim: pr.obs[i].logOptim})
+			optim: o.OptimSeconds, ratio: o.AccumSeconds / o.OptimSeconds})
 	}
 	return sd
 }
@@ -838,8 +967,8 @@ func (sd *startData) dataStart(form Form, gamma float64) [nParams]float64 {
 		// (optim^γ − accum^γ)^(1/γ) = optim·(1 − (accum/optim)^γ)^(1/γ),
 		// from the cached logs: no math.Pow.
 		y := 0.0
-		if d := so.logAccum - so.logOptim; d < 0 {
-			y = math.Exp(so.logOptim + math.Log1p(-math.Exp(gamma*d))/gamma)
+		if so.ratio < 1 {
+			y = so.optim * rootGamma(1-powGamma(so.ratio, gamma), gamma)
 		}
 		y = math.Max(y, floor)
 		idx := groups[so.group]
