@@ -87,7 +87,6 @@ func (e *engine) rate(j *job) float64 {
 		e.report(j, step, sync)
 		e.reportGrad(j, goodput.GradStats{Sqr: sqr, Var: v})
 	}
-	j.stepSecs, j.syncSecs, j.iterSecs = step, sync, iter
 	j.cachedRate = gain / iter
 	j.rateValid, j.stepKey = true, key
 	return j.cachedRate

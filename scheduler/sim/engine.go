@@ -154,13 +154,9 @@ type job struct {
 	done     bool
 	finish   float64
 	failures int
-	grad     goodput.GradStats // latest measured gradient statistics
 
 	// cached ground truth for the current configuration
 	stepKey    [3]int // local, accum, epoch of cached rate
-	iterSecs   float64
-	stepSecs   float64
-	syncSecs   float64
 	cachedRate float64
 	rateValid  bool
 
