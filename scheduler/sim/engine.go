@@ -255,6 +255,9 @@ func (c *Config) validate() error {
 		if app == nil {
 			return fmt.Errorf("%w: Jobs[%d] (%s): %q", ErrUnknownApplication, i, j.Name, j.Application)
 		}
+		if len(app.runs) == 0 || len(app.perf) == 0 || !(app.target > 0) {
+			return fmt.Errorf("%w: Apps[%q] was not built by LoadProfiles", ErrInvalid, j.Application)
+		}
 	}
 	return nil
 }

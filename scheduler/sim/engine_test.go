@@ -122,6 +122,7 @@ func TestRunValidation(t *testing.T) {
 		{"short interval", func(c *Config) { c.Interval = time.Millisecond }, ErrInvalid},
 		{"negative MTBF", func(c *Config) { c.Faults.MTBF = -time.Second }, ErrInvalid},
 		{"bad mode", func(c *Config) { c.Mode = 7 }, ErrInvalid},
+		{"hand-made app", func(c *Config) { c.Apps = map[string]*Application{"toy": {Name: "toy"}} }, ErrInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
