@@ -9,6 +9,9 @@
 //	goodput_vs_reference_fitness fast fitness / reference (Pollux GA) fitness, the
 //	                             smallest ratio over the comparison instances (≥ 1 is good)
 //	goodput_vs_reference_time    fast round time / reference round time on 160×64
+//	maxmin_2048x4_ms             Gavel max-min fairness (scheduler/gavel.Solve), 2,048 jobs × 4 types, ms
+//	maxmin_gap                   its proven relative gap (bound − objective) / bound
+//	maxmin_10000x4_ms            the same solve at 10,000 jobs × 4 types, ms
 //
 // Round times are the median of -reps runs after one warm-up run (speedup
 // curves memoise their values on first use, as they do across a host's
@@ -32,6 +35,7 @@ import (
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/gavel"
 )
 
 func main() {
@@ -213,7 +217,61 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 	}
 	add("goodput_vs_reference_fitness", minRatio, "ratio", "≥ 1 on every instance")
 	add("goodput_vs_reference_time", smallMS/refMS, "ratio", "")
+
+	sizes := []int{2048, 10000}
+	if cfg.quick {
+		sizes = []int{256, 512}
+	}
+	for i, n := range sizes {
+		fmt.Fprintf(log, "gavel: max-min fairness, %d jobs × 4 types …\n", n)
+		ms, gap, err := maxMinFigure(ctx, rng, n, 4, cfg.reps)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			add("maxmin_2048x4_ms", ms, "ms", "≤ 50")
+			add("maxmin_gap", gap, "ratio", "≤ 0.005")
+		} else {
+			add("maxmin_10000x4_ms", ms, "ms", "")
+		}
+	}
 	return figs, nil
+}
+
+// maxMinFigure solves heterogeneity-aware max-min fairness on n
+// single-device jobs and k types (n/8 devices per type; each job's
+// throughput differs per type, and a fifth of the jobs cannot use some
+// type). It returns the median solve time in ms over reps solves after a
+// warm-up, and the solution's proven gap.
+func maxMinFigure(ctx context.Context, rng *rand.Rand, n, k, reps int) (ms, gap float64, err error) {
+	p := gavel.Problem{Throughput: make([][]float64, n), Devices: make([]int, k)}
+	for j := range k {
+		p.Devices[j] = max(1, n/8)
+	}
+	for m := range n {
+		row := make([]float64, k)
+		base := 0.5 + 10*rng.Float64()
+		for j := range k {
+			if rng.IntN(5) > 0 || j == m%k {
+				row[j] = base * (0.2 + 3*rng.Float64())
+			}
+		}
+		p.Throughput[m] = row
+	}
+	sol, err := gavel.Solve(ctx, p, gavel.MaxMinFairness{}, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	ts := make([]float64, 0, reps)
+	for range reps {
+		start := time.Now()
+		if sol, err = gavel.Solve(ctx, p, gavel.MaxMinFairness{}, nil); err != nil {
+			return 0, 0, err
+		}
+		ts = append(ts, float64(time.Since(start).Nanoseconds())/1e6)
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2], sol.Gap, nil
 }
 
 // timeRound runs one warm-up round and reps timed rounds; it returns the

@@ -27,10 +27,14 @@ func TestQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"goodput_fit_us", "goodput_optimize_ns", "placement_gangs_per_s", "round_goodput_160x64_ms",
-		"round_goodput_2000x8192_ms", "goodput_vs_reference_fitness", "goodput_vs_reference_time"} {
+		"round_goodput_2000x8192_ms", "goodput_vs_reference_fitness", "goodput_vs_reference_time",
+		"maxmin_2048x4_ms", "maxmin_10000x4_ms"} {
 		if v, ok := m[k]; !ok || v <= 0 {
 			t.Errorf("%s = %v, %v", k, v, ok)
 		}
+	}
+	if g, ok := m["maxmin_gap"]; !ok || g < 0 || g > 0.005 {
+		t.Errorf("maxmin_gap = %v, %v; want within [0, 0.005]", g, ok)
 	}
 	if m["goodput_vs_reference_fitness"] < 1 {
 		t.Errorf("fast policy below the reference: %v", m["goodput_vs_reference_fitness"])
