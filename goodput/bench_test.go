@@ -13,16 +13,17 @@ func fifty(b *testing.B) []Observation {
 func benchFit(b *testing.B, opts FitOptions) {
 	obs := fifty(b)
 	b.ReportAllocs()
-	var evals int
+	var evals, starts int
 	defer startCPU(b).stop()
 	for b.Loop() {
 		_, r, err := Fit(obs, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
-		evals = r.Evaluations
+		evals, starts = r.Evaluations, r.Starts
 	}
 	b.ReportMetric(float64(evals), "evals")
+	b.ReportMetric(float64(starts), "starts")
 }
 
 // BenchmarkFit50 fits ~50 observations from one data-derived start
@@ -43,12 +44,17 @@ func BenchmarkFit50Warm(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	var evals, starts int
 	defer startCPU(b).stop()
 	for b.Loop() {
-		if _, _, err := Fit(obs, FitOptions{Init: &p}); err != nil {
+		_, r, err := Fit(obs, FitOptions{Init: &p})
+		if err != nil {
 			b.Fatal(err)
 		}
+		evals, starts = r.Evaluations, r.Starts
 	}
+	b.ReportMetric(float64(evals), "evals")
+	b.ReportMetric(float64(starts), "starts")
 }
 
 func cifarModel(b *testing.B) Model {

@@ -237,3 +237,43 @@ func FuzzFit(f *testing.F) {
 		}
 	})
 }
+
+// TestFitStopsCleanly covers every way a start ends in the LBFGS driver:
+// the iteration limit, the gradient threshold at the start, and the
+// normal end (gradient threshold or flat objective).
+func TestFitStopsCleanly(t *testing.T) {
+	obs := every(aggregate(readProfile(t, "yolov3", "placements.csv")), 4)
+	tests := []struct {
+		name string
+		opts FitOptions
+		want []FitStatus
+	}{
+		{"iteration limit", FitOptions{MaxIterations: 2}, []FitStatus{FitIterationLimit}},
+		{"huge threshold", FitOptions{GradientThreshold: 1e6}, []FitStatus{FitConverged}},
+		{"default", FitOptions{}, []FitStatus{FitConverged, FitLineSearchStopped}},
+		{"three starts", FitOptions{Starts: 3}, []FitStatus{FitConverged, FitLineSearchStopped}},
+	}
+	for _, form := range []Form{FormPollux, FormAllReduce} {
+		for _, tc := range tests {
+			t.Run(form.String()+"/"+tc.name, func(t *testing.T) {
+				tc.opts.Form = form
+				p, res, err := Fit(obs, tc.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Contains(tc.want, res.Status) {
+					t.Errorf("status %v, want one of %v (%+v)", res.Status, tc.want, res)
+				}
+				if err := p.Validate(); err != nil {
+					t.Errorf("invalid params %+v: %v", p, err)
+				}
+				if tc.name == "huge threshold" && res.Evaluations > 5+1 {
+					t.Errorf("%d evaluations: the start should end at once", res.Evaluations)
+				}
+				if tc.name == "default" && res.GradNorm > 1e-3 {
+					t.Errorf("gradient norm %v", res.GradNorm)
+				}
+			})
+		}
+	}
+}
