@@ -484,7 +484,10 @@ func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
 		}
 	}
 	tree := form == FormAllReduce
-	pr := &problem{form: form, obs: make([]fitObs, 0, len(obs))}
+	pr := &problem{form: form, obs: make([]fitObs, 0, len(obs)),
+		locals: make([]float64, 0, min(len(obs), 32)), shapes: make([]fitShape, 0, min(len(obs), 64)),
+		free: make([]int, 0, nParams)}
+	res.Pinned = make([]string, 0, nParams)
 	var (
 		multiNode, ring2, intraMulti, over2 bool
 		treeSeen, treeDense, treeTwoK       bool
@@ -558,6 +561,9 @@ func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
 		}
 	}
 
+	if len(res.Pinned) == 0 {
+		res.Pinned = nil // as before: nil when the priors pin nothing
+	}
 	pr.allocScratch()
 	best := pr.fixed
 	bestLoss := math.Inf(1)
