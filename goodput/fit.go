@@ -629,7 +629,7 @@ func (pr *problem) minimize(obs []Observation, opts FitOptions, res *FitResult) 
 			switch {
 			case err != nil || st == optimize.Failure:
 				status = FitLineSearchStopped
-			case st == optimize.IterationLimit:
+			case st == optimize.IterationLimit || st == optimize.FunctionEvaluationLimit:
 				status = FitIterationLimit
 			default:
 				status = FitConverged
@@ -663,7 +663,7 @@ func (pr *problem) minimize(obs []Observation, opts FitOptions, res *FitResult) 
 // same optima).
 const lbfgsStore = 2 * nParams
 
-// lbfgs runs gonum's LBFGS (lbfgsStore pairs, its default Bisection line search)
+// lbfgs runs gonum's LBFGS (lbfgsStore pairs, Moré–Thuente line search)
 // from u and leaves the best point it reached in u. It drives the method
 // through optimize.Method's Run protocol directly rather than through
 // optimize.Minimize, whose distributor, worker and statistics goroutines
@@ -671,12 +671,14 @@ const lbfgsStore = 2 * nParams
 // time); here each task is one hand-off each way, and the goroutine
 // running the method has ended when lbfgs returns. It stops on conv
 // (gradient threshold or flat objective), after maxIter major
-// iterations, or when the method ends itself (gonum's own gradient
+// iterations or 20·maxIter + 100 evaluations, or when the method ends itself (gonum's own gradient
 // threshold, or a line-search failure, reported as optimize.Failure with
 // its error).
 func (pr *problem) lbfgs(u []float64, maxIter int, conv *fitConverger) (optimize.Status, error) {
 	const evalMask = optimize.FuncEvaluation | optimize.GradEvaluation | optimize.HessEvaluation
-	method := &optimize.LBFGS{Store: lbfgsStore}
+	// Moré–Thuente's line search needs about 10% fewer evaluations than
+	// gonum's default Bisection here, reaching the same optima.
+	method := &optimize.LBFGS{Store: lbfgsStore, Linesearcher: &optimize.MoreThuente{}}
 	method.Init(len(u), 1)
 	conv.Init(len(u))
 	ops := make(chan optimize.Task, 1)
@@ -690,6 +692,8 @@ func (pr *problem) lbfgs(u []float64, maxIter int, conv *fitConverger) (optimize
 		iters      int
 		finished   bool // PostIteration sent and results closed
 		methodDone bool
+		evals      int
+		maxEvals   = 20*maxIter + 100
 	)
 	stop := func(s optimize.Status) {
 		status = s
@@ -703,6 +707,11 @@ func (pr *problem) lbfgs(u []float64, maxIter int, conv *fitConverger) (optimize
 		}
 		switch {
 		case task.Op&evalMask != 0:
+			if evals++; evals > maxEvals {
+				// a line search that never ends (never seen; a guard)
+				stop(optimize.FunctionEvaluationLimit)
+				continue
+			}
 			loc := task.Location
 			if task.Op&optimize.FuncEvaluation != 0 {
 				loc.F = pr.value(loc.X)
