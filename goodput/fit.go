@@ -670,10 +670,10 @@ const lbfgsStore = 2 * nParams
 // cost four channel hand-offs per evaluation (about a third of a fit's
 // time); here each task is one hand-off each way, and the goroutine
 // running the method has ended when lbfgs returns. It stops on conv
-// (gradient threshold or flat objective), after maxIter major
-// iterations or 20·maxIter + 100 evaluations, or when the method ends itself (gonum's own gradient
-// threshold, or a line-search failure, reported as optimize.Failure with
-// its error).
+// (gradient threshold or flat objective), after maxIter major iterations
+// or 20·maxIter + 100 evaluations, or when the method ends itself
+// (gonum's own gradient threshold, or a line-search failure, reported as
+// optimize.Failure with its error).
 func (pr *problem) lbfgs(u []float64, maxIter int, conv *fitConverger) (optimize.Status, error) {
 	const evalMask = optimize.FuncEvaluation | optimize.GradEvaluation | optimize.HessEvaluation
 	// Moré–Thuente's line search needs about 10% fewer evaluations than
