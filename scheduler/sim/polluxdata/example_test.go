@@ -1,0 +1,22 @@
+package polluxdata_test
+
+import (
+	"fmt"
+	"io/fs"
+
+	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
+)
+
+// List the embedded models and count the 1.0× workloads.
+func Example() {
+	models, _ := fs.ReadDir(polluxdata.FS, "traces")
+	for _, m := range models {
+		fmt.Print(m.Name(), " ")
+	}
+	fmt.Println()
+	ws, _ := fs.Glob(polluxdata.FS, "workloads/workload-*.csv")
+	fmt.Println(len(ws), "workloads")
+	// Output:
+	// bert cifar10 deepspeech2 imagenet ncf yolov3
+	// 8 workloads
+}
