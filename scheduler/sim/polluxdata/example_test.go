@@ -3,6 +3,7 @@ package polluxdata_test
 import (
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
 )
@@ -10,10 +11,11 @@ import (
 // List the embedded models and count the 1.0× workloads.
 func Example() {
 	models, _ := fs.ReadDir(polluxdata.FS, "traces")
+	var names []string
 	for _, m := range models {
-		fmt.Print(m.Name(), " ")
+		names = append(names, m.Name())
 	}
-	fmt.Println()
+	fmt.Println(strings.Join(names, " "))
 	ws, _ := fs.Glob(polluxdata.FS, "workloads/workload-*.csv")
 	fmt.Println(len(ws), "workloads")
 	// Output:
