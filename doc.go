@@ -1,20 +1,42 @@
 // Package goodsched decides how deep-learning jobs share a cluster of
 // accelerators. It computes decisions; the host orchestrator applies them.
+// There is no daemon, no database and no global state, and the library
+// starts no goroutines of its own.
 //
-// The packages, from the bottom up:
+// The packages, from the bottom up (imports point down only):
 //
-//   - accel: devices, nodes and clusters; the Inventory interface with a
-//     static backend and an NVML backend (accel/nvml).
-//   - goodput: Pollux's goodput model per job and accelerator type, fitted
-//     online from the job's own measurements; batch-size choice; speedup
-//     curves for cluster policies.
+//   - accel: devices, nodes and clusters with canonical type keys
+//     ("h100-80gb", "t4"); the Inventory and HealthSource interfaces; a
+//     Static inventory from descriptions such as "6x4:t4,2x8:a100-40gb";
+//     accel/nvml reads real machines through NVML.
+//   - goodput: Pollux's goodput model (throughput × statistical
+//     efficiency) per job and accelerator type, fitted online by an
+//     Estimator from the job's own step times and gradient statistics;
+//     batch-size and accumulation choice; speedup curves (Curve) that
+//     cluster policies consume through the Speedup interface.
 //   - placement: which concrete devices serve each gang, aware of nodes,
-//     NVLink, NUMA and fragmentation.
-//   - scheduler: elastic and heterogeneity-aware allocation policies and
-//     the per-round Plan; scheduler/dispatch for duplication-aware task
-//     dispatch; scheduler/sim, a trace-driven simulator.
-//   - carbon: carbon-intensity series, forecasts and carbon-aware scaling
-//     plans for delay-tolerant elastic work.
+//     NVLink islands, NUMA, interference between distributed jobs and
+//     fragmentation; a Round realises a set of targets with the fewest moves.
+//   - carbon: carbon-intensity series and readers, forecasters, and plans
+//     that scale delay-tolerant elastic work with the grid; energy and
+//     emission accounting.
+//   - scheduler: the per-round decision. A Policy (Goodput, FIFO,
+//     Tiresias, Optimus, or scheduler/gavel's heterogeneity-aware fairness
+//     policies) says how many devices of which type each job gets; the
+//     Scheduler realises that through placement and returns a Plan.
+//     scheduler/dispatch is a separate request-level path (duplication-aware
+//     dispatch); scheduler/sim replays workloads through any policy.
 //
-// This root package holds documentation only.
+// One round, as the host drives it:
+//
+//  1. Snapshot the cluster (an accel.Inventory, or accel.ParseSpec).
+//  2. Feed each training job's measured step times and gradient statistics
+//     to its goodput.Estimator and take its Curve as the job's Speedup.
+//  3. Call scheduler.Scheduler.Schedule with the cluster, the jobs, the
+//     assignments in effect and the logical time.
+//  4. Apply each Decision of the Plan (start, grow, shrink, move, preempt,
+//     keep or queue; devices, batch size, accumulation steps, reason), and
+//     pass Plan.Assignments as the next round's Current.
+//
+// The package example runs one such round.
 package goodsched
