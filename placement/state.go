@@ -79,6 +79,36 @@ func NewState(c accel.Cluster, current []Assignment) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newState(ix, current)
+}
+
+// Index is a cluster validated and indexed once, from which States with
+// different current assignments are built without indexing the cluster
+// again (a host that places round after round on the same cluster keeps
+// one). It is immutable: safe for concurrent use.
+type Index struct{ ix *index }
+
+// NewIndex validates and indexes the cluster (the errors NewState gives
+// for the cluster).
+func NewIndex(c accel.Cluster) (*Index, error) {
+	ix, err := buildIndex(c)
+	if err != nil {
+		return nil, err
+	}
+	return &Index{ix: ix}, nil
+}
+
+// NewState is NewState on the indexed cluster: the same State, and the
+// same errors for the current assignments.
+func (x *Index) NewState(current []Assignment) (*State, error) {
+	if x == nil || x.ix == nil {
+		return nil, errNoState
+	}
+	return newState(x.ix, current)
+}
+
+// newState builds a State on ix with the current assignments.
+func newState(ix *index, current []Assignment) (*State, error) {
 	s := &State{
 		ix:        ix,
 		cow:       new(cowToken),

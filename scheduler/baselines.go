@@ -22,11 +22,23 @@ type FIFO struct{}
 var _ Policy = FIFO{}
 
 // Allocate implements Policy.
-func (FIFO) Allocate(ctx context.Context, in Input) ([]Target, error) {
+func (p FIFO) Allocate(ctx context.Context, in Input) ([]Target, error) {
 	x, err := analyze(&in)
 	if err != nil {
 		return nil, err
 	}
+	return p.targets(ctx, x)
+}
+
+// allocate implements analyzed: the Scheduler's validated instance, the
+// Scheduler's Placer realises the targets.
+func (p FIFO) allocate(ctx context.Context, x *instance, _ Placer, _ bool) ([]Target, *PlaceResult, error) {
+	t, err := p.targets(ctx, x)
+	return t, nil, err
+}
+
+// targets computes the policy's targets on x.
+func (FIFO) targets(ctx context.Context, x *instance) ([]Target, error) {
 	order := x.sortedJobs(func(a, b *jobInfo) int {
 		return cmp.Or(cmp.Compare(b.job.Priority, a.job.Priority), a.job.Submitted.Compare(b.job.Submitted), cmp.Compare(a.job.ID, b.job.ID))
 	})
@@ -58,6 +70,18 @@ func (p Tiresias) Allocate(ctx context.Context, in Input) ([]Target, error) {
 	if err != nil {
 		return nil, err
 	}
+	return p.targets(ctx, x)
+}
+
+// allocate implements analyzed: the Scheduler's validated instance, the
+// Scheduler's Placer realises the targets.
+func (p Tiresias) allocate(ctx context.Context, x *instance, _ Placer, _ bool) ([]Target, *PlaceResult, error) {
+	t, err := p.targets(ctx, x)
+	return t, nil, err
+}
+
+// targets computes the policy's targets on x.
+func (p Tiresias) targets(ctx context.Context, x *instance) ([]Target, error) {
 	th := p.Threshold
 	if th <= 0 {
 		th = 16 * time.Hour
@@ -178,11 +202,23 @@ type Optimus struct{}
 var _ Policy = Optimus{}
 
 // Allocate implements Policy.
-func (Optimus) Allocate(ctx context.Context, in Input) ([]Target, error) {
+func (p Optimus) Allocate(ctx context.Context, in Input) ([]Target, error) {
 	x, err := analyze(&in)
 	if err != nil {
 		return nil, err
 	}
+	return p.targets(ctx, x)
+}
+
+// allocate implements analyzed: the Scheduler's validated instance, the
+// Scheduler's Placer realises the targets.
+func (p Optimus) allocate(ctx context.Context, x *instance, _ Placer, _ bool) ([]Target, *PlaceResult, error) {
+	t, err := p.targets(ctx, x)
+	return t, nil, err
+}
+
+// targets computes the policy's targets on x.
+func (Optimus) targets(ctx context.Context, x *instance) ([]Target, error) {
 	work := func(j *jobInfo) float64 {
 		if j.job.RemainingWork > 0 {
 			return j.job.RemainingWork

@@ -22,6 +22,7 @@ type instance struct {
 	total   int
 	devType map[string]int
 	devNode map[string]string
+	healthy map[string]bool // by device ID
 	jobs    []jobInfo
 	byID    map[string]int
 }
@@ -54,38 +55,19 @@ func (j *Job) requested() int {
 
 // analyze validates in and indexes it.
 func analyze(in *Input) (*instance, error) {
-	if err := in.Cluster.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: cluster: %w", ErrInvalid, err)
+	c, err := indexCluster(&in.Cluster)
+	if err != nil {
+		return nil, err
 	}
-	size := in.Cluster.Size()
-	x := &instance{in: in, typeIdx: make(map[accel.TypeKey]int), devType: make(map[string]int, size), devNode: make(map[string]string, size)}
-	x.types = in.Cluster.Types()
-	for i, t := range x.types {
-		x.typeIdx[t] = i
-	}
+	return analyzeIndexed(in, c)
+}
+
+// analyzeIndexed is analyze with the cluster already validated and
+// indexed as c (shared, read-only).
+func analyzeIndexed(in *Input, c *clusterIndex) (*instance, error) {
+	x := &instance{in: in, types: c.types, typeIdx: c.typeIdx, cap: c.cap, perNode: c.perNode, nodes: c.nodes,
+		total: c.total, devType: c.devType, devNode: c.devNode, healthy: c.healthy}
 	nt := len(x.types)
-	x.cap = make([]int, nt)
-	x.perNode = make([]int, nt)
-	x.nodes = make([]int, nt)
-	for _, n := range in.Cluster.Nodes {
-		per := make([]int, nt)
-		for _, d := range n.Devices {
-			t := x.typeIdx[d.Type]
-			x.devType[d.ID] = t
-			x.devNode[d.ID] = n.Name
-			if d.Healthy {
-				per[t]++
-			}
-		}
-		for t, k := range per {
-			x.cap[t] += k
-			x.total += k
-			if k > 0 {
-				x.nodes[t]++
-				x.perNode[t] = max(x.perNode[t], k)
-			}
-		}
-	}
 	x.byID = make(map[string]int, len(in.Jobs))
 	x.jobs = make([]jobInfo, len(in.Jobs))
 	for i := range in.Jobs {

@@ -23,6 +23,11 @@ type RoundPlacer struct {
 	// Placer is the placement package's placer (strategy, filters,
 	// scores, interference avoidance); the zero value packs.
 	Placer placement.Placer
+
+	// cache, set by New, keeps the placement index of the last cluster
+	// (shared with the Scheduler's validation), so that rounds on the
+	// same cluster do not index it again.
+	cache *clusterCache
 }
 
 var _ Placer = RoundPlacer{}
@@ -32,7 +37,7 @@ func (p RoundPlacer) Place(ctx context.Context, cluster accel.Cluster, current [
 	if err := ctx.Err(); err != nil {
 		return PlaceResult{}, err
 	}
-	st, err := placement.NewState(cluster, current)
+	st, err := p.state(cluster, current)
 	if err != nil {
 		return PlaceResult{}, err
 	}
@@ -61,4 +66,19 @@ func (p RoundPlacer) Place(ctx context.Context, cluster accel.Cluster, current [
 		res.Unplaced = append(res.Unplaced, Unplaced{Job: u.Target.Job, Reason: fmt.Sprintf("%s (%s)", why, u.Reason.Code)})
 	}
 	return res, nil
+}
+
+// state builds the placement state for current on cluster, on the cached
+// index when there is one.
+func (p RoundPlacer) state(cluster accel.Cluster, current []placement.Assignment) (*placement.State, error) {
+	if p.cache != nil {
+		if c, err := p.cache.index(&cluster); err == nil {
+			if ix, err := c.placement(&cluster); err == nil {
+				return ix.NewState(current)
+			}
+		}
+	}
+	// No cache, or a cluster that does not index: the placement
+	// package's own errors.
+	return placement.NewState(cluster, current)
 }

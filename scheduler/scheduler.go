@@ -25,26 +25,35 @@ type Config struct {
 // on their devices, realises the targets through its Placer and returns a
 // Plan with one Decision per job.
 //
-// A Scheduler holds no state between rounds (the host passes the
-// assignments in effect as Input.Current), so it is safe for concurrent
-// use as long as its Policy and Placer are.
+// A Scheduler holds no decision state between rounds (the host passes the
+// assignments in effect as Input.Current); it only remembers the last
+// cluster it validated, so that an unchanged cluster is not validated and
+// indexed again. It is safe for concurrent use as long as its Policy and
+// Placer are.
 type Scheduler struct {
 	policy Policy
 	placer Placer
 	// ownLayout: no Placer was configured, so a policy may realise its
 	// own node layout when that places better than the Placer.
 	ownLayout bool
+	// clusters remembers the last cluster's validation and index: hosts
+	// pass the same cluster round after round.
+	clusters *clusterCache
 }
 
 // New returns a Scheduler for cfg.
 func New(cfg Config) (*Scheduler, error) {
-	s := &Scheduler{policy: cfg.Policy, placer: cfg.Placer}
+	s := &Scheduler{policy: cfg.Policy, placer: cfg.Placer, clusters: &clusterCache{}}
 	if s.policy == nil {
 		s.policy = Goodput{}
 	}
 	if s.placer == nil {
 		s.placer = RoundPlacer{}
 		s.ownLayout = true
+	}
+	if rp, ok := s.placer.(RoundPlacer); ok && rp.cache == nil {
+		rp.cache = s.clusters // one index per cluster for validation and placement
+		s.placer = rp
 	}
 	return s, nil
 }
@@ -55,7 +64,11 @@ func New(cfg Config) (*Scheduler, error) {
 // ErrPlacement) and when ctx is done. A job that cannot be served is never
 // dropped: it gets a Queue (or Preempt) decision with a reason.
 func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
-	x, err := analyze(&in)
+	c, err := s.clusters.index(&in.Cluster)
+	if err != nil {
+		return Plan{}, err
+	}
+	x, err := analyzeIndexed(&in, c)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -194,12 +207,7 @@ func (x *instance) checkPlacement(res PlaceResult, tg []Target) ([][]string, []s
 	unplaced := make([]string, len(x.jobs))
 	done := make([]bool, len(x.jobs))
 	used := make(map[string]string)
-	healthy := make(map[string]bool)
-	for _, n := range x.in.Cluster.Nodes {
-		for _, d := range n.Devices {
-			healthy[d.ID] = d.Healthy
-		}
-	}
+	healthy := x.healthy
 	kept := make(map[string]bool)
 	for _, u := range res.Unplaced {
 		kept[u.Job] = true

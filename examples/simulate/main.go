@@ -39,6 +39,7 @@
 //	-out DIR            where plots and per-job CSVs go ("" = none;
 //	                    default ./simulate-out)
 //	-json               print one JSON object instead of the table
+//	-cpuprofile FILE    write a CPU profile of the simulation (for go tool pprof)
 //
 // Exit status 2 means bad input (a one-line message on stderr); 1 means the
 // simulation failed.
@@ -56,6 +57,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,6 +75,7 @@ func main() {
 
 type options struct {
 	workload, philly, cluster, policies, profiles, out string
+	cpuprofile                                         string
 	interval, mtbf                                     time.Duration
 	interference                                       float64
 	seed                                               uint64
@@ -99,6 +102,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.Uint64Var(&o.seed, "seed", 1, "seed for failures and Philly sampling")
 	fl.StringVar(&o.out, "out", "simulate-out", "directory for SVG plots and per-job CSVs (\"\" = none)")
 	fl.BoolVar(&o.json, "json", false, "print one JSON object instead of the table")
+	fl.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the simulation to this file")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fl.SetOutput(stderr)
@@ -111,6 +115,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "simulate: unexpected argument %q\n", fl.Arg(0))
 		return 2
+	}
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			fmt.Fprintf(stderr, "simulate: -cpuprofile: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "simulate: -cpuprofile: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if err := simulate(ctx, o, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "simulate: %v\n", err)
