@@ -28,7 +28,8 @@
 //	-policies LIST      comma-separated: goodput (per-type models on mixed
 //	                    clusters), goodput-blind, tiresias, optimus (with
 //	                    oracle), fifo, gavel (max-min fairness, oracle
-//	                    throughputs) (default goodput,tiresias,optimus)
+//	                    throughputs), gavel-blind (the same, heterogeneity-
+//	                    blind) (default goodput,tiresias,optimus)
 //	-interval D         scheduling round (default 60s)
 //	-profiles DIRS      extra profile directories (comma-separated), searched
 //	                    before the embedded Pollux traces; e.g. Sia's
@@ -94,7 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.philly, "philly", "", "Philly-derived trace (CSV or .csv.gz) to build the workload from, instead of -workload")
 	fl.IntVar(&o.jobs, "jobs", 10000, "jobs to take from the -philly trace")
 	fl.StringVar(&o.cluster, "cluster", "16x4:t4", "cluster spec")
-	fl.StringVar(&o.policies, "policies", "goodput,tiresias,optimus", "comma-separated policies: goodput, goodput-blind, tiresias, optimus, fifo, gavel")
+	fl.StringVar(&o.policies, "policies", "goodput,tiresias,optimus", "comma-separated policies: goodput, goodput-blind, tiresias, optimus, fifo, gavel, gavel-blind")
 	fl.DurationVar(&o.interval, "interval", 60*time.Second, "scheduling round")
 	fl.StringVar(&o.profiles, "profiles", "", "extra profile directories, comma-separated, searched before the embedded Pollux traces")
 	fl.Float64Var(&o.interference, "interference", 0, "slowdown of distributed jobs sharing a node, in [0,1)")

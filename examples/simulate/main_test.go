@@ -19,7 +19,7 @@ func TestRunJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"-workload", wl, "-cluster", "2x4:t4", "-policies", "goodput,tiresias,optimus,fifo,gavel,goodput-blind", "-json", "-out", filepath.Join(dir, "out")}, &out, &errb)
+	code := run(context.Background(), []string{"-workload", wl, "-cluster", "2x4:t4", "-policies", "goodput,tiresias,optimus,fifo,gavel,gavel-blind,goodput-blind", "-json", "-out", filepath.Join(dir, "out")}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -29,7 +29,7 @@ func TestRunJSON(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if len(got.Policies) != 6 {
+	if len(got.Policies) != 7 {
 		t.Fatalf("%d policies", len(got.Policies))
 	}
 	for _, p := range got.Policies {

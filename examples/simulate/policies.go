@@ -59,6 +59,13 @@ func registry() map[string]policySpec {
 			build: func() (scheduler.Policy, error) { return gavel.NewPolicy(gavel.Config{}) },
 			mode:  sim.Rigid, oracle: true,
 		},
+		"gavel-blind": {
+			about: "Gavel's heterogeneity-blind max-min fairness (every throughput 1) on the workload's GPU counts",
+			build: func() (scheduler.Policy, error) {
+				return gavel.NewPolicy(gavel.Config{Objective: gavel.MaxMinFairness{HeterogeneityBlind: true}})
+			},
+			mode: sim.Rigid, oracle: true,
+		},
 	}
 }
 
