@@ -22,6 +22,9 @@ type layout struct {
 	binsOf  [][]int // per type
 	maxCap  []int   // per type: largest bin
 	devBin  map[string]int
+	// empty is the state with no job placed (see emptyState); never
+	// modified once built.
+	empty *state
 }
 
 func newLayout(x *instance) *layout {
@@ -67,23 +70,30 @@ type state struct {
 	pos      []int
 }
 
+// emptyState returns a state with no job placed: a copy of the layout's
+// empty state, built on first use (the polish replays from an empty state
+// thousands of times a round; copying is much cheaper than bucketing every
+// bin again, and gives the same bucket order).
 func (e *engine) emptyState() *state {
 	l := e.lay
-	nt := len(e.x.types)
-	s := &state{typ: make([]int, len(e.jobs)), cnt: make([]int, len(e.jobs)), place: make([][]slot, len(e.jobs)),
-		free: make([]int, nt), bfree: slices.Clone(l.binCap), bdist: make([]int, len(l.binCap)),
-		bucket: make([][][]int, nt), pos: make([]int, len(l.binCap))}
-	for i := range s.typ {
-		s.typ[i] = -1
-	}
-	for t := range nt {
-		s.bucket[t] = make([][]int, 2*(l.maxCap[t]+1))
-		for _, b := range l.binsOf[t] {
-			s.free[t] += l.binCap[b]
-			s.rebucket(l, b)
+	if l.empty == nil || len(l.empty.typ) != len(e.jobs) {
+		nt := len(e.x.types)
+		s := &state{typ: make([]int, len(e.jobs)), cnt: make([]int, len(e.jobs)), place: make([][]slot, len(e.jobs)),
+			free: make([]int, nt), bfree: slices.Clone(l.binCap), bdist: make([]int, len(l.binCap)),
+			bucket: make([][][]int, nt), pos: make([]int, len(l.binCap))}
+		for i := range s.typ {
+			s.typ[i] = -1
 		}
+		for t := range nt {
+			s.bucket[t] = make([][]int, 2*(l.maxCap[t]+1))
+			for _, b := range l.binsOf[t] {
+				s.free[t] += l.binCap[b]
+				s.rebucket(l, b)
+			}
+		}
+		l.empty = s
 	}
-	return s
+	return l.empty.clone()
 }
 
 func (s *state) clone() *state {
