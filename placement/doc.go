@@ -11,7 +11,9 @@
 //
 //  1. Take a snapshot of the cluster (accel.Inventory.Snapshot) and build
 //     the usage with NewState(cluster, current), current being the
-//     assignments in effect. Unhealthy devices are never offered.
+//     assignments in effect. Unhealthy devices are never offered. A host
+//     that places round after round on the same cluster builds an Index
+//     once (NewIndex) and calls Index.NewState each round instead.
 //  2. For one gang, call Placer.Place(state, Request): it returns the
 //     devices (all of them or none) without changing the state; commit
 //     with State.Assign, undo with State.Release. A request that does not
