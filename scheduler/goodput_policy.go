@@ -40,7 +40,9 @@ import (
 // jobs, from an empty cluster. For up to 48 jobs a final polish moves
 // devices between pairs of jobs, changes single jobs and returns jobs to
 // what they run now, judging each move on the layout a placement round
-// would give from the current allocation. Each result is realised with
+// would give from the current allocation (jobs that shrink across nodes
+// either shrink in place or leave their fullest nodes for other gangs,
+// whichever scores better). Each result is realised with
 // the Scheduler's Placer (and, when the Scheduler uses its default
 // Placer, also on the engine's own node layout) and the best realised
 // fitness wins.

@@ -1,6 +1,9 @@
 package scheduler
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // polishJobs is the most jobs for which the search ends with a polish on
 // replayed placements (its cost grows with the square of the jobs).
@@ -13,8 +16,11 @@ const polishEvals = 3000
 // pinned and unchanged jobs keep their devices, jobs shrink in place, grow
 // next to their devices (largest target first), then new and moved jobs
 // are packed, largest first. A target that does not fit leaves a running
-// job where it was and a new job waiting.
-func (e *engine) replay(typ, cnt []int) *state {
+// job where it was and a new job waiting. With vacate, a job that shrinks
+// across several nodes instead leaves its fullest nodes, keeps its
+// devices on the others and tops up on free fragments: it pays the
+// restart either way, and whole nodes come free for other gangs.
+func (e *engine) replay(typ, cnt []int, vacate bool) *state {
 	s := e.emptyState()
 	for i := range e.jobs {
 		j := &e.jobs[i]
@@ -27,7 +33,9 @@ func (e *engine) replay(typ, cnt []int) *state {
 	}
 	for i := range e.jobs {
 		if !e.jobs[i].pinned && s.cnt[i] > cnt[i] {
-			e.apply(s, i, typ[i], cnt[i])
+			if !vacate || cnt[i] == 0 || !e.vacate(s, i, cnt[i]) {
+				e.apply(s, i, typ[i], cnt[i])
+			}
 		}
 	}
 	var grow, fresh []int
@@ -63,6 +71,43 @@ func (e *engine) replay(typ, cnt []int) *state {
 	return s
 }
 
+// vacate shrinks running job i to c devices on its type by keeping its
+// smallest bins (as many whole bins as fit in c) and packing the rest on
+// free fragments. It reports false, leaving s unchanged, when the job
+// spans one bin, when it would keep every bin or none, or when the rest
+// does not fit.
+func (e *engine) vacate(s *state, i, c int) bool {
+	t, old := s.typ[i], s.place[i]
+	if len(old) < 2 {
+		return false
+	}
+	p := slices.Clone(old)
+	slices.SortStableFunc(p, func(a, b slot) int { return a.k - b.k })
+	var keep []slot
+	n := 0
+	for _, sl := range p {
+		if n+sl.k > c {
+			break
+		}
+		keep = append(keep, sl)
+		n += sl.k
+	}
+	if n == 0 || len(keep) == len(p) {
+		return false
+	}
+	e.release(s, i)
+	if n < c {
+		extra := e.pack(s, t, c-n, keep)
+		if extra == nil {
+			e.assign(s, i, t, len(old), old)
+			return false
+		}
+		keep = append(keep, extra...)
+	}
+	e.assign(s, i, t, c, keep)
+	return true
+}
+
 // polish is a first-improvement local search over the jobs' (type, count)
 // judged on replayed placements, so that node counts are the ones a
 // placement round gives: it moves 1 to look-ahead devices between two
@@ -71,7 +116,7 @@ func (e *engine) replay(typ, cnt []int) *state {
 // nothing beats it).
 func (e *engine) polish(s *state) *state {
 	typ, cnt := slices.Clone(s.typ), slices.Clone(s.cnt)
-	best := e.replay(typ, cnt)
+	best := e.replay(typ, cnt, false)
 	bestObj := e.objective(best)
 	if o := e.objective(s); o > bestObj {
 		// s itself may not be reproducible by a round; start from its replay anyway.
@@ -80,8 +125,16 @@ func (e *engine) polish(s *state) *state {
 	evals := 0
 	try := func() bool {
 		evals++
-		r := e.replay(typ, cnt)
-		if o := e.objective(r); o > bestObj+1e-12*(1+abs(bestObj)) {
+		// Both ways of shrinking multi-node jobs; the first wins ties.
+		var r *state
+		o := math.Inf(-1)
+		for _, v := range [2]bool{false, true} {
+			ri := e.replay(typ, cnt, v)
+			if oi := e.objective(ri); oi > o {
+				r, o = ri, oi
+			}
+		}
+		if o > bestObj+1e-12*(1+abs(bestObj)) {
 			best, bestObj = r, o
 			copy(typ, r.typ)
 			copy(cnt, r.cnt)
