@@ -29,12 +29,55 @@ type clusterIndex struct {
 	placeOnce sync.Once
 	place     *placement.Index
 	placeErr  error
+
+	// The last placement state built (for lastCur): a policy places
+	// several candidate target sets against the same current assignments
+	// in one round. Guarded by mu; handed out as clones only.
+	mu       sync.Mutex
+	lastCur  []placement.Assignment
+	lastSt   *placement.State
+	lastUsed bool
 }
 
 // placement returns the placement index of the cluster c was built from.
 func (x *clusterIndex) placement(c *accel.Cluster) (*placement.Index, error) {
 	x.placeOnce.Do(func() { x.place, x.placeErr = placement.NewIndex(*c) })
 	return x.place, x.placeErr
+}
+
+// state returns a placement state of the cluster (c, which x indexes)
+// with the current assignments: a clone of the last one built when
+// current is the same, else a new one.
+func (x *clusterIndex) state(c *accel.Cluster, current []placement.Assignment) (*placement.State, error) {
+	x.mu.Lock()
+	if x.lastUsed && sameAssignments(x.lastCur, current) {
+		st := x.lastSt.Clone()
+		x.mu.Unlock()
+		return st, nil
+	}
+	x.mu.Unlock()
+	ix, err := x.placement(c)
+	if err != nil {
+		return nil, err
+	}
+	st, err := ix.NewState(current)
+	if err != nil {
+		return nil, err
+	}
+	cur := make([]placement.Assignment, len(current))
+	for i, a := range current {
+		cur[i] = placement.Assignment{Job: a.Job, Devices: slices.Clone(a.Devices)}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.lastCur, x.lastSt, x.lastUsed = cur, st, true
+	return st.Clone(), nil
+}
+
+func sameAssignments(a, b []placement.Assignment) bool {
+	return slices.EqualFunc(a, b, func(p, q placement.Assignment) bool {
+		return p.Job == q.Job && slices.Equal(p.Devices, q.Devices)
+	})
 }
 
 // indexCluster validates c and indexes it.

@@ -73,8 +73,8 @@ func (p RoundPlacer) Place(ctx context.Context, cluster accel.Cluster, current [
 func (p RoundPlacer) state(cluster accel.Cluster, current []placement.Assignment) (*placement.State, error) {
 	if p.cache != nil {
 		if c, err := p.cache.index(&cluster); err == nil {
-			if ix, err := c.placement(&cluster); err == nil {
-				return ix.NewState(current)
+			if _, err := c.placement(&cluster); err == nil {
+				return c.state(&cluster, current)
 			}
 		}
 	}
