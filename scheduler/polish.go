@@ -125,10 +125,19 @@ func (e *engine) polish(s *state) *state {
 	evals := 0
 	try := func() bool {
 		evals++
-		// Both ways of shrinking multi-node jobs; the first wins ties.
+		// Both ways of shrinking multi-node jobs (when one does); the
+		// first wins ties.
+		modes := [2]bool{false, true}
+		n := 1
+		for i := range e.jobs {
+			if j := &e.jobs[i]; !j.pinned && e.curOK[i] && len(e.cur[i]) > 1 && typ[i] == j.t0 && cnt[i] > 0 && cnt[i] < j.c0 {
+				n = 2
+				break
+			}
+		}
 		var r *state
 		o := math.Inf(-1)
-		for _, v := range [2]bool{false, true} {
+		for _, v := range modes[:n] {
 			ri := e.replay(typ, cnt, v)
 			if oi := e.objective(ri); oi > o {
 				r, o = ri, oi
