@@ -9,8 +9,24 @@ import (
 // replayed placements (its cost grows with the square of the jobs).
 const polishJobs = 48
 
-// polishEvals bounds the replays of one polish.
-const polishEvals = 3000
+// polishEvals bounds the replays of one polish on a cluster of at most
+// polishBins bins (node × type); a replay costs O(bins), so larger
+// clusters get a proportionally smaller budget (see polishBudget).
+const (
+	polishEvals = 3000
+	polishBins  = 64
+)
+
+// polishBudget is the replay budget of one polish on a cluster of bins
+// bins: polishEvals up to polishBins bins, then scaled down so that a
+// polish costs about the same whatever the cluster's size (at least 100
+// replays).
+func polishBudget(bins int) int {
+	if bins <= polishBins {
+		return polishEvals
+	}
+	return max(100, polishEvals*polishBins/bins)
+}
 
 // replay lays out a (type, count) per job the way a placement round does:
 // pinned and unchanged jobs keep their devices, jobs shrink in place, grow
@@ -118,10 +134,7 @@ func (e *engine) polish(s *state) *state {
 	typ, cnt := slices.Clone(s.typ), slices.Clone(s.cnt)
 	best := e.replay(typ, cnt, false)
 	bestObj := e.objective(best)
-	if o := e.objective(s); o > bestObj {
-		// s itself may not be reproducible by a round; start from its replay anyway.
-		_ = o
-	}
+	budget := polishBudget(len(e.lay.binCap))
 	evals := 0
 	try := func() bool {
 		evals++
@@ -151,7 +164,7 @@ func (e *engine) polish(s *state) *state {
 		}
 		return false
 	}
-	for sweep := 0; sweep < 3 && evals < polishEvals; sweep++ {
+	for sweep := 0; sweep < 3 && evals < budget; sweep++ {
 		improved := false
 		for a := range e.jobs {
 			ja := &e.jobs[a]
@@ -161,7 +174,7 @@ func (e *engine) polish(s *state) *state {
 			// Single-job changes: other counts on its type, other types.
 			ta, ca := typ[a], cnt[a]
 			e.candidates(best, a, false, -1, func(t, c int) {
-				if evals >= polishEvals {
+				if evals >= budget {
 					return
 				}
 				typ[a], cnt[a] = t, c
@@ -179,10 +192,10 @@ func (e *engine) polish(s *state) *state {
 			t := typ[a]
 			for b := range e.jobs {
 				jb := &e.jobs[b]
-				if b == a || jb.pinned || !slices.Contains(jb.allowed, t) || evals >= polishEvals {
+				if b == a || jb.pinned || !slices.Contains(jb.allowed, t) || evals >= budget {
 					continue
 				}
-				for k := 1; k <= e.look[t] && evals < polishEvals; k++ {
+				for k := 1; k <= e.look[t] && evals < budget; k++ {
 					ta, ca, tb, cb := typ[a], cnt[a], typ[b], cnt[b]
 					na := ca - k
 					if na < ja.min || ja.rigid {
@@ -211,7 +224,7 @@ func (e *engine) polish(s *state) *state {
 		// taking devices from changed jobs first, then from the largest.
 		for b := range e.jobs {
 			jb := &e.jobs[b]
-			if jb.pinned || !e.curOK[b] || (typ[b] == jb.t0 && cnt[b] == jb.c0) || evals >= polishEvals {
+			if jb.pinned || !e.curOK[b] || (typ[b] == jb.t0 && cnt[b] == jb.c0) || evals >= budget {
 				continue
 			}
 			t := jb.t0
