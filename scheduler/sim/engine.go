@@ -495,9 +495,42 @@ func (e *engine) schedule(ctx context.Context) error {
 		if slices.Equal(devs, j.devs) {
 			continue
 		}
+		if e.sameShape(j, devs) {
+			// Other devices of the same type on the same nodes, as many
+			// per node: the job keeps running (devices within a node are
+			// interchangeable, as in the Pollux simulator, which tracks
+			// GPUs per node only).
+			j.devs = slices.Clone(devs)
+			e.moved = true
+			continue
+		}
 		e.reallocate(j, d.Type, devs, d.Batch)
 	}
 	return nil
+}
+
+// sameShape reports whether devs are as many devices of job j's type on
+// each of j's nodes as it holds now (a relabelling within nodes).
+func (e *engine) sameShape(j *job, devs []string) bool {
+	if len(devs) == 0 || len(devs) != len(j.devs) {
+		return false
+	}
+	per := make(map[int]int, len(j.nodes))
+	for _, d := range devs {
+		if e.devType[d] != j.typ {
+			return false
+		}
+		per[e.devNode[d]]++
+	}
+	if len(per) != len(j.nodes) {
+		return false
+	}
+	for k, n := range j.nodes {
+		if per[n] != j.counts[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // describe builds what the policy sees of job j: never the ground truth

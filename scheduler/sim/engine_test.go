@@ -9,6 +9,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
 )
 
@@ -315,5 +317,46 @@ func TestHeterogeneousModes(t *testing.T) {
 	}
 	if got := res.Jobs[0].JCT.Seconds(); math.Abs(got-80) > 1e-6 {
 		t.Fatalf("JCT %v s, want 80 (ran on the faster type)", got)
+	}
+}
+
+// rotatePlacer gives every gang the next devices of node 0 each call: a
+// placer that relabels devices within a node from round to round.
+type rotatePlacer struct{ calls int }
+
+func (p *rotatePlacer) Place(_ context.Context, c accel.Cluster, _ []placement.Assignment, targets []scheduler.Target) (scheduler.PlaceResult, error) {
+	var res scheduler.PlaceResult
+	devs := c.Nodes[0].Devices
+	k := p.calls
+	p.calls++
+	for _, tg := range targets {
+		a := placement.Assignment{Job: tg.Job}
+		for range tg.Count {
+			a.Devices = append(a.Devices, devs[k%len(devs)].ID)
+			k++
+		}
+		res.Assignments = append(res.Assignments, a)
+	}
+	return res, nil
+}
+
+// Devices swapped within a node, as many per node as before, are not a
+// restart: the Pollux simulator tracks a job's GPUs per node only.
+func TestRelabelWithinNodeIsNoRestart(t *testing.T) {
+	pl := &rotatePlacer{}
+	res, err := Run(context.Background(), Config{
+		Cluster: cluster(t, "1x4:t4"), Apps: toyApps(t, ProfileOptions{}),
+		Jobs:   []JobSpec{{Name: "a", Application: "toy", Replicas: 2, BatchSize: 10}},
+		Policy: scheduler.FIFO{}, Placer: pl, Mode: Rigid, EveryRound: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.calls < 3 {
+		t.Fatalf("placer called %d times, want a call every round", pl.calls)
+	}
+	j := res.Jobs[0]
+	if got := secs(j.JCT); math.Abs(got-230) > 1e-3 || j.Restarts != 0 {
+		t.Errorf("JCT %.3f s with %d restarts, want 230 s (one 30 s stall) and 0", got, j.Restarts)
 	}
 }
