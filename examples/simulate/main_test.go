@@ -72,3 +72,23 @@ func TestRunBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestRunOneJobPlots checks that the plots are written when every job has
+// the same JCT (a log axis needs a range).
+func TestRunOneJobPlots(t *testing.T) {
+	dir := t.TempDir()
+	wl := filepath.Join(dir, "one.csv")
+	if err := os.WriteFile(wl, []byte("name,time,application,num_replicas,batch_size\nncf-0,0,ncf,1,32768\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	outDir := filepath.Join(dir, "out")
+	if code := run(context.Background(), []string{"-workload", wl, "-cluster", "1x4:t4", "-policies", "tiresias", "-out", outDir}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, f := range []string{"jct-cdf.svg", "gpus-in-use.svg"} {
+		if _, err := os.Stat(filepath.Join(outDir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -74,6 +74,10 @@ func writeOutputs(dir string, names []string, workloads []sim.Workload, sums []s
 		cdf.Add(l)
 		cdf.Legend.Add(s.Name, l)
 	}
+	if cdf.X.Min >= cdf.X.Max && cdf.X.Min > 0 {
+		// One distinct JCT: widen the axis, a log scale needs a range.
+		cdf.X.Min, cdf.X.Max = cdf.X.Min/2, cdf.X.Max*2
+	}
 	cdf.Add(plotter.NewGrid())
 	if err := cdf.Save(7*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, "jct-cdf.svg")); err != nil {
 		return err
