@@ -8,8 +8,9 @@
 //  1. Build a Scheduler once: New(Config{Policy: ..., Placer: ...}). The
 //     zero Config runs the Goodput policy (Pollux's objective, Sia's one
 //     configuration per job) realised by RoundPlacer (the placement
-//     package's round). A Scheduler keeps no state between rounds and is
-//     safe for concurrent use.
+//     package's round). A Scheduler keeps no decision state between rounds
+//     (it only caches the last cluster it validated) and is safe for
+//     concurrent use.
 //  2. Each round, fill an Input: the cluster snapshot (accel.Cluster), the
 //     jobs in the system (Job: bounds, kind, types, weight, a goodput
 //     Speedup, attained service, restarts), the assignments in effect
