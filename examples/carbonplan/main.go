@@ -25,7 +25,7 @@
 //
 //	go run ./examples/carbonplan
 //	go run ./examples/carbonplan -weeks 52 -json
-//	go run ./examples/carbonplan -intensity ../shared/data/carbon/electricitymaps_NO_2022_hourly.csv -weeks 52
+//	go run ./examples/carbonplan -intensity NO_2022_hourly.csv -weeks 52   # an Electricity Maps portal export
 package main
 
 import (

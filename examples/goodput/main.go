@@ -11,8 +11,8 @@
 // per GPU count.
 //
 //	go run ./examples/goodput
-//	go run ./examples/goodput -profile ../shared/data/pollux/traces/yolov3 -form allreduce -json
-//	go run ./examples/goodput -profile ../shared/data/sia/traces/cifar10 -type dgx
+//	go run ./examples/goodput -profile adaptdl/simulator/traces/yolov3 -form allreduce -json  # a Pollux profile directory
+//	go run ./examples/goodput -profile sia-simulator/traces/cifar10 -type dgx                    # Sia layout
 package main
 
 import (
