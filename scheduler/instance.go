@@ -5,26 +5,18 @@ import (
 	"math"
 	"slices"
 	"time"
-
-	"github.com/goodsched/goodsched/accel"
 )
 
 // instance is the validated, indexed form of an Input shared by the
 // Scheduler and the built-in policies. It is built per call and never
 // shared between goroutines.
 type instance struct {
-	in      *Input
-	types   []accel.TypeKey // sorted
-	typeIdx map[accel.TypeKey]int
-	cap     []int // healthy devices per type
-	perNode []int // most healthy devices of the type on one node
-	nodes   []int // nodes with at least one healthy device of the type
-	total   int
-	devType map[string]int
-	devNode map[string]string
-	healthy map[string]bool // by device ID
-	jobs    []jobInfo
-	byID    map[string]int
+	in *Input
+	// The cluster's index (types, capacities, device lookups), shared
+	// read-only with other rounds.
+	*clusterIndex
+	jobs []jobInfo
+	byID map[string]int
 }
 
 // jobInfo is one job with its effective bounds and current allocation.
@@ -65,8 +57,7 @@ func analyze(in *Input) (*instance, error) {
 // analyzeIndexed is analyze with the cluster already validated and
 // indexed as c (shared, read-only).
 func analyzeIndexed(in *Input, c *clusterIndex) (*instance, error) {
-	x := &instance{in: in, types: c.types, typeIdx: c.typeIdx, cap: c.cap, perNode: c.perNode, nodes: c.nodes,
-		total: c.total, devType: c.devType, devNode: c.devNode, healthy: c.healthy}
+	x := &instance{in: in, clusterIndex: c}
 	nt := len(x.types)
 	x.byID = make(map[string]int, len(in.Jobs))
 	x.jobs = make([]jobInfo, len(in.Jobs))
