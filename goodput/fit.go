@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/optimize"
 )
 
@@ -665,92 +666,94 @@ const lbfgsStore = 2 * nParams
 
 // lbfgs runs gonum's LBFGS (lbfgsStore pairs, Moré–Thuente line search)
 // from u and leaves the best point it reached in u. It drives the method
-// through optimize.Method's Run protocol directly rather than through
-// optimize.Minimize, whose distributor, worker and statistics goroutines
-// cost four channel hand-offs per evaluation (about a third of a fit's
-// time); here each task is one hand-off each way, and the goroutine
-// running the method has ended when lbfgs returns. It stops on conv
-// (gradient threshold or flat objective), after maxIter major iterations
-// or 20·maxIter + 100 evaluations, or when the method ends itself
-// (gonum's own gradient threshold, or a line-search failure, reported as
-// optimize.Failure with its error).
+// synchronously, through the same optimize.LinesearchMethod (with the
+// LBFGS as its NextDirectioner) that LBFGS.Run drives, following Run's
+// protocol step for step: the start is evaluated and checked, announced
+// as a major iteration, then each operation the method asks for is
+// answered in turn. That gives the same iterates as optimize.Minimize or
+// LBFGS.Run without their goroutine and channel hand-offs (two per
+// evaluation, about a fifth of a fit's time). It stops on conv (gradient
+// threshold or flat objective), after maxIter major iterations or
+// 20·maxIter + 100 evaluations, or when the method ends itself (gonum's
+// own gradient threshold, 1e-12 in max norm, or a line-search failure,
+// reported as optimize.Failure with its error).
 func (pr *problem) lbfgs(u []float64, maxIter int, conv *fitConverger) (optimize.Status, error) {
-	const evalMask = optimize.FuncEvaluation | optimize.GradEvaluation | optimize.HessEvaluation
+	// gonum's default gradient threshold for a method whose
+	// GradStopThreshold is 0 (optimize's defaultGradientAbsTol).
+	const gonumGradThreshold = 1e-12
 	// Moré–Thuente's line search needs about 10% fewer evaluations than
 	// gonum's default Bisection here, reaching the same optima.
-	method := &optimize.LBFGS{Store: lbfgsStore, Linesearcher: &optimize.MoreThuente{}}
-	method.Init(len(u), 1)
+	mt := &optimize.MoreThuente{}
+	dir := &optimize.LBFGS{Store: lbfgsStore, Linesearcher: mt}
+	ls := &optimize.LinesearchMethod{Linesearcher: mt, NextDirectioner: dir}
 	conv.Init(len(u))
-	ops := make(chan optimize.Task, 1)
-	results := make(chan optimize.Task, 1)
-	start := &optimize.Location{X: slices.Clone(u)}
-	go method.Run(ops, results, []optimize.Task{{Op: optimize.NoOperation, Location: start}})
-
+	loc := &optimize.Location{X: slices.Clone(u), Gradient: make([]float64, len(u))}
 	var (
-		status     = optimize.NotTerminated
-		bestF      = math.Inf(1)
-		iters      int
-		finished   bool // PostIteration sent and results closed
-		methodDone bool
-		evals      int
-		maxEvals   = 20*maxIter + 100
+		bestF    = math.Inf(1)
+		iters    int
+		evals    = 1
+		maxEvals = 20*maxIter + 100
 	)
-	stop := func(s optimize.Status) {
-		status = s
-		results <- optimize.Task{Op: optimize.PostIteration}
-		close(results)
-		finished = true
+	// major records a major iteration at loc; it reports a status other
+	// than NotTerminated when the run ends there.
+	major := func() optimize.Status {
+		if loc.F <= bestF {
+			bestF = loc.F
+			copy(u, loc.X)
+		}
+		iters++
+		if s := conv.Converged(loc); s != optimize.NotTerminated {
+			return s
+		}
+		if iters >= maxIter {
+			return optimize.IterationLimit
+		}
+		return optimize.NotTerminated
 	}
-	for task := range ops {
-		if finished {
-			continue // the method's last words after PostIteration
+	// the start: value and gradient, checked as gonum checks them
+	loc.F = pr.value(loc.X)
+	pr.gradient(loc.Gradient, loc.X)
+	if math.IsInf(loc.F, 1) || math.IsNaN(loc.F) {
+		return optimize.Failure, optimize.ErrFunc(loc.F)
+	}
+	for i, g := range loc.Gradient {
+		if math.IsInf(g, 0) || math.IsNaN(g) {
+			return optimize.Failure, optimize.ErrGrad{Grad: g, Index: i}
+		}
+	}
+	if floats.Norm(loc.Gradient, math.Inf(1)) < gonumGradThreshold {
+		return optimize.GradientThreshold, nil
+	}
+	if s := major(); s != optimize.NotTerminated {
+		return s, nil
+	}
+	op, err := ls.Init(loc)
+	for {
+		if err != nil {
+			return optimize.Failure, err
 		}
 		switch {
-		case task.Op&evalMask != 0:
+		case op&(optimize.FuncEvaluation|optimize.GradEvaluation) != 0:
 			if evals++; evals > maxEvals {
 				// a line search that never ends (never seen; a guard)
-				stop(optimize.FunctionEvaluationLimit)
-				continue
+				return optimize.FunctionEvaluationLimit, nil
 			}
-			loc := task.Location
-			if task.Op&optimize.FuncEvaluation != 0 {
+			if op&optimize.FuncEvaluation != 0 {
 				loc.F = pr.value(loc.X)
 			}
-			if task.Op&optimize.GradEvaluation != 0 {
-				if len(loc.Gradient) != len(loc.X) {
-					loc.Gradient = make([]float64, len(loc.X))
-				}
+			if op&optimize.GradEvaluation != 0 {
 				pr.gradient(loc.Gradient, loc.X)
 			}
-			results <- task
-		case task.Op == optimize.MajorIteration:
-			loc := task.Location
-			if loc.F <= bestF {
-				bestF = loc.F
-				copy(u, loc.X)
+		case op == optimize.MajorIteration:
+			if s := major(); s != optimize.NotTerminated {
+				return s, nil
 			}
-			iters++
-			if s := conv.Converged(loc); s != optimize.NotTerminated {
-				stop(s)
-			} else if iters >= maxIter {
-				stop(optimize.IterationLimit)
-			} else {
-				results <- task
+			if floats.Norm(loc.Gradient, math.Inf(1)) < gonumGradThreshold {
+				return optimize.GradientThreshold, nil
 			}
-		case task.Op == optimize.MethodDone:
-			methodDone = true
-			stop(optimize.MethodConverge)
-		default: // NoOperation
-			results <- task
 		}
+		op, err = ls.Iterate(loc)
 	}
-	// ops is closed: Run has returned, so its status is final.
-	if methodDone {
-		if s, err := method.Status(); s != optimize.NotTerminated || err != nil {
-			return s, err
-		}
-	}
-	return status, nil
 }
 
 // unscale writes the gradient in the log/logit coordinates (the space
