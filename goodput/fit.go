@@ -1069,19 +1069,28 @@ func (pr *problem) precondition(v [nParams]float64) {
 	pr.theta = v
 	th := &pr.theta
 	gamma := th[iGamma]
+	// T_grad and T_sync and their logs once per distinct batch and shape
+	// (eval's scratch: eval recomputes it).
+	for i, m := range pr.locals {
+		t := th[iAlphaC] + th[iBetaC]*m
+		pr.tg[i], pr.ltg[i] = t, math.Log(t)
+	}
+	for i := range pr.shapes {
+		sh := &pr.shapes[i]
+		t := sh.c
+		for j, c := range sh.coef {
+			t += c * th[iAlphaR+j]
+		}
+		pr.ts[i], pr.lts[i] = t, math.Log(t)
+	}
 	var d1, d2 [nParams]float64
 	var s1, s2 float64
 	for _, o := range pr.obs {
 		m := pr.locals[o.local]
-		tg := th[iAlphaC] + th[iBetaC]*m
 		sh := &pr.shapes[o.shape]
-		ts := sh.c
-		for j, c := range sh.coef {
-			ts += c * th[iAlphaR+j]
-		}
-		lg, ls := math.Log(tg), math.Log(ts)
-		// lo and ws as in eval, in the log-sum-exp form (one pass, so
-		// no per-batch/per-shape caching).
+		tg, ts := pr.tg[o.local], pr.ts[o.shape]
+		lg, ls := pr.ltg[o.local], pr.lts[o.shape]
+		// lo and ws as in eval, in the log-sum-exp form.
 		z := gamma * (ls - lg)
 		var lo, ws float64
 		switch {
