@@ -832,7 +832,7 @@ var startGammas = [...]float64{1.001, 1.5, 2, 3, 5}
 // startGammas, which costs a few objective evaluations, no optimisation);
 // then Pollux's start; then the other screened data starts, best first.
 func (pr *problem) starts(obs []Observation, opts FitOptions) [][nParams]float64 {
-	var out [][nParams]float64
+	out := make([][nParams]float64, 0, 1+max(opts.Starts, 1))
 	clampFixed := func(v [nParams]float64) [nParams]float64 {
 		for i := range nParams {
 			if !pr.isFree(i) {
@@ -848,7 +848,7 @@ func (pr *problem) starts(obs []Observation, opts FitOptions) [][nParams]float64
 		v    [nParams]float64
 		loss float64
 	}
-	var cands []cand
+	cands := make([]cand, 0, len(startGammas))
 	u := make([]float64, len(pr.free))
 	sd := newStartData(pr, obs)
 	for _, g := range startGammas {
