@@ -20,9 +20,9 @@
 // statistical efficiency of its batch, and completes when its progress
 // reaches the model's target (the final progress of the validation runs).
 // Every (re)allocation stalls the job for its model's restart delay (30 s
-// by default); devices within a node are interchangeable, so a plan that
-// gives a job other devices of its type on the same nodes, as many per
-// node, is no restart (the Pollux simulator tracks GPUs per node only);
+// by default); a plan that lists a job's devices in another order, or gives
+// it other devices of its type on the same nodes, as many per node, is no
+// restart (the Pollux simulator tracks GPUs per node only);
 // distributed jobs sharing a node may be slowed down
 // (Config.Interference); nodes may fail (Config.Faults), and affected jobs
 // restart from their last checkpoint.

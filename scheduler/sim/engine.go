@@ -496,10 +496,11 @@ func (e *engine) schedule(ctx context.Context) error {
 			continue
 		}
 		if e.sameShape(j, devs) {
-			// Other devices of the same type on the same nodes, as many
-			// per node: the job keeps running (devices within a node are
-			// interchangeable, as in the Pollux simulator, which tracks
-			// GPUs per node only).
+			// The same devices in another order (a kept job's devices
+			// are listed in canonical order, not the order it started
+			// with), or other devices of its type on the same nodes, as
+			// many per node: the job keeps running, as in the Pollux
+			// simulator, which tracks GPUs per node only.
 			j.devs = slices.Clone(devs)
 			e.moved = true
 			continue
