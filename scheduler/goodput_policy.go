@@ -230,11 +230,24 @@ func (g Goodput) solve(ctx context.Context, x *instance) (*engine, []*state, err
 		}
 		return cmp.Compare(ob, oa)
 	})
-	if len(e.jobs) <= polishJobs {
+	if len(e.jobs) <= polishJobs && e.contended(states[0]) {
 		// One more candidate: the best state polished on replayed placements.
 		states = append(states, e.polish(states[0]))
 	}
 	return e, states, e.err
+}
+
+// contended reports whether some type has less than one whole node (its
+// largest bin) free in s. When every type still has a whole free node, no
+// job's layout is squeezed by another's and the polish on replayed
+// placements has nothing to resolve.
+func (e *engine) contended(s *state) bool {
+	for t, free := range s.free {
+		if free < e.lay.maxCap[t] {
+			return true
+		}
+	}
+	return false
 }
 
 // coldStartJobs is the most jobs for which the search also starts from an
