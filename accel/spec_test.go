@@ -215,20 +215,7 @@ func FuzzParseShorthand(f *testing.F) {
 			return
 		}
 		sp, err := ParseShorthand(s)
-		if err != nil {
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("error %v does not wrap ErrInvalid", err)
-			}
-			return
-		}
-		c, err := sp.Build()
-		if err != nil {
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("error %v does not wrap ErrInvalid", err)
-			}
-			return
-		}
-		checkSpecCluster(t, c)
+		checkParsedSpec(t, sp, err)
 	})
 }
 
@@ -246,21 +233,25 @@ func FuzzParseJSONSpec(f *testing.F) {
 			return
 		}
 		sp, err := ParseJSONSpec(data)
-		if err != nil {
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("error %v does not wrap ErrInvalid", err)
-			}
-			return
-		}
-		c, err := sp.Build()
-		if err != nil {
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("error %v does not wrap ErrInvalid", err)
-			}
-			return
-		}
-		checkSpecCluster(t, c)
+		checkParsedSpec(t, sp, err)
 	})
+}
+
+// checkParsedSpec is the shared body of the spec fuzz targets: a parse or
+// build error must wrap ErrInvalid, and a spec that builds must give a
+// consistent cluster.
+func checkParsedSpec(t *testing.T, sp Spec, err error) {
+	t.Helper()
+	if err == nil {
+		var c Cluster
+		if c, err = sp.Build(); err == nil {
+			checkSpecCluster(t, c)
+			return
+		}
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("error %v does not wrap ErrInvalid", err)
+	}
 }
 
 func BenchmarkParseSpec(b *testing.B) {

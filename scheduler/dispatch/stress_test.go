@@ -88,15 +88,7 @@ func stress(t *testing.T, cfg Config, total int) {
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	for i := range wins {
-		if n := wins[i].Load(); n != 1 {
-			t.Fatalf("task %d completed %d times", i, n)
-		}
-	}
+	checkWonOnce(t, errs, wins)
 	st := d.Stats()
 	if st.Submitted != uint64(total) || st.Completed != uint64(total) || st.InFlight != 0 {
 		t.Fatalf("stats %+v", st)
@@ -213,6 +205,22 @@ func TestStressChurn(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	checkWonOnce(t, errs, wins)
+	st := d.Stats()
+	if st.Completed != uint64(total) || st.InFlight != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if err := d.check(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d tasks, %d workers joined in all, %d copies re-queued, %d dropped", total, len(d.workers), st.Requeued, st.Dropped)
+}
+
+// checkWonOnce fails t on the first error the stress goroutines reported
+// (once every goroutine that sends on errs has returned) and on any
+// task that was not won exactly once.
+func checkWonOnce(t *testing.T, errs chan error, wins []atomic.Int32) {
+	t.Helper()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
@@ -222,12 +230,4 @@ func TestStressChurn(t *testing.T) {
 			t.Fatalf("task %d completed %d times", i, n)
 		}
 	}
-	st := d.Stats()
-	if st.Completed != uint64(total) || st.InFlight != 0 {
-		t.Fatalf("stats %+v", st)
-	}
-	if err := d.check(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d tasks, %d workers joined in all, %d copies re-queued, %d dropped", total, len(d.workers), st.Requeued, st.Dropped)
 }
