@@ -155,6 +155,27 @@ func finish(pts []Point, opts ReadOptions, meta Series) (Series, error) {
 	return s, nil
 }
 
+// zoneFilter keeps the rows of one zone: want if set, else the first zone
+// seen; a second zone when none was asked for is an error.
+type zoneFilter struct {
+	want string // ReadOptions.Zone
+	zone string // the zone kept so far (want, or the first seen)
+}
+
+// keep reports whether a row of zone z is kept. pos and n name the row in
+// the error ("line", 7); what names the field ("zone", "region").
+func (f *zoneFilter) keep(z, pos string, n int, what string) (bool, error) {
+	switch {
+	case f.want != "" && z != f.want:
+		return false, nil
+	case f.zone == "":
+		f.zone = z
+	case z != f.zone:
+		return false, fmt.Errorf("%w: %s %d: %s %q after %q; set ReadOptions.Zone", ErrFormat, pos, n, what, z, f.zone)
+	}
+	return true, nil
+}
+
 func unitOr(u, def Unit) Unit {
 	if u == "" {
 		return def
@@ -205,19 +226,17 @@ func ReadElectricityMaps(r io.Reader, opts ReadOptions) (Series, error) {
 	}
 	zc := t.col("zone id")
 	ec := t.col("data estimated")
-	zone := opts.Zone
+	zf := zoneFilter{want: opts.Zone, zone: opts.Zone}
 	pts := make([]Point, 0, len(t.rows))
 	for i, rec := range t.rows {
 		line := t.first + i
 		if zc >= 0 {
-			z := strings.TrimSpace(rec[zc])
-			switch {
-			case opts.Zone != "" && z != opts.Zone:
+			keep, err := zf.keep(strings.TrimSpace(rec[zc]), "line", line, "zone")
+			if err != nil {
+				return Series{}, err
+			}
+			if !keep {
 				continue
-			case zone == "":
-				zone = z
-			case z != zone:
-				return Series{}, fmt.Errorf("%w: line %d: zone %q after %q; set ReadOptions.Zone", ErrFormat, line, z, zone)
 			}
 		}
 		tm, err := parseTime(rec[tc])
@@ -246,7 +265,7 @@ func ReadElectricityMaps(r io.Reader, opts ReadOptions) (Series, error) {
 	if len(pts) == 0 {
 		return Series{}, fmt.Errorf("%w: no intensity values (zone %q)", ErrEmpty, opts.Zone)
 	}
-	return finish(pts, opts, Series{Unit: GPerKWh, Signal: Average, Basis: opts.Basis, Zone: zone, Source: "electricitymaps"})
+	return finish(pts, opts, Series{Unit: GPerKWh, Signal: Average, Basis: opts.Basis, Zone: zf.zone, Source: "electricitymaps"})
 }
 
 // ReadElectricityMapsLegacy reads the legacy Electricity Maps wide export
@@ -275,19 +294,17 @@ func ReadElectricityMapsLegacy(r io.Reader, opts ReadOptions) (Series, error) {
 		return Series{}, fmt.Errorf("%w: no %q column", ErrFormat, name)
 	}
 	zc := t.col("zone_name", "zone")
-	zone := opts.Zone
+	zf := zoneFilter{want: opts.Zone, zone: opts.Zone}
 	var pts []Point
 	for i, rec := range t.rows {
 		line := t.first + i
 		if zc >= 0 {
-			z := strings.TrimSpace(rec[zc])
-			switch {
-			case opts.Zone != "" && z != opts.Zone:
+			keep, err := zf.keep(strings.TrimSpace(rec[zc]), "line", line, "zone")
+			if err != nil {
+				return Series{}, err
+			}
+			if !keep {
 				continue
-			case zone == "":
-				zone = z
-			case z != zone:
-				return Series{}, fmt.Errorf("%w: line %d: zone %q after %q; set ReadOptions.Zone", ErrFormat, line, z, zone)
 			}
 		}
 		tm, err := parseTime(rec[tc])
@@ -305,7 +322,7 @@ func ReadElectricityMapsLegacy(r io.Reader, opts ReadOptions) (Series, error) {
 	if len(pts) == 0 {
 		return Series{}, fmt.Errorf("%w: no values in column %q", ErrEmpty, name)
 	}
-	return finish(pts, opts, Series{Unit: unitOr(opts.Unit, GPerKWh), Signal: Average, Basis: opts.Basis, Zone: zone, Source: "electricitymaps-legacy"})
+	return finish(pts, opts, Series{Unit: unitOr(opts.Unit, GPerKWh), Signal: Average, Basis: opts.Basis, Zone: zf.zone, Source: "electricitymaps-legacy"})
 }
 
 // ReadTwoColumn reads a CSV of time and value, such as Let's Wait Awhile's
@@ -372,19 +389,17 @@ func ReadWattTimeCSV(r io.Reader, opts ReadOptions) (Series, error) {
 		return Series{}, fmt.Errorf("%w: need \"point_time\" and \"value\" columns, header is %q", ErrFormat, t.raw)
 	}
 	rc := t.col("region", "ba")
-	zone := opts.Zone
+	zf := zoneFilter{want: opts.Zone, zone: opts.Zone}
 	var pts []Point
 	for i, rec := range t.rows {
 		line := t.first + i
 		if rc >= 0 {
-			z := strings.TrimSpace(rec[rc])
-			switch {
-			case opts.Zone != "" && z != opts.Zone:
+			keep, err := zf.keep(strings.TrimSpace(rec[rc]), "line", line, "region")
+			if err != nil {
+				return Series{}, err
+			}
+			if !keep {
 				continue
-			case zone == "":
-				zone = z
-			case z != zone:
-				return Series{}, fmt.Errorf("%w: line %d: region %q after %q; set ReadOptions.Zone", ErrFormat, line, z, zone)
 			}
 		}
 		tm, err := parseTime(rec[tc])
@@ -402,5 +417,5 @@ func ReadWattTimeCSV(r io.Reader, opts ReadOptions) (Series, error) {
 	if len(pts) == 0 {
 		return Series{}, fmt.Errorf("%w: no values", ErrEmpty)
 	}
-	return finish(pts, opts, Series{Unit: unitOr(opts.Unit, LbsPerMWh), Signal: Marginal, Basis: opts.Basis, Zone: zone, Source: "watttime"})
+	return finish(pts, opts, Series{Unit: unitOr(opts.Unit, LbsPerMWh), Signal: Marginal, Basis: opts.Basis, Zone: zf.zone, Source: "watttime"})
 }

@@ -230,17 +230,16 @@ func ReadCarbonAwareSDK(r io.Reader, opts ReadOptions) (Series, error) {
 	if len(flat) > maxRows {
 		return Series{}, fmt.Errorf("%w: more than %d points", ErrInvalid, maxRows)
 	}
-	zone := opts.Zone
+	zf := zoneFilter{want: opts.Zone, zone: opts.Zone}
 	var step time.Duration
 	pts := make([]Point, 0, len(flat))
 	for i, p := range flat {
-		switch {
-		case opts.Zone != "" && p.Location != opts.Zone:
+		keep, err := zf.keep(p.Location, "point", i, "location")
+		if err != nil {
+			return Series{}, err
+		}
+		if !keep {
 			continue
-		case zone == "":
-			zone = p.Location
-		case p.Location != zone:
-			return Series{}, fmt.Errorf("%w: point %d: location %q after %q; set ReadOptions.Zone", ErrFormat, i, p.Location, zone)
 		}
 		ts := p.Time
 		if ts == "" {
@@ -277,5 +276,5 @@ func ReadCarbonAwareSDK(r io.Reader, opts ReadOptions) (Series, error) {
 	if opts.Grid.Step == 0 {
 		opts.Grid.Step = step
 	}
-	return finish(pts, opts, Series{Unit: unitOr(opts.Unit, GPerKWh), Basis: opts.Basis, Zone: zone, Source: "carbon-aware-sdk"})
+	return finish(pts, opts, Series{Unit: unitOr(opts.Unit, GPerKWh), Basis: opts.Basis, Zone: zf.zone, Source: "carbon-aware-sdk"})
 }
