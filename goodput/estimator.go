@@ -253,6 +253,10 @@ func (e *Estimator) reference() (string, bool) {
 func (e *Estimator) Model(typ string) (Model, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.model(typ)
+}
+
+func (e *Estimator) model(typ string) (Model, bool) {
 	p, ok := e.params(typ)
 	if !ok {
 		return Model{}, false
@@ -292,7 +296,6 @@ func (e *Estimator) params(typ string) (Params, bool) {
 	var o *Observation
 	for _, ob := range e.observations(typ) {
 		if ob.Replicas == 1 && (o == nil || ob.Local > o.Local) {
-			ob := ob
 			o = &ob
 		}
 	}
@@ -321,8 +324,8 @@ func (e *Estimator) Curve(opts CurveOptions) (*Curve, error) {
 	e.mu.Lock()
 	models := map[string]CurveModel{AnyType: {Model: Model{Limits: e.limits}, Linear: true}}
 	for _, typ := range slices.Sorted(maps.Keys(e.types)) {
-		if p, ok := e.params(typ); ok {
-			models[typ] = CurveModel{Model: Model{Params: p, Grad: e.grad, Limits: e.limitsOf(typ)}}
+		if m, ok := e.model(typ); ok {
+			models[typ] = CurveModel{Model: m}
 		}
 	}
 	if opts.MaxReplicas <= 0 {

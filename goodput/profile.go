@@ -151,6 +151,35 @@ func ParsePlacement(s string) (nodes, replicas int, err error) {
 	return nodes, replicas, nil
 }
 
+// rows parses every remaining record with parse, stopping at the first error.
+func rows[T any](t *csvTable, parse func(rec []string) (T, error)) ([]T, error) {
+	var out []T
+	for {
+		rec, err := t.next()
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil {
+			return out, nil
+		}
+		row, err := parse(rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row)
+	}
+}
+
+// placement fills the placement string and the shape it implies.
+func (t *csvTable) placement(rec []string, row *ProfileRow) error {
+	row.Placement = strings.TrimSpace(rec[t.col["placement"]])
+	var err error
+	if row.Nodes, row.Replicas, err = ParsePlacement(row.Placement); err != nil {
+		return fmt.Errorf("line %d: %w", t.line, err)
+	}
+	return nil
+}
+
 func (t *csvTable) timing(rec []string, row *ProfileRow) error {
 	var err error
 	if row.Local, err = t.int(rec, "local_bsz", 1); err != nil {
@@ -175,25 +204,13 @@ func ReadPlacements(r io.Reader) ([]ProfileRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []ProfileRow
-	for {
-		rec, err := t.next()
-		if err != nil {
-			return nil, err
-		}
-		if rec == nil {
-			return out, nil
-		}
+	return rows(t, func(rec []string) (ProfileRow, error) {
 		var row ProfileRow
-		row.Placement = strings.TrimSpace(rec[t.col["placement"]])
-		if row.Nodes, row.Replicas, err = ParsePlacement(row.Placement); err != nil {
-			return nil, fmt.Errorf("line %d: %w", t.line, err)
+		if err := t.placement(rec, &row); err != nil {
+			return row, err
 		}
-		if err := t.timing(rec, &row); err != nil {
-			return nil, err
-		}
-		out = append(out, row)
-	}
+		return row, t.timing(rec, &row)
+	})
 }
 
 // ReadScalability reads a scalability file: a header with at least the
@@ -204,27 +221,17 @@ func ReadScalability(r io.Reader) ([]ProfileRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []ProfileRow
-	for {
-		rec, err := t.next()
-		if err != nil {
-			return nil, err
-		}
-		if rec == nil {
-			return out, nil
-		}
+	return rows(t, func(rec []string) (ProfileRow, error) {
 		var row ProfileRow
+		var err error
 		if row.Nodes, err = t.int(rec, "num_nodes", 1); err != nil {
-			return nil, err
+			return row, err
 		}
 		if row.Replicas, err = t.int(rec, "num_replicas", row.Nodes); err != nil {
-			return nil, err
+			return row, err
 		}
-		if err := t.timing(rec, &row); err != nil {
-			return nil, err
-		}
-		out = append(out, row)
-	}
+		return row, t.timing(rec, &row)
+	})
 }
 
 // ReadValidation reads a Pollux validation-M.csv file: the columns
@@ -236,33 +243,24 @@ func ReadValidation(r io.Reader) ([]ValidationRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []ValidationRow
-	for {
-		rec, err := t.next()
-		if err != nil {
-			return nil, err
-		}
-		if rec == nil {
-			return out, nil
-		}
+	return rows(t, func(rec []string) (ValidationRow, error) {
 		var row ValidationRow
+		var err error
 		if row.Progress, err = t.float(rec, "progress", 0, false); err != nil {
-			return nil, err
+			return row, err
 		}
 		if row.Iteration, err = t.int(rec, "iteration", 0); err != nil {
-			return nil, err
+			return row, err
 		}
 		if row.Metric, err = t.float(rec, "metric", math.Inf(-1), false); err != nil {
-			return nil, err
+			return row, err
 		}
 		if row.Grad.Sqr, err = t.float(rec, "grad_sqr", 0, false); err != nil {
-			return nil, err
+			return row, err
 		}
-		if row.Grad.Var, err = t.float(rec, "grad_var", 0, false); err != nil {
-			return nil, err
-		}
-		out = append(out, row)
-	}
+		row.Grad.Var, err = t.float(rec, "grad_var", 0, false)
+		return row, err
+	})
 }
 
 // ReadSeed reads a Sia seed profile: the columns gpu_type, local_bsz,
@@ -272,27 +270,15 @@ func ReadSeed(r io.Reader) ([]SeedRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []SeedRow
-	for {
-		rec, err := t.next()
-		if err != nil {
-			return nil, err
-		}
-		if rec == nil {
-			return out, nil
-		}
+	return rows(t, func(rec []string) (SeedRow, error) {
 		var row SeedRow
 		row.Type = strings.TrimSpace(rec[t.col["gpu_type"]])
 		if row.Type == "" {
-			return nil, fmt.Errorf("%w: line %d: empty gpu_type", ErrParse, t.line)
+			return row, fmt.Errorf("%w: line %d: empty gpu_type", ErrParse, t.line)
 		}
-		row.Placement = strings.TrimSpace(rec[t.col["placement"]])
-		if row.Nodes, row.Replicas, err = ParsePlacement(row.Placement); err != nil {
-			return nil, fmt.Errorf("line %d: %w", t.line, err)
+		if err := t.placement(rec, &row.ProfileRow); err != nil {
+			return row, err
 		}
-		if err := t.timing(rec, &row.ProfileRow); err != nil {
-			return nil, err
-		}
-		out = append(out, row)
-	}
+		return row, t.timing(rec, &row.ProfileRow)
+	})
 }

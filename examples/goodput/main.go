@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"regexp"
@@ -185,11 +186,7 @@ func run(args []string, out io.Writer) error {
 	}
 	rep.MedianRelErr, rep.P90RelErr = quantile(all, 0.5), quantile(all, 0.9)
 	rep.FitMedianErr = quantile(fitErrs, 0.5)
-	keys := make([][2]int, 0, len(byShape))
-	for k := range byShape {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	keys := slices.SortedFunc(maps.Keys(byShape), func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
 	for _, k := range keys {
 		es := byShape[k]
 		rep.Shapes = append(rep.Shapes, shapeErr{Nodes: k[0], Replicas: k[1], Points: len(es),
