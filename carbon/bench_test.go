@@ -5,47 +5,35 @@ import (
 	"testing"
 )
 
-// BenchmarkPlanWeekHourly is the target: a one-week hourly plan
-// (168 slots, 7 scales, concave curve) in at most 1 ms.
-func BenchmarkPlanWeekHourly(b *testing.B) {
-	r := rand.New(rand.NewPCG(9, 10))
-	c := randConcave(r, 7)
+// benchPlan plans a day of full-scale work within a random one-week hourly
+// series (168 slots) with curve c, over and over.
+func benchPlan(b *testing.B, r *rand.Rand, c Curve, opts PlanOptions) {
+	b.Helper()
 	s := randSeries(r, 168)
 	work := c.WorkPerSecond[7] * 3600 * 24
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Plan(s, c, work, s.End(), PlanOptions{}); err != nil {
+		if _, err := Plan(s, c, work, s.End(), opts); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkPlanWeekHourly is the target: a one-week hourly plan
+// (168 slots, 7 scales, concave curve) in at most 1 ms.
+func BenchmarkPlanWeekHourly(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 10))
+	benchPlan(b, r, randConcave(r, 7), PlanOptions{})
 }
 
 // BenchmarkPlanWeekHourlyNbody10k plans with CarbonScaler's nbody10k
 // profile, which is not quite concave: Auto certifies the greedy plan
 // against its lower bound instead of running DP.
 func BenchmarkPlanWeekHourlyNbody10k(b *testing.B) {
-	r := rand.New(rand.NewPCG(9, 10))
-	c := nbody10k(b)
-	s := randSeries(r, 168)
-	work := c.WorkPerSecond[7] * 3600 * 24
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Plan(s, c, work, s.End(), PlanOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchPlan(b, rand.New(rand.NewPCG(9, 10)), nbody10k(b), PlanOptions{})
 }
 
 // BenchmarkPlanWeekHourlyForcedDP is the DP fallback on the same size.
 func BenchmarkPlanWeekHourlyForcedDP(b *testing.B) {
-	r := rand.New(rand.NewPCG(9, 10))
-	c := nbody10k(b)
-	s := randSeries(r, 168)
-	work := c.WorkPerSecond[7] * 3600 * 24
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Plan(s, c, work, s.End(), PlanOptions{Method: DP}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchPlan(b, rand.New(rand.NewPCG(9, 10)), nbody10k(b), PlanOptions{Method: DP})
 }
