@@ -494,9 +494,10 @@ func (d *Dispatcher[T]) release(s int32) {
 
 // Next hands worker w its next copy: the oldest queued primary-class copy,
 // else the oldest queued duplicate-class copy. ok is false when both queues
-// are empty. With Config.PurgeOnStart the copy's queued sibling is dropped. A worker serves one copy at a time and is never preempted:
-// Next while it still serves a copy that was not cancelled returns ErrBusy;
-// a copy that was cancelled (see Cancelled) is released by Next.
+// are empty. With Config.PurgeOnStart the copy's queued sibling is dropped.
+// A worker serves one copy at a time and is never preempted: Next while it
+// still serves a copy that was not cancelled returns ErrBusy; a copy that was
+// cancelled (see Cancelled) is released by Next.
 func (d *Dispatcher[T]) Next(w WorkerID) (task Task[T], ok bool, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -532,7 +533,7 @@ func (d *Dispatcher[T]) Next(w WorkerID) (task Task[T], ok bool, err error) {
 	d.touch(int32(w))
 	sl := &d.slots[ci>>1]
 	dup := ci&1 == 1 && sl.copies[0].state != cFree
-	if d.cfg.PurgeOnStart && sl.copies[(ci^1)&1].state == cQueued {
+	if d.cfg.PurgeOnStart && d.copyAt(ci^1).state == cQueued {
 		d.unlink(ci ^ 1)
 		d.stats.Purged++
 	}
@@ -583,7 +584,7 @@ func (d *Dispatcher[T]) Complete(id TaskID, w WorkerID, now time.Time) (Outcome,
 	ci := wk.curCopy
 	s := ci >> 1
 	sl := &d.slots[s]
-	sc := &sl.copies[(ci^1)&1]
+	sc := d.copyAt(ci ^ 1)
 	switch sc.state {
 	case cQueued:
 		out.Purged = WorkerID(sc.worker)
