@@ -34,20 +34,7 @@ func (m Model) Validate() error {
 // computed as Pollux does (gain/scale). It is 1 for jobs that do not
 // adapt their batch size and when no gradient statistics are known.
 func (m Model) Efficiency(batch int) float64 {
-	if !m.Adaptive() || batch <= 0 || m.InitBatch <= 0 {
-		return 1
-	}
-	sqr, vr := m.Grad.Sqr, m.Grad.Var
-	if sqr <= 0 && vr <= 0 {
-		return 1 // not yet measured: Pollux assumes (sqr 0, var 1)
-	}
-	scale := float64(batch) / float64(m.InitBatch)
-	den := vr/scale + sqr
-	gain := 1.0
-	if den > 0 {
-		gain = (vr + sqr) / den
-	}
-	return gain / scale
+	return m.efficiencyFunc().at(batch)
 }
 
 // Throughput is the predicted training throughput in samples per second
@@ -226,7 +213,8 @@ func (o overlap) optim(tg float64) float64 {
 	return tg * math.Exp(math.Log1p(math.Exp(z))*o.invGamma)
 }
 
-// efficiency is Efficiency with its per-model constants hoisted.
+// efficiency computes Efficiency with its per-model constants hoisted
+// (Optimize evaluates it once per candidate).
 type efficiency struct {
 	one     bool
 	m0      float64
