@@ -372,6 +372,14 @@ func (e *engine) fill(ctx context.Context, s *state) error {
 		}
 	}
 	heap.Init(&h)
+	// requeue invalidates job i's queued move and pushes its best one now.
+	requeue := func(i int) {
+		stamp[i]++
+		if m, ok := e.bestGrow(s, i); ok {
+			m.stamp = stamp[i]
+			heap.Push(&h, m)
+		}
+	}
 	steps := 0
 	for h.Len() > 0 {
 		if steps++; steps&1023 == 0 {
@@ -385,19 +393,11 @@ func (e *engine) fill(ctx context.Context, s *state) error {
 		}
 		g, ok := e.gainOf(s, m.job, m.t, m.c, e.jobUtil(s, m.job))
 		if !ok || g < m.gain*(1-1e-9)-1e-15 {
-			stamp[m.job]++
-			if m2, ok := e.bestGrow(s, m.job); ok {
-				m2.stamp = stamp[m.job]
-				heap.Push(&h, m2)
-			}
+			requeue(m.job)
 			continue
 		}
 		e.apply(s, m.job, m.t, m.c)
-		stamp[m.job]++
-		if m2, ok := e.bestGrow(s, m.job); ok {
-			m2.stamp = stamp[m.job]
-			heap.Push(&h, m2)
-		}
+		requeue(m.job)
 	}
 	return e.err
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler/internal/refsearch"
 )
 
@@ -178,19 +177,7 @@ func (g Genetic) allocate(ctx context.Context, x *instance, pl Placer, ownLayout
 	if pl == nil {
 		return tg, nil, nil
 	}
-	var current []placement.Assignment
-	for i := range x.jobs {
-		if j := &x.jobs[i]; j.curCount > 0 {
-			current = append(current, placement.Assignment{Job: j.job.ID, Devices: j.curDevs})
-		}
-	}
-	var pt []Target
-	for _, t := range x.pinTargets(tg) {
-		if t.Count > 0 {
-			pt = append(pt, t)
-		}
-	}
-	placed, err := pl.Place(ctx, x.in.Cluster, current, pt)
+	placed, err := pl.Place(ctx, x.in.Cluster, x.currentAssignments(), x.toPlace(tg))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrPlacement, err)
 	}

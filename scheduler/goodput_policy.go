@@ -7,8 +7,6 @@ import (
 	"math"
 	"slices"
 	"time"
-
-	"github.com/goodsched/goodsched/placement"
 )
 
 // Goodput is the Pollux/Sia policy: it maximises the weighted power mean
@@ -92,12 +90,7 @@ func (g Goodput) allocate(ctx context.Context, x *instance, pl Placer, ownLayout
 	if pl == nil {
 		return e.targets(states[0]), nil, nil
 	}
-	var current []placement.Assignment
-	for i := range x.jobs {
-		if j := &x.jobs[i]; j.curCount > 0 {
-			current = append(current, placement.Assignment{Job: j.job.ID, Devices: j.curDevs})
-		}
-	}
+	current := x.currentAssignments()
 	var best []Target
 	var bestRes PlaceResult
 	bestFit := math.Inf(-1)
@@ -109,13 +102,7 @@ func (g Goodput) allocate(ctx context.Context, x *instance, pl Placer, ownLayout
 			continue
 		}
 		seen[key] = true
-		pt := make([]Target, 0, len(tg))
-		for _, t := range x.pinTargets(tg) {
-			if t.Count > 0 {
-				pt = append(pt, t)
-			}
-		}
-		res, err := pl.Place(ctx, x.in.Cluster, current, pt)
+		res, err := pl.Place(ctx, x.in.Cluster, current, x.toPlace(tg))
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrPlacement, err)
 		}

@@ -156,7 +156,7 @@ func (e *engine) polish(s *state) *state {
 				r, o = ri, oi
 			}
 		}
-		if o > bestObj+1e-12*(1+abs(bestObj)) {
+		if o > bestObj+1e-12*(1+math.Abs(bestObj)) {
 			best, bestObj = r, o
 			copy(typ, r.typ)
 			copy(cnt, r.cnt)
@@ -288,11 +288,4 @@ func (e *engine) polish(s *state) *state {
 		}
 	}
 	return best
-}
-
-func abs(v float64) float64 {
-	if v < 0 {
-		return -v
-	}
-	return v
 }

@@ -89,22 +89,10 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	var place []Target
-	for i := range x.jobs {
-		if tg[i].Count > 0 {
-			place = append(place, tg[i])
-		}
-	}
-	var current []placement.Assignment
-	for i := range x.jobs {
-		if j := &x.jobs[i]; j.curCount > 0 {
-			current = append(current, placement.Assignment{Job: j.job.ID, Devices: j.curDevs})
-		}
-	}
 	var res PlaceResult
 	if placed != nil {
 		res = *placed // the policy already realised these targets with s.placer
-	} else if res, err = s.placer.Place(ctx, in.Cluster, current, place); err != nil {
+	} else if res, err = s.placer.Place(ctx, in.Cluster, x.currentAssignments(), x.toPlace(tg)); err != nil {
 		return Plan{}, fmt.Errorf("%w: %w", ErrPlacement, err)
 	}
 	assigned, unplaced, err := x.checkPlacement(res, tg)
@@ -199,6 +187,30 @@ func (x *instance) pinTargets(tg []Target) []Target {
 		out[k].Type, out[k].Count, out[k].MaxNodes, out[k].Reason = x.types[j.curType], j.curCount, 0, ReasonPinned
 	}
 	return out
+}
+
+// currentAssignments returns the assignments in effect (Input.Current as
+// validated), in job order: what a Placer starts from.
+func (x *instance) currentAssignments() []placement.Assignment {
+	var current []placement.Assignment
+	for i := range x.jobs {
+		if j := &x.jobs[i]; j.curCount > 0 {
+			current = append(current, placement.Assignment{Job: j.job.ID, Devices: j.curDevs})
+		}
+	}
+	return current
+}
+
+// toPlace returns the targets a Placer must realise: tg with running
+// non-preemptible jobs pinned, zero counts left out (nil when none).
+func (x *instance) toPlace(tg []Target) []Target {
+	var pt []Target
+	for _, t := range x.pinTargets(tg) {
+		if t.Count > 0 {
+			pt = append(pt, t)
+		}
+	}
+	return pt
 }
 
 // checkPlacement validates a Placer's result against the targets.

@@ -315,7 +315,7 @@ func (e *engine) switchPass(s *state) bool {
 			log := []undo{{r, s.typ[r], s.cnt[r], s.place[r]}}
 			e.apply(s, r, t, bestC)
 			gain := bestU - before + e.fillType(s, oldT, &log)
-			if gain > 1e-12*(1+abs(before)) {
+			if gain > 1e-12*(1+math.Abs(before)) {
 				moved = true
 				break
 			}
