@@ -139,6 +139,37 @@ func (t *csvTable) col(names ...string) int {
 	return -1
 }
 
+// points reads time column tc and value column vc of every row, skipping
+// empty values. With zc >= 0 it keeps the rows of one zone through zf;
+// what names column zc in errors ("zone", "region").
+func (t *csvTable) points(tc, vc, zc int, what string, zf *zoneFilter) ([]Point, error) {
+	pts := make([]Point, 0, len(t.rows))
+	for i, rec := range t.rows {
+		line := t.first + i
+		if zc >= 0 {
+			keep, err := zf.keep(strings.TrimSpace(rec[zc]), "line", line, what)
+			if err != nil {
+				return nil, err
+			}
+			if !keep {
+				continue
+			}
+		}
+		tm, err := parseTime(rec[tc])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		v, ok, err := parseValue(rec[vc])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: column %q: %w", line, t.header[vc], err)
+		}
+		if ok {
+			pts = append(pts, Point{Time: tm, Value: v})
+		}
+	}
+	return pts, nil
+}
+
 // finish puts points on the grid and fills in metadata.
 func finish(pts []Point, opts ReadOptions, meta Series) (Series, error) {
 	s, err := FromPoints(pts, opts.Grid)
@@ -295,29 +326,9 @@ func ReadElectricityMapsLegacy(r io.Reader, opts ReadOptions) (Series, error) {
 	}
 	zc := t.col("zone_name", "zone")
 	zf := zoneFilter{want: opts.Zone, zone: opts.Zone}
-	var pts []Point
-	for i, rec := range t.rows {
-		line := t.first + i
-		if zc >= 0 {
-			keep, err := zf.keep(strings.TrimSpace(rec[zc]), "line", line, "zone")
-			if err != nil {
-				return Series{}, err
-			}
-			if !keep {
-				continue
-			}
-		}
-		tm, err := parseTime(rec[tc])
-		if err != nil {
-			return Series{}, fmt.Errorf("line %d: %w", line, err)
-		}
-		v, ok, err := parseValue(rec[vc])
-		if err != nil {
-			return Series{}, fmt.Errorf("line %d: column %q: %w", line, name, err)
-		}
-		if ok {
-			pts = append(pts, Point{Time: tm, Value: v})
-		}
+	pts, err := t.points(tc, vc, zc, "zone", &zf)
+	if err != nil {
+		return Series{}, err
 	}
 	if len(pts) == 0 {
 		return Series{}, fmt.Errorf("%w: no values in column %q", ErrEmpty, name)
@@ -346,20 +357,9 @@ func ReadTwoColumn(r io.Reader, opts ReadOptions) (Series, error) {
 			return Series{}, fmt.Errorf("%w: no value column %q after the time column", ErrFormat, opts.Column)
 		}
 	}
-	pts := make([]Point, 0, len(t.rows))
-	for i, rec := range t.rows {
-		line := t.first + i
-		tm, err := parseTime(rec[0])
-		if err != nil {
-			return Series{}, fmt.Errorf("line %d: %w", line, err)
-		}
-		v, ok, err := parseValue(rec[vc])
-		if err != nil {
-			return Series{}, fmt.Errorf("line %d: %w", line, err)
-		}
-		if ok {
-			pts = append(pts, Point{Time: tm, Value: v})
-		}
+	pts, err := t.points(0, vc, -1, "", nil)
+	if err != nil {
+		return Series{}, err
 	}
 	if len(pts) == 0 {
 		return Series{}, fmt.Errorf("%w: no values", ErrEmpty)
@@ -390,29 +390,9 @@ func ReadWattTimeCSV(r io.Reader, opts ReadOptions) (Series, error) {
 	}
 	rc := t.col("region", "ba")
 	zf := zoneFilter{want: opts.Zone, zone: opts.Zone}
-	var pts []Point
-	for i, rec := range t.rows {
-		line := t.first + i
-		if rc >= 0 {
-			keep, err := zf.keep(strings.TrimSpace(rec[rc]), "line", line, "region")
-			if err != nil {
-				return Series{}, err
-			}
-			if !keep {
-				continue
-			}
-		}
-		tm, err := parseTime(rec[tc])
-		if err != nil {
-			return Series{}, fmt.Errorf("line %d: %w", line, err)
-		}
-		v, ok, err := parseValue(rec[vc])
-		if err != nil {
-			return Series{}, fmt.Errorf("line %d: %w", line, err)
-		}
-		if ok {
-			pts = append(pts, Point{Time: tm, Value: v})
-		}
+	pts, err := t.points(tc, vc, rc, "region", &zf)
+	if err != nil {
+		return Series{}, err
 	}
 	if len(pts) == 0 {
 		return Series{}, fmt.Errorf("%w: no values", ErrEmpty)
