@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/csv"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"math"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/goodput"
 )
 
 // Application is the measured profile of one model: its step and sync
@@ -468,56 +468,33 @@ func readCSV(fsys fs.FS, p string) ([]string, [][]string, error) {
 	return recs[0], recs[1:], nil
 }
 
-// ReadValidation parses one validation run (Pollux layout: progress,
-// iteration, metric, grad_sqr, grad_var; one row per epoch). It is exported
-// for tools and fuzzing; LoadProfiles calls it for every
-// validation-<batch>.csv.
-func ReadValidation(r io.Reader) (progress, iteration, gradSqr, gradVar []float64, err error) {
-	recs, err := csv.NewReader(r).ReadAll()
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("%w: validation: %v", ErrInvalid, err)
-	}
-	if len(recs) < 2 {
-		return nil, nil, nil, nil, fmt.Errorf("%w: validation: no data rows", ErrInvalid)
-	}
-	col, err := columns(recs[0], "progress", "iteration", "grad_sqr", "grad_var")
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	for i, rec := range recs[1:] {
-		var v [4]float64
-		for k, name := range []string{"progress", "iteration", "grad_sqr", "grad_var"} {
-			if col[name] >= len(rec) {
-				return nil, nil, nil, nil, fmt.Errorf("%w: validation row %d: missing %s", ErrInvalid, i+1, name)
-			}
-			x, err := strconv.ParseFloat(strings.TrimSpace(rec[col[name]]), 64)
-			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
-				return nil, nil, nil, nil, fmt.Errorf("%w: validation row %d: %s %q", ErrInvalid, i+1, name, rec[col[name]])
-			}
-			v[k] = x
-		}
-		if i > 0 && v[0] < progress[i-1] {
-			return nil, nil, nil, nil, fmt.Errorf("%w: validation row %d: progress decreases", ErrInvalid, i+1)
-		}
-		progress = append(progress, v[0])
-		iteration = append(iteration, v[1])
-		gradSqr = append(gradSqr, v[2])
-		gradVar = append(gradVar, v[3])
-	}
-	return progress, iteration, gradSqr, gradVar, nil
-}
-
+// readValidation reads one validation-<batch>.csv with goodput's reader and
+// adds what the simulator needs on top: at least one epoch and progress
+// that never decreases.
 func readValidation(fsys fs.FS, p string, batch int) (validationRun, error) {
 	f, err := fsys.Open(p)
 	if err != nil {
 		return validationRun{}, fmt.Errorf("%w: %s: %v", ErrInvalid, p, err)
 	}
 	defer f.Close()
-	pr, it, sq, va, err := ReadValidation(f)
+	rows, err := goodput.ReadValidation(f)
 	if err != nil {
-		return validationRun{}, fmt.Errorf("%s: %w", p, err)
+		return validationRun{}, fmt.Errorf("%w: %s: %w", ErrInvalid, p, err)
 	}
-	return validationRun{batch: batch, progress: pr, iteration: it, gradSqr: sq, gradVar: va}, nil
+	if len(rows) == 0 {
+		return validationRun{}, fmt.Errorf("%w: %s: no data rows", ErrInvalid, p)
+	}
+	run := validationRun{batch: batch}
+	for i, r := range rows {
+		if i > 0 && r.Progress < run.progress[i-1] {
+			return validationRun{}, fmt.Errorf("%w: %s row %d: progress decreases", ErrInvalid, p, i+1)
+		}
+		run.progress = append(run.progress, r.Progress)
+		run.iteration = append(run.iteration, float64(r.Iteration))
+		run.gradSqr = append(run.gradSqr, r.Grad.Sqr)
+		run.gradVar = append(run.gradVar, r.Grad.Var)
+	}
+	return run, nil
 }
 
 // ParsePlacement parses Pollux's placement encoding: one decimal digit per

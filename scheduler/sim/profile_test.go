@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"bytes"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -256,12 +255,15 @@ func TestSiaSuffixes(t *testing.T) {
 	}
 }
 
+// FuzzReadValidation fuzzes the validation-<batch>.csv reader: goodput's
+// ReadValidation plus the simulator's own checks.
 func FuzzReadValidation(f *testing.F) {
 	f.Add([]byte("progress,iteration,metric,grad_sqr,grad_var\n391.0,390,0.4455,8.9,5.06\n782.0,781,0.6,1.8,1.5\n"))
 	f.Add([]byte("progress,iteration,grad_sqr,grad_var\nNaN,1,1,1\n"))
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, it, s, v, err := ReadValidation(bytes.NewReader(data))
+		run, err := readValidation(fstest.MapFS{"v.csv": {Data: data}}, "v.csv", 1)
+		p, it, s, v := run.progress, run.iteration, run.gradSqr, run.gradVar
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("error %v does not wrap ErrInvalid", err)
