@@ -262,16 +262,14 @@ func maxMinFigure(ctx context.Context, rng *rand.Rand, n, k, reps int) (ms, gap 
 	if err != nil {
 		return 0, 0, err
 	}
-	ts := make([]float64, 0, reps)
-	for range reps {
-		start := time.Now()
-		if sol, err = gavel.Solve(ctx, p, gavel.MaxMinFairness{}, nil); err != nil {
-			return 0, 0, err
-		}
-		ts = append(ts, float64(time.Since(start).Nanoseconds())/1e6)
+	ms, err = medianMS(reps, func() (err error) {
+		sol, err = gavel.Solve(ctx, p, gavel.MaxMinFairness{}, nil)
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
 	}
-	slices.Sort(ts)
-	return ts[len(ts)/2], sol.Gap, nil
+	return ms, sol.Gap, nil
 }
 
 // timeRound runs one warm-up round and reps timed rounds; it returns the
@@ -281,16 +279,26 @@ func timeRound(ctx context.Context, s *scheduler.Scheduler, in scheduler.Input, 
 	if err != nil {
 		return 0, plan, err
 	}
+	ms, err := medianMS(reps, func() error {
+		_, err := s.Schedule(ctx, in)
+		return err
+	})
+	return ms, plan, err
+}
+
+// medianMS runs f reps times (reps ≥ 1) and returns the median run time
+// in milliseconds, or f's first error.
+func medianMS(reps int, f func() error) (float64, error) {
 	ts := make([]float64, 0, reps)
 	for range reps {
 		start := time.Now()
-		if _, err := s.Schedule(ctx, in); err != nil {
-			return 0, plan, err
+		if err := f(); err != nil {
+			return 0, err
 		}
 		ts = append(ts, float64(time.Since(start).Nanoseconds())/1e6)
 	}
 	slices.Sort(ts)
-	return ts[len(ts)/2], plan, nil
+	return ts[len(ts)/2], nil
 }
 
 // goodputFigures times goodput.Fit on synthetic measurements and
