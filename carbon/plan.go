@@ -1,6 +1,7 @@
 package carbon
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -565,21 +566,13 @@ func (p *problem) trim(a []alloc) {
 	}
 }
 
-// SortedSlots returns the indices of values in ascending order, ties to
+// sortedSlots returns the indices of ci in ascending order, ties to
 // the earlier index.
 func sortedSlots(ci []float64) []int {
 	idx := make([]int, len(ci))
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		switch {
-		case ci[a] < ci[b]:
-			return -1
-		case ci[a] > ci[b]:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(ci[a], ci[b]) })
 	return idx
 }
