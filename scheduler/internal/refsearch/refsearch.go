@@ -175,12 +175,7 @@ func clone(rows [][]int) [][]int {
 // allowed type with room for its minimum (Pollux's fast path for new
 // jobs).
 func (s *searcher) firstFit(rows [][]int) {
-	used := make([]int, len(s.p.NodeCap))
-	for _, r := range rows {
-		for n, v := range r {
-			used[n] += v
-		}
-	}
+	used := s.used(rows)
 	for j, jb := range s.p.Jobs {
 		if jb.Pinned || sum(rows[j]) > 0 {
 			continue
@@ -188,7 +183,7 @@ func (s *searcher) firstFit(rows [][]int) {
 		need := max(jb.Min, 1)
 		for n, c := range s.p.NodeCap {
 			t := s.p.NodeType[n]
-			if (jb.Allowed == nil || (t < len(jb.Allowed) && jb.Allowed[t])) && c-used[n] >= need {
+			if jb.allows(t) && c-used[n] >= need {
 				rows[j][n] = need
 				used[n] += need
 				break
@@ -224,12 +219,7 @@ func (s *searcher) crossover(a, b [][]int) [][]int {
 // allocation, zero some entries, and grow entries on nodes with room.
 func (s *searcher) mutate(rows, cur [][]int) {
 	nn := len(s.p.NodeType)
-	used := make([]int, nn)
-	for _, r := range rows {
-		for n, v := range r {
-			used[n] += v
-		}
-	}
+	used := s.used(rows)
 	for j := range rows {
 		if s.p.Jobs[j].Pinned {
 			continue
@@ -291,7 +281,7 @@ func (s *searcher) repair(rows [][]int) {
 			for len(byType) <= t {
 				byType = append(byType, 0)
 			}
-			if jb.Allowed != nil && (t >= len(jb.Allowed) || !jb.Allowed[t]) {
+			if !jb.allows(t) {
 				r[n] = 0
 				continue
 			}
@@ -384,6 +374,22 @@ func (s *searcher) repair(rows [][]int) {
 			clear(rows[j])
 		}
 	}
+}
+
+// allows reports whether the job may use type t.
+func (jb Job) allows(t int) bool {
+	return jb.Allowed == nil || (t < len(jb.Allowed) && jb.Allowed[t])
+}
+
+// used returns the devices rows take on each node.
+func (s *searcher) used(rows [][]int) []int {
+	used := make([]int, len(s.p.NodeType))
+	for _, r := range rows {
+		for n, v := range r {
+			used[n] += v
+		}
+	}
+	return used
 }
 
 func sum(r []int) int {
