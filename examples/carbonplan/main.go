@@ -296,10 +296,10 @@ func planWeek(s carbon.Series, c carbon.Curve, o options, start time.Time) (week
 	// Energy-only: the same planner on a flat forecast (it minimises
 	// energy, not carbon), charged with the true intensity. The planner's
 	// savings over it are what carbon awareness adds to elastic scaling.
-	flat := f
+	flat, mean := f, f.Mean()
 	flat.Values = make([]float64, len(f.Values))
 	for i := range flat.Values {
-		flat.Values[i] = f.Mean()
+		flat.Values[i] = mean
 	}
 	eo, err := carbon.Plan(flat, c, work, deadline, opts)
 	if err != nil {
