@@ -41,7 +41,8 @@ func pickZone(truth []Series, zone string) (Series, error) {
 	return Series{}, fmt.Errorf("%w: no series for zone %q", ErrUnavailable, zone)
 }
 
-func checkSpan(ctx context.Context, from time.Time, horizon time.Duration) error {
+// checkSpan reports a cancelled ctx or a horizon that is not positive.
+func checkSpan(ctx context.Context, horizon time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -82,7 +83,7 @@ func NewPerfect(truth ...Series) (*Perfect, error) {
 
 // Forecast returns the true values over [from, from+horizon).
 func (p *Perfect) Forecast(ctx context.Context, zone string, from time.Time, horizon time.Duration) (Series, error) {
-	if err := checkSpan(ctx, from, horizon); err != nil {
+	if err := checkSpan(ctx, horizon); err != nil {
 		return Series{}, err
 	}
 	s, err := pickZone(p.truth, zone)
@@ -121,7 +122,7 @@ func NewPersistence(history ...Series) (*Persistence, error) {
 // Forecast returns the persistence forecast over [from, from+horizon), on
 // the history's step, starting with the interval that contains from.
 func (p *Persistence) Forecast(ctx context.Context, zone string, from time.Time, horizon time.Duration) (Series, error) {
-	if err := checkSpan(ctx, from, horizon); err != nil {
+	if err := checkSpan(ctx, horizon); err != nil {
 		return Series{}, err
 	}
 	s, err := pickZone(p.truth, zone)
