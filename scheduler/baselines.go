@@ -145,10 +145,11 @@ func (x *instance) rigidFill(ctx context.Context, order []*jobInfo, keepRunning 
 	for _, j := range order {
 		if j.pinned || (keepRunning && j.curCount > 0 && j.fits(j.curCount) && slices.Contains(j.allowed, j.curType)) {
 			free[j.curType] -= j.curCount
-			got[j] = Target{Job: j.job.ID, Type: x.types[j.curType], Count: j.curCount, Reason: ReasonUnchanged, Note: "running jobs are not preempted"}
+			tg := Target{Job: j.job.ID, Type: x.types[j.curType], Count: j.curCount, Reason: ReasonUnchanged, Note: "running jobs are not preempted"}
 			if j.pinned {
-				got[j] = Target{Job: j.job.ID, Type: x.types[j.curType], Count: j.curCount, Reason: ReasonPinned, Note: "non-preemptible"}
+				tg.Reason, tg.Note = ReasonPinned, "non-preemptible"
 			}
+			got[j] = tg
 		}
 	}
 	out := make([]Target, 0, len(order))
@@ -254,8 +255,9 @@ func (Optimus) targets(ctx context.Context, x *instance) ([]Target, error) {
 	speed := func(k, c int) (float64, error) {
 		return x.speedup(order[k], typ[k], x.packedNodes(typ[k], c), c)
 	}
+	// At most one move per job is queued and moves order totally (gain,
+	// then job): the pops do not depend on the heap's internal layout.
 	h := make(moveHeap, 0, len(order))
-	started := false
 	push := func(k int) error {
 		j := order[k]
 		if typ[k] < 0 || j.pinned || j.rigid || cnt[k] >= min(j.max, x.cap[typ[k]]) {
@@ -272,12 +274,7 @@ func (Optimus) targets(ctx context.Context, x *instance) ([]Target, error) {
 		if s1 <= s0 || s0 <= 0 {
 			return nil
 		}
-		m := move{gain: work(j) * (1/s0 - 1/s1), job: k, t: typ[k], c: cnt[k] + 1}
-		if started {
-			heap.Push(&h, m)
-		} else {
-			h = append(h, m)
-		}
+		heap.Push(&h, move{gain: work(j) * (1/s0 - 1/s1), job: k, t: typ[k], c: cnt[k] + 1})
 		return nil
 	}
 	for k := range order {
@@ -285,8 +282,6 @@ func (Optimus) targets(ctx context.Context, x *instance) ([]Target, error) {
 			return nil, err
 		}
 	}
-	heap.Init(&h)
-	started = true
 	for h.Len() > 0 {
 		m := heap.Pop(&h).(move)
 		if free[m.t] < 1 {
