@@ -256,11 +256,7 @@ func (e *engine) realizedFitness(res PlaceResult) float64 {
 		if len(devs) == 0 {
 			continue
 		}
-		nodes := make(map[string]bool, 4)
-		for _, id := range devs {
-			nodes[e.x.devNode[id]] = true
-		}
-		v, err := e.x.speedup(j.info, e.x.devType[devs[0]], len(nodes), len(devs))
+		v, err := e.x.speedup(j.info, e.x.devType[devs[0]], e.x.nodesOf(devs), len(devs))
 		if err != nil && e.err == nil {
 			e.err = err
 		}

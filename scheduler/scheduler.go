@@ -281,11 +281,7 @@ func (x *instance) decide(i int, t Target, devs []string, unplaced string) Decis
 	if len(devs) > 0 {
 		d.Type, d.To = x.types[x.devType[devs[0]]], len(devs)
 		d.Assignment = placement.Assignment{Job: j.job.ID, Devices: devs}
-		nodes := make(map[string]bool)
-		for _, id := range devs {
-			nodes[x.devNode[id]] = true
-		}
-		d.Nodes = len(nodes)
+		d.Nodes = x.nodesOf(devs)
 		d.SpeedupAfter, _ = x.speedup(j, x.devType[devs[0]], d.Nodes, d.To)
 		if bp, ok := j.job.Speedup.(goodput.BatchPlanner); ok {
 			d.Batch = bp.BatchPlan(string(d.Type), d.Nodes, d.To)
@@ -330,6 +326,15 @@ func (x *instance) decide(i int, t Target, devs []string, unplaced string) Decis
 	}
 	d.Message = head
 	return d
+}
+
+// nodesOf returns the number of nodes devices devs span.
+func (x *instance) nodesOf(devs []string) int {
+	nodes := make(map[string]bool, 4)
+	for _, id := range devs {
+		nodes[x.devNode[id]] = true
+	}
+	return len(nodes)
 }
 
 func plural(n int) string {
