@@ -29,7 +29,7 @@ type CurveOptions struct {
 	// normalisation).
 	BaseType string
 	// MaxReplicas, if positive, caps the replicas with a non-zero speedup
-	// (Pollux's exploration bound, 2× the most replicas profiled).
+	// (an Estimator's exploration bound, for example).
 	MaxReplicas int
 }
 

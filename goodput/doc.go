@@ -30,8 +30,9 @@
 //     Inf, ≤ 0) are rejected with an error, never fitted.
 //  3. Each scheduling round, take Estimator.Curve: a Speedup and
 //     BatchPlanner for the cluster policy. It is memoised and allocation
-//     free on lookups, safe for concurrent use, and bounded to 2× the most
-//     replicas the job has run with. A job with no data scales linearly.
+//     free on lookups, safe for concurrent use, and bounded to Explore
+//     times (default 4) the most replicas the job has run with. A job
+//     with no data scales linearly.
 //  4. When the job starts on an allocation, run it with the BatchPlan for
 //     that allocation; while it runs, adopt a new plan only if Switch
 //     says so (5% hysteresis).

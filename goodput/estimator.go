@@ -21,11 +21,25 @@ type EstimatorConfig struct {
 	Profiles map[string][]Observation
 	// MaxReplicas, if positive, caps the exploration bound.
 	MaxReplicas int
+	// Explore is how fast the exploration bound grows: the job may be
+	// offered at most Explore × the most replicas it has run with (1
+	// before any run), because its model is only trusted near measured
+	// scales. 0 = DefaultExplore. Pollux uses 2; fewer, larger steps cost
+	// fewer restarts while a job ramps up (see DefaultExplore).
+	Explore int
 	// TypeLimits optionally replaces Limits on some accelerator types
 	// (Sia: the largest per-GPU batch depends on the device's memory).
 	// InitBatch should match Limits.InitBatch so efficiencies compare.
 	TypeLimits map[string]Limits
 }
+
+// DefaultExplore is EstimatorConfig.Explore's default. In the simulator,
+// on the Pollux workloads (16×4 T4, eight 160-job traces), 4 shortened
+// the goodput policy's average JCT against Pollux's 2 by 2.0% at 1.0×
+// load, 6.9% at 0.5×, 1.0% at 1.5× and 0.7% at 2.0×, and by 2.0% on Sia's
+// heterogeneous cluster, with 10–15% fewer restarts; 3, 8 and an
+// unbounded ramp did better than 2 but no better than 4.
+const DefaultExplore = 4
 
 // Estimator learns one job's goodput models online, one per accelerator
 // type, from the measurements the host reports. It refits a type's model
@@ -45,6 +59,7 @@ type Estimator struct {
 	typeLim  map[string]Limits
 	fitOpts  FitOptions
 	maxRepl  int
+	explore  int
 	grad     GradStats
 	types    map[string]*typeState
 	profiled int // most replicas ever observed, any type
@@ -76,8 +91,14 @@ func NewEstimator(cfg EstimatorConfig) (*Estimator, error) {
 	if cfg.MaxReplicas < 0 {
 		return nil, fmt.Errorf("%w: EstimatorConfig.MaxReplicas = %d", ErrInvalidOptions, cfg.MaxReplicas)
 	}
-	e := &Estimator{limits: cfg.Limits, fitOpts: cfg.Fit, maxRepl: cfg.MaxReplicas, types: map[string]*typeState{},
-		typeLim: map[string]Limits{}}
+	if cfg.Explore < 0 {
+		return nil, fmt.Errorf("%w: EstimatorConfig.Explore = %d", ErrInvalidOptions, cfg.Explore)
+	}
+	if cfg.Explore == 0 {
+		cfg.Explore = DefaultExplore
+	}
+	e := &Estimator{limits: cfg.Limits, fitOpts: cfg.Fit, maxRepl: cfg.MaxReplicas, explore: cfg.Explore,
+		types: map[string]*typeState{}, typeLim: map[string]Limits{}}
 	for _, typ := range slices.Sorted(maps.Keys(cfg.TypeLimits)) {
 		l := cfg.TypeLimits[typ]
 		if err := l.Validate(); err != nil {
@@ -160,8 +181,8 @@ func (e *Estimator) ObserveGrad(g GradStats) error {
 	return nil
 }
 
-// MaxReplicas is the exploration bound: at most 2× the most replicas the
-// job has run with (1 before any run), capped by the limits'
+// MaxReplicas is the exploration bound: at most Explore × the most
+// replicas the job has run with (1 before any run), capped by the limits'
 // MaxUsefulReplicas and the configured MaxReplicas.
 func (e *Estimator) MaxReplicas() int {
 	e.mu.Lock()
@@ -170,7 +191,7 @@ func (e *Estimator) MaxReplicas() int {
 }
 
 func (e *Estimator) maxReplicas() int {
-	m := min(max(2*e.profiled, 1), e.limits.MaxUsefulReplicas())
+	m := min(max(e.explore*e.profiled, 1), e.limits.MaxUsefulReplicas())
 	if e.maxRepl > 0 {
 		m = min(m, e.maxRepl)
 	}

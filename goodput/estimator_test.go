@@ -47,14 +47,14 @@ func TestEstimatorLifecycle(t *testing.T) {
 	if len(obs) != 1 || !near(obs[0].AccumSeconds, 0.05, 1e-12) {
 		t.Errorf("observations %+v", obs)
 	}
-	// Running on 4 GPUs raises the exploration bound to 8.
+	// Running on 4 GPUs raises the exploration bound to 16 (DefaultExplore).
 	for _, o := range synthetic(testParams, 1, []int{32, 64}) {
 		if err := e.Observe("t4", o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if e.MaxReplicas() != 8 {
-		t.Errorf("MaxReplicas = %d, want 8", e.MaxReplicas())
+	if e.MaxReplicas() != 4*DefaultExplore {
+		t.Errorf("MaxReplicas = %d, want %d", e.MaxReplicas(), 4*DefaultExplore)
 	}
 	m, ok := e.Model("t4")
 	if !ok || m.Limits != testLimits {
@@ -67,12 +67,35 @@ func TestEstimatorLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.MaxReplicas("t4") != 8 || c.Speedup("t4", 1, 9) != 0 || !(c.Speedup("t4", 1, 4) > 1) {
-		t.Errorf("curve: max %d, s(9) %v, s(4) %v", c.MaxReplicas("t4"), c.Speedup("t4", 1, 9), c.Speedup("t4", 1, 4))
+	if c.MaxReplicas("t4") != 16 || c.Speedup("t4", 1, 17) != 0 || !(c.Speedup("t4", 1, 4) > 1) {
+		t.Errorf("curve: max %d, s(17) %v, s(4) %v", c.MaxReplicas("t4"), c.Speedup("t4", 1, 17), c.Speedup("t4", 1, 4))
 	}
 	// An unseen type falls back to linear scaling.
 	if c.Speedup("v100", 1, 4) != 4 {
 		t.Errorf("unseen type speedup %v", c.Speedup("v100", 1, 4))
+	}
+}
+
+// TestEstimatorExplore checks the exploration growth: Pollux's 2, the
+// MaxReplicas cap over it, and a negative value rejected.
+func TestEstimatorExplore(t *testing.T) {
+	for _, tc := range []struct{ explore, cap, want int }{{2, 0, 8}, {1, 0, 4}, {8, 20, 20}} {
+		e, err := NewEstimator(EstimatorConfig{Limits: testLimits, Explore: tc.explore, MaxReplicas: tc.cap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.MaxReplicas() != 1 {
+			t.Errorf("Explore %d: bound %d before any run, want 1", tc.explore, e.MaxReplicas())
+		}
+		if err := e.ObserveBatch("t4", synthetic(testParams, 1, []int{32, 64})); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.MaxReplicas(); got != min(tc.want, testLimits.MaxUsefulReplicas()) {
+			t.Errorf("Explore %d, cap %d: bound %d after 4 GPUs, want %d", tc.explore, tc.cap, got, tc.want)
+		}
+	}
+	if _, err := NewEstimator(EstimatorConfig{Limits: testLimits, Explore: -1}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("Explore -1: %v", err)
 	}
 }
 

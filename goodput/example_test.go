@@ -44,7 +44,7 @@ func Example() {
 			a[0], a[1], curve.Speedup("t4", a[0], a[1]), p.Batch, p.Local, p.Accum)
 	}
 	// Output:
-	// max replicas: 16
+	// max replicas: 32
 	// 1 node(s) × 1 GPUs: speedup 1.0, batch 492 (local 246, accum 1)
 	// 1 node(s) × 4 GPUs: speedup 3.3, batch 996 (local 249, accum 0)
 	// 2 node(s) × 8 GPUs: speedup 3.9, batch 1968 (local 246, accum 0)

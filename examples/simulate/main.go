@@ -35,6 +35,8 @@
 //	                    before the embedded Pollux traces; e.g. Sia's
 //	                    per-type traces
 //	-interference F     slowdown of distributed jobs sharing a node (default 0)
+//	-explore N          goodput jobs may grow to N × the most GPUs they have
+//	                    run on (default 4; 2 is the Pollux simulator's rule)
 //	-mtbf D             mean time between failures per node (default 0: none)
 //	-seed N             seed for failures and Philly sampling (default 1)
 //	-out DIR            where plots and per-job CSVs go ("" = none;
@@ -66,6 +68,7 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
 )
@@ -80,7 +83,7 @@ type options struct {
 	interval, mtbf                                     time.Duration
 	interference                                       float64
 	seed                                               uint64
-	jobs                                               int
+	jobs, explore                                      int
 	json                                               bool
 }
 
@@ -99,6 +102,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.DurationVar(&o.interval, "interval", 60*time.Second, "scheduling round")
 	fl.StringVar(&o.profiles, "profiles", "", "extra profile directories, comma-separated, searched before the embedded Pollux traces")
 	fl.Float64Var(&o.interference, "interference", 0, "slowdown of distributed jobs sharing a node, in [0,1)")
+	fl.IntVar(&o.explore, "explore", goodput.DefaultExplore, "goodput jobs may grow to this many times the most GPUs they have run on (Pollux: 2)")
 	fl.DurationVar(&o.mtbf, "mtbf", 0, "mean time between failures per node (0 = none)")
 	fl.Uint64Var(&o.seed, "seed", 1, "seed for failures and Philly sampling")
 	fl.StringVar(&o.out, "out", "simulate-out", "directory for SVG plots and per-job CSVs (\"\" = none)")
@@ -176,8 +180,8 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if !(o.interference >= 0 && o.interference < 1) {
 		return usage("-interference %v is outside [0,1)", o.interference)
 	}
-	if o.mtbf < 0 || o.jobs < 1 {
-		return usage("-mtbf must be ≥ 0 and -jobs ≥ 1")
+	if o.mtbf < 0 || o.jobs < 1 || o.explore < 1 {
+		return usage("-mtbf must be ≥ 0, -jobs ≥ 1 and -explore ≥ 1")
 	}
 	var sources []sim.ProfileSource
 	for _, d := range strings.Split(o.profiles, ",") {
@@ -214,7 +218,7 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			cfgs = append(cfgs, sim.Config{
 				Cluster: cluster, Jobs: w.Jobs, Apps: apps, Policy: p, Placer: spec.placer,
 				Mode: spec.mode, Oracle: spec.oracle, PerType: spec.perType && mixed,
-				Interval: o.interval, Interference: o.interference,
+				Interval: o.interval, Interference: o.interference, Explore: o.explore,
 				Faults:   sim.Faults{MTBF: o.mtbf, Seed: o.seed},
 				Progress: func(sim.Status) { rounds.Add(1) },
 			})

@@ -59,6 +59,7 @@ func TestRunBadInput(t *testing.T) {
 		{"-workload", "no/such/thing"},
 		{"-interval", "10ms"},
 		{"-interference", "1.5"},
+		{"-explore", "0"},
 		{"-profiles", "no/such/dir"},
 		{"extra"},
 		{"-seed", "x"},

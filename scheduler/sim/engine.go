@@ -103,6 +103,11 @@ type Config struct {
 	// MaxReplicas caps any job's device count for adaptive jobs (default
 	// 64, as the Pollux simulator).
 	MaxReplicas int
+	// Explore is the adaptive jobs' exploration growth: a job is offered
+	// at most Explore × the most devices it has run on (1 before its
+	// first run). 0 = goodput.DefaultExplore (4); the Pollux simulator
+	// uses 2.
+	Explore int
 	// Faults injects node failures (default none).
 	Faults Faults
 	// Start is the wall-clock time of the workload's time 0, used for
@@ -215,8 +220,8 @@ func (c *Config) validate() error {
 	if c.Policy == nil && c.Scheduler == nil {
 		return fmt.Errorf("%w: Policy is nil", ErrInvalid)
 	}
-	if c.Interval < 0 || c.Horizon < 0 || c.Faults.MTBF < 0 || c.Faults.Repair < 0 || c.MaxReplicas < 0 {
-		return fmt.Errorf("%w: negative Interval, Horizon, MaxReplicas or Faults duration", ErrInvalid)
+	if c.Interval < 0 || c.Horizon < 0 || c.Faults.MTBF < 0 || c.Faults.Repair < 0 || c.MaxReplicas < 0 || c.Explore < 0 {
+		return fmt.Errorf("%w: negative Interval, Horizon, MaxReplicas, Explore or Faults duration", ErrInvalid)
 	}
 	if c.Interval == 0 {
 		c.Interval = 60 * time.Second
@@ -229,6 +234,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxReplicas == 0 {
 		c.MaxReplicas = 64
+	}
+	if c.Explore == 0 {
+		c.Explore = goodput.DefaultExplore
 	}
 	if c.Faults.Repair == 0 {
 		c.Faults.Repair = time.Hour
@@ -565,7 +573,7 @@ func (e *engine) describe(j *job) scheduler.Job {
 		}
 	default:
 		sj.Kind = scheduler.Adaptive
-		maxRep := min(max(2*j.maxSeen, 1), e.cfg.MaxReplicas, max(app.MaxBatch/max(app.MinLocal, 1), 1))
+		maxRep := min(max(e.cfg.Explore*j.maxSeen, 1), e.cfg.MaxReplicas, max(app.MaxBatch/max(app.MinLocal, 1), 1))
 		if app.MaxReplicas > 0 {
 			maxRep = min(maxRep, app.MaxReplicas)
 		}
@@ -639,6 +647,7 @@ func (e *engine) learnerOf(j *job) *learner {
 	cfg := goodput.EstimatorConfig{
 		Limits:      goodput.Limits{InitBatch: j.app.InitBatch, MaxBatch: j.app.MaxBatch, MinLocal: lo, MaxLocal: hi, Accumulation: true},
 		MaxReplicas: e.cfg.MaxReplicas,
+		Explore:     e.cfg.Explore,
 	}
 	if e.cfg.PerType {
 		cfg.Profiles = map[string][]goodput.Observation{}

@@ -123,6 +123,7 @@ func TestRunValidation(t *testing.T) {
 		{"bad interference", func(c *Config) { c.Interference = 1 }, ErrInvalid},
 		{"short interval", func(c *Config) { c.Interval = time.Millisecond }, ErrInvalid},
 		{"negative MTBF", func(c *Config) { c.Faults.MTBF = -time.Second }, ErrInvalid},
+		{"negative Explore", func(c *Config) { c.Explore = -1 }, ErrInvalid},
 		{"bad mode", func(c *Config) { c.Mode = 7 }, ErrInvalid},
 		{"hand-made app", func(c *Config) { c.Apps = map[string]*Application{"toy": {Name: "toy"}} }, ErrInvalid},
 	}

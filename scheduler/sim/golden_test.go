@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/goodsched/goodsched/scheduler"
@@ -136,5 +137,41 @@ func TestAdaptiveLearnsOnline(t *testing.T) {
 	}
 	if c.Completed != len(jobs) {
 		t.Fatalf("per-type: completed %d of %d", c.Completed, len(jobs))
+	}
+}
+
+// boundRecorder records the exploration bound the simulator offers its
+// only job each round.
+type boundRecorder struct {
+	policy scheduler.Goodput
+	bounds []int
+}
+
+func (r *boundRecorder) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.Target, error) {
+	if b := in.Jobs[0].MaxReplicas; len(r.bounds) == 0 || r.bounds[len(r.bounds)-1] != b {
+		r.bounds = append(r.bounds, b)
+	}
+	return r.policy.Allocate(ctx, in)
+}
+
+// TestExploreGrowth checks how fast a lone adaptive job may grow: by
+// Config.Explore × the most devices it has run on each round, from one
+// device (the 64-device cap ends the default ramp).
+func TestExploreGrowth(t *testing.T) {
+	apps := polluxApps(t)
+	jobs := []JobSpec{{Name: "c", Application: "cifar10", Replicas: 1, BatchSize: 128}}
+	for _, tc := range []struct {
+		explore int
+		want    []int
+	}{{0, []int{1, 4, 16, 64}}, {2, []int{1, 2, 4, 8, 16}}} {
+		rec := &boundRecorder{}
+		cfg := Config{Cluster: cluster(t, "16x4:t4"), Jobs: jobs, Apps: apps, Policy: rec, Explore: tc.explore}
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Completed != 1 || !slices.Equal(rec.bounds[:min(len(rec.bounds), len(tc.want))], tc.want) {
+			t.Errorf("Explore %d: bounds %v (completed %d), want %v first", tc.explore, rec.bounds, res.Completed, tc.want)
+		}
 	}
 }
