@@ -64,6 +64,8 @@ func (m Model) Goodput(nodes, replicas, local, accum int) float64 {
 // Accumulation is on (and into at least two passes on a single replica
 // whose local batch exceeds InitBatch, so gradient statistics stay
 // measurable); a single replica without accumulation trains at InitBatch.
+// The per-GPU batch is rounded up, then down where needed so that the total
+// never exceeds MaxBatch (InitBatch for a job that does not adapt).
 // Candidates whose per-GPU batch falls outside [MinLocal, MaxLocal] are
 // skipped; ties keep the smaller batch. A job that does not adapt its
 // batch trains at InitBatch. It returns the zero BatchPlan when no
@@ -127,6 +129,9 @@ func (m Model) Optimize(nodes, replicas int) BatchPlan {
 		default:
 			atomic = int(math.Ceil(local - eps))
 		}
+		// Rounding up must not push the total past MaxBatch (Pollux's
+		// simulator clamps the same way).
+		atomic = min(atomic, int(hi)/(replicas*(accum+1)))
 		if atomic == prevLocal && accum == prevAccum {
 			continue
 		}

@@ -135,6 +135,9 @@ func naiveOptimize(m Model, nodes, replicas int) BatchPlan {
 		default:
 			atomic = int(math.Ceil(local - 1e-8))
 		}
+		for replicas*atomic*(accum+1) > m.maxBatch() {
+			atomic--
+		}
 		if atomic < m.minLocal() || atomic > m.maxLocal() {
 			continue
 		}
@@ -186,7 +189,7 @@ func TestOptimizeMatchesNaive(t *testing.T) {
 		if got.Goodput == 0 {
 			continue
 		}
-		if got.Local < m.minLocal() || got.Local > m.maxLocal() || got.Batch != got.Local*k*(got.Accum+1) || got.Accum < 0 {
+		if got.Local < m.minLocal() || got.Local > m.maxLocal() || got.Batch != got.Local*k*(got.Accum+1) || got.Accum < 0 || got.Batch > m.maxBatch() {
 			t.Fatalf("model %d: plan %+v breaks the limits %+v at %d replicas", it, got, m.Limits, k)
 		}
 		if m.Adaptive() && got.Batch < m.InitBatch {
