@@ -121,6 +121,32 @@ func TestInterferenceAvoided(t *testing.T) {
 	}
 }
 
+// Goodput.AllowInterference alone (no Placer configured) lets two
+// distributed jobs share a node: the default placer follows the policy.
+func TestAllowInterferenceReachesDefaultPlacer(t *testing.T) {
+	in := Input{Cluster: testCluster(group{3, 4, "t4"}), Now: t0.Add(time.Hour), Jobs: []Job{
+		{ID: "a", Kind: Adaptive, MinReplicas: 6, MaxReplicas: 6, Speedup: fakeSpeedup{node: 1}},
+		{ID: "b", Kind: Adaptive, MinReplicas: 6, MaxReplicas: 6, Speedup: fakeSpeedup{node: 1}},
+	}}
+	for _, allow := range []bool{false, true} {
+		s, _ := New(Config{Policy: Goodput{AllowInterference: allow}})
+		plan, err := s.Schedule(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPlan(t, in, plan)
+		running := 0
+		for _, d := range plan.Decisions {
+			if len(d.Assignment.Devices) == 6 {
+				running++
+			}
+		}
+		if want := map[bool]int{false: 1, true: 2}[allow]; running != want {
+			t.Errorf("AllowInterference %v: %d jobs running, want %d", allow, running, want)
+		}
+	}
+}
+
 // Heterogeneous: every job gets one type, and the fast policy puts a job
 // that runs much faster on one type there when it can.
 func TestHeterogeneousOneType(t *testing.T) {

@@ -15,8 +15,9 @@ import (
 // new target cannot be met keeps the devices it held (reported as
 // unplaced). It is the Scheduler's default Placer.
 //
-// Its zero value avoids interference, like Goodput's; set
-// Placer.AllowInterference together with Goodput.AllowInterference.
+// Its zero value avoids interference, like Goodput's; a Scheduler
+// configured without a Placer sets Placer.AllowInterference from
+// Goodput.AllowInterference, otherwise set both.
 // RoundPlacer is safe for concurrent use when its Placer's Filters and
 // Scores are.
 type RoundPlacer struct {

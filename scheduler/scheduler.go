@@ -11,12 +11,13 @@ import (
 )
 
 // Config configures a Scheduler. The zero value is valid: the Goodput
-// policy with its defaults, realised by Packer.
+// policy with its defaults, realised by RoundPlacer.
 type Config struct {
 	// Policy decides each round's (type, count) per job; nil = Goodput{}.
 	Policy Policy
 	// Placer realises the policy's targets on concrete devices;
-	// nil = RoundPlacer{} (the placement package's round).
+	// nil = RoundPlacer{} (the placement package's round), which avoids
+	// interference unless the policy is a Goodput with AllowInterference.
 	Placer Placer
 }
 
@@ -48,7 +49,14 @@ func New(cfg Config) (*Scheduler, error) {
 		s.policy = Goodput{}
 	}
 	if s.placer == nil {
-		s.placer = RoundPlacer{}
+		rp := RoundPlacer{}
+		switch g := s.policy.(type) {
+		case Goodput:
+			rp.Placer.AllowInterference = g.AllowInterference
+		case *Goodput:
+			rp.Placer.AllowInterference = g != nil && g.AllowInterference
+		}
+		s.placer = rp
 		s.ownLayout = true
 	}
 	if rp, ok := s.placer.(RoundPlacer); ok && rp.cache == nil {
