@@ -68,7 +68,7 @@ func (s *Static) Snapshot(ctx context.Context) (Cluster, error) {
 func (s *Static) Apply(ev HealthEvent) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := findDevice(s.c, ev.Device); !ok {
+	if _, ok := s.c.Device(ev.Device); !ok {
 		return fmt.Errorf("%w: health event for device %q", ErrNotFound, ev.Device)
 	}
 	fault := ev.Message
@@ -153,25 +153,4 @@ func (s *Static) forward(ctx context.Context, sub *subscriber, out chan<- Health
 			return
 		}
 	}
-}
-
-func findDevice(c Cluster, id string) (Device, bool) {
-	for _, n := range c.Nodes {
-		if d, ok := findIn(n.Devices, id); ok {
-			return d, true
-		}
-	}
-	return Device{}, false
-}
-
-func findIn(ds []Device, id string) (Device, bool) {
-	for _, d := range ds {
-		if d.ID == id {
-			return d, true
-		}
-		if m, ok := findIn(d.Instances, id); ok {
-			return m, true
-		}
-	}
-	return Device{}, false
 }

@@ -83,6 +83,10 @@ func TestClusterClone(t *testing.T) {
 	if err := s.MarkHealthy("mig-0"); err != nil {
 		t.Errorf("MarkHealthy on an instance: %v", err)
 	}
+	// Cluster.Device finds MIG instances as well as whole devices.
+	if d, ok := got.Device("mig-0"); !ok || d.Parent != "n/0" {
+		t.Errorf("Device(mig-0) = %+v, %v", d, ok)
+	}
 }
 
 func TestStaticApply(t *testing.T) {

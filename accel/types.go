@@ -179,13 +179,23 @@ func (c Cluster) Size() int {
 	return k
 }
 
-// Device returns the device with the given ID.
+// Device returns the device, or MIG instance, with the given ID.
 func (c Cluster) Device(id string) (Device, bool) {
 	for _, n := range c.Nodes {
-		for _, d := range n.Devices {
-			if d.ID == id {
-				return d, true
-			}
+		if d, ok := findIn(n.Devices, id); ok {
+			return d, true
+		}
+	}
+	return Device{}, false
+}
+
+func findIn(ds []Device, id string) (Device, bool) {
+	for _, d := range ds {
+		if d.ID == id {
+			return d, true
+		}
+		if m, ok := findIn(d.Instances, id); ok {
+			return m, true
 		}
 	}
 	return Device{}, false
