@@ -109,6 +109,7 @@ type Policy struct {
 	st  roundState
 }
 
+// roundState is what a Policy keeps between rounds: the time-share counters.
 type roundState struct {
 	started   bool
 	last      time.Time
@@ -117,6 +118,7 @@ type roundState struct {
 	jobs      map[string]*jobCounters
 }
 
+// jobCounters is a job's time received per type and in all since the last reset.
 type jobCounters struct {
 	received map[accel.TypeKey]time.Duration
 	total    time.Duration
@@ -169,47 +171,104 @@ type typeInfo struct {
 	free    []int          // free healthy devices per node
 }
 
+// round is the state that one call to Allocate shares between its steps.
+type round struct {
+	p       *Policy
+	in      scheduler.Input
+	types   []typeInfo               // types with devices, in Cluster.Types order
+	tIdx    map[accel.TypeKey]int    // type → index into types
+	devType map[string]accel.TypeKey // device ID → type
+	devNode map[string]string        // device ID → node name
+	healthy map[string]bool          // device ID → healthy
+	curType map[string]accel.TypeKey // job ID → type it runs on now
+	curDevs map[string][]string      // job ID → devices it holds now
+	targets []scheduler.Target       // per input job
+	scale   []int                    // gang size per input job
+	rows    []int                    // input index of each problem row
+	prob    Problem
+	obj     Objective
+	sol     Solution
+	cands   []cand // (row, type) candidates, best first
+	placed  []int  // per input job: 1 + type index, 0 = waiting
+	pinned  []int  // placed of the pinned jobs, 0 for the others
+	choice  []int  // per input job: 1 + index into cands, 0 = none
+}
+
+// cand is one type that a problem row has a share on, with its priorities.
+type cand struct {
+	row, typ  int
+	jobPrio   float64
+	prio, due float64
+	got       float64
+	stays     bool
+}
+
 // Allocate implements scheduler.Policy. Errors wrap ErrInvalid (bad
 // cluster, duplicate job IDs, NaN or negative throughput, time going
 // backwards) or come from the context.
 func (p *Policy) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.Target, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err := p.check(in); err != nil {
+		return nil, err
+	}
+	r := newRound(p, in)
+	p.credit(in, r.curType)
+	if err := r.buildProblem(); err != nil {
+		return nil, err
+	}
+	if len(r.rows) == 0 {
+		return r.targets, nil
+	}
+	if err := r.solve(ctx); err != nil {
+		return nil, err
+	}
+	r.rank()
+	r.realise()
+	r.explain()
+	return r.targets, nil
+}
+
+// check rejects an invalid cluster, time going backwards, and empty or
+// duplicate job IDs.
+func (p *Policy) check(in scheduler.Input) error {
 	if err := in.Cluster.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: cluster: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: cluster: %w", ErrInvalid, err)
 	}
 	if p.st.started && in.Now.Before(p.st.last) {
-		return nil, fmt.Errorf("%w: Now %v is before the previous round's %v", ErrInvalid, in.Now, p.st.last)
+		return fmt.Errorf("%w: Now %v is before the previous round's %v", ErrInvalid, in.Now, p.st.last)
 	}
-	byID := make(map[string]int, len(in.Jobs))
+	seen := make(map[string]bool, len(in.Jobs))
 	for i := range in.Jobs {
 		id := in.Jobs[i].ID
 		if id == "" {
-			return nil, fmt.Errorf("%w: jobs[%d]: empty ID", ErrInvalid, i)
+			return fmt.Errorf("%w: jobs[%d]: empty ID", ErrInvalid, i)
 		}
-		if _, dup := byID[id]; dup {
-			return nil, fmt.Errorf("%w: jobs[%d]: duplicate ID %q", ErrInvalid, i, id)
+		if seen[id] {
+			return fmt.Errorf("%w: jobs[%d]: duplicate ID %q", ErrInvalid, i, id)
 		}
-		byID[id] = i
+		seen[id] = true
 	}
+	return nil
+}
 
-	// Types, per-node capacity, and where each device is.
-	devType := map[string]accel.TypeKey{}
-	devNode := map[string]string{}
-	healthy := map[string]bool{}
-	tIdx := map[accel.TypeKey]int{}
-	var types []typeInfo
+// newRound indexes in's cluster (its types with devices, their healthy
+// devices per node, each device's type, node and health) and what runs now.
+func newRound(p *Policy, in scheduler.Input) *round {
+	r := &round{p: p, in: in, tIdx: map[accel.TypeKey]int{}, devType: map[string]accel.TypeKey{},
+		devNode: map[string]string{}, healthy: map[string]bool{},
+		curType: map[string]accel.TypeKey{}, curDevs: map[string][]string{}}
 	for _, t := range in.Cluster.Types() {
 		if c := in.Cluster.Count(t); c > 0 {
-			tIdx[t] = len(types)
-			types = append(types, typeInfo{key: t, count: c, at: map[string]int{}})
+			r.tIdx[t] = len(r.types)
+			r.types = append(r.types, typeInfo{key: t, count: c, at: map[string]int{}})
 		}
 	}
 	for _, n := range in.Cluster.Nodes {
 		for _, d := range n.Devices {
-			devType[d.ID], devNode[d.ID], healthy[d.ID] = d.Type, n.Name, d.Healthy
-			if i, ok := tIdx[d.Type]; ok && d.Healthy {
-				t := &types[i]
+			r.devType[d.ID], r.devNode[d.ID], r.healthy[d.ID] = d.Type, n.Name, d.Healthy
+			if i, ok := r.tIdx[d.Type]; ok && d.Healthy {
+				t := &r.types[i]
 				if _, seen := t.at[n.Name]; !seen {
 					t.at[n.Name] = len(t.nodes)
 					t.nodes = append(t.nodes, n.Name)
@@ -221,8 +280,8 @@ func (p *Policy) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.
 			}
 		}
 	}
-	for i := range types { // nodes sorted by name, for deterministic ties
-		t := &types[i]
+	for i := range r.types { // nodes sorted by name, for deterministic ties
+		t := &r.types[i]
 		order := slices.Clone(t.nodes)
 		slices.Sort(order)
 		free := make([]int, len(order))
@@ -234,44 +293,45 @@ func (p *Policy) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.
 		}
 		t.nodes, t.free = order, free
 	}
-	// What runs now: type and devices per job.
-	curType := map[string]accel.TypeKey{}
-	curDevs := map[string][]string{}
 	for _, a := range in.Current {
 		if len(a.Devices) == 0 {
 			continue
 		}
-		curType[a.Job] = devType[a.Devices[0]]
-		curDevs[a.Job] = a.Devices
+		r.curType[a.Job] = r.devType[a.Devices[0]]
+		r.curDevs[a.Job] = a.Devices
 	}
+	return r
+}
 
-	p.credit(in, curType)
-
-	// The problem: rigid gangs on the types with healthy devices.
-	targets := make([]scheduler.Target, len(in.Jobs))
-	var rows []int // input index of each problem row
-	prob := Problem{Devices: make([]int, len(types))}
+// buildProblem gives every job its gang size and a default target, and
+// makes a Problem row (rigid gangs on the types with healthy devices) of
+// each job that some allowed type can run.
+func (r *round) buildProblem() error {
+	in, types := r.in, r.types
+	r.targets = make([]scheduler.Target, len(in.Jobs))
+	r.prob = Problem{Devices: make([]int, len(types))}
+	prob := &r.prob
 	for j, t := range types {
 		prob.Devices[j] = t.count
 	}
-	scale := make([]int, len(in.Jobs))
+	r.scale = make([]int, len(in.Jobs))
 	for i := range in.Jobs {
 		job := &in.Jobs[i]
-		targets[i] = scheduler.Target{Job: job.ID, Reason: scheduler.ReasonNoCapacity, Note: "no allowed type can hold the gang"}
+		r.targets[i] = scheduler.Target{Job: job.ID, Reason: scheduler.ReasonNoCapacity, Note: "no allowed type can hold the gang"}
 		s := job.Requested
 		if s <= 0 {
 			s = max(job.MinReplicas, 1)
 		}
-		scale[i] = s
+		r.scale[i] = s
 		row := make([]float64, len(types))
 		ok := false
 		for j, t := range types {
 			if (len(job.Types) > 0 && !slices.Contains(job.Types, t.key)) || s > t.count {
 				continue
 			}
-			v := p.cfg.Throughput(job, t.key, nodesFor(s, t.perNode), s)
+			v := r.p.cfg.Throughput(job, t.key, nodesFor(s, t.perNode), s)
 			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-				return nil, fmt.Errorf("%w: throughput of job %q on %s = %v", ErrInvalid, job.ID, t.key, v)
+				return fmt.Errorf("%w: throughput of job %q on %s = %v", ErrInvalid, job.ID, t.key, v)
 			}
 			row[j] = v
 			ok = ok || v > 0
@@ -279,7 +339,7 @@ func (p *Policy) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.
 		if !ok {
 			continue
 		}
-		rows = append(rows, i)
+		r.rows = append(r.rows, i)
 		prob.Throughput = append(prob.Throughput, row)
 		prob.Scale = append(prob.Scale, s)
 		w := job.Weight
@@ -292,61 +352,62 @@ func (p *Policy) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.
 		if left <= 0 {
 			left = 3600 * best // unknown: an hour at its best rate
 		}
-		if p.cfg.StepsLeft != nil {
-			left = p.cfg.StepsLeft(job, best)
+		if r.p.cfg.StepsLeft != nil {
+			left = r.p.cfg.StepsLeft(job, best)
 		}
 		prob.StepsLeft = append(prob.StepsLeft, max(left, 0))
 		prob.Elapsed = append(prob.Elapsed, max(in.Now.Sub(job.Submitted), 0))
 	}
-	if len(rows) == 0 {
-		return targets, nil
-	}
-	obj := p.cfg.Objective
+	return nil
+}
+
+// solve solves the Objective (with the configured prices and SLOs for
+// MaxThroughputPerCost) for the time shares X.
+func (r *round) solve(ctx context.Context) error {
+	obj := r.p.cfg.Objective
 	if c, ok := obj.(MaxThroughputPerCost); ok {
-		c.CostPerHour = make([]float64, len(types))
-		for j, t := range types {
-			c.CostPerHour[j] = p.cfg.CostPerHour[t.key]
+		c.CostPerHour = make([]float64, len(r.types))
+		for j, t := range r.types {
+			c.CostPerHour[j] = r.p.cfg.CostPerHour[t.key]
 			if c.CostPerHour[j] == 0 {
-				return nil, fmt.Errorf("%w: CostPerHour has no price for %s", ErrInvalid, t.key)
+				return fmt.Errorf("%w: CostPerHour has no price for %s", ErrInvalid, t.key)
 			}
 		}
 		c.SLO = nil
-		if p.cfg.SLO != nil {
-			c.SLO = make([]time.Duration, len(rows))
-			for r, i := range rows {
-				c.SLO[r] = max(p.cfg.SLO(&in.Jobs[i]), 0)
+		if r.p.cfg.SLO != nil {
+			c.SLO = make([]time.Duration, len(r.rows))
+			for m, i := range r.rows {
+				c.SLO[m] = max(r.p.cfg.SLO(&r.in.Jobs[i]), 0)
 			}
 		}
 		obj = c
 	}
-	sol, err := Solve(ctx, prob, obj, &p.cfg.Settings)
-	if err != nil {
-		return nil, err
-	}
+	r.obj = obj
+	var err error
+	r.sol, err = Solve(ctx, r.prob, obj, &r.p.cfg.Settings)
+	return err
+}
 
-	// Priorities. A job's priority is its effective throughput due under X
-	// over the throughput its received time shares give (Gavel's share due
-	// over share received, in throughput so that equally fast types are
-	// interchangeable); jobs new since the last reset come first. Each job
-	// tries its type of the current round first when it has a share there
-	// and the type is at least as fast as its planned mean (no restart),
-	// then its types by per-type priority X / time received.
-	type cand struct {
-		row, typ  int
-		jobPrio   float64
-		prio, due float64
-		got       float64
-		stays     bool
-	}
-	var cands []cand
-	for r, i := range rows {
-		id := in.Jobs[i].ID
-		c := p.st.jobs[id]
+// rank lists the candidates, one per row and type with a share, in the
+// order the jobs try them.
+//
+// A job's priority is its effective throughput due under X over the
+// throughput its received time shares give (Gavel's share due over share
+// received, in throughput so that equally fast types are interchangeable);
+// jobs new since the last reset come first. Each job tries its type of the
+// current round first when it has a share there and the type is at least
+// as fast as its planned mean (no restart), then its types by per-type
+// priority X / time received.
+func (r *round) rank() {
+	types, prob := r.types, &r.prob
+	for m, i := range r.rows {
+		id := r.in.Jobs[i].ID
+		jc := r.p.st.jobs[id]
 		var due, recv float64
-		for j, x := range sol.X[r] {
-			due += x * prob.Throughput[r][j]
-			if c.total > 0 {
-				recv += float64(c.received[types[j].key]) / float64(c.total) * prob.Throughput[r][j]
+		for j, x := range r.sol.X[m] {
+			due += x * prob.Throughput[m][j]
+			if jc.total > 0 {
+				recv += float64(jc.received[types[j].key]) / float64(jc.total) * prob.Throughput[m][j]
 			}
 		}
 		jp := 1e9 * due
@@ -356,173 +417,210 @@ func (p *Policy) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.
 		// Staying first is allowed on a type at least as fast as the
 		// time-weighted mean of the job's planned types: it then cannot fall
 		// behind its due throughput by not moving.
-		perTime := due / sum(sol.X[r])
-		for j, x := range sol.X[r] {
+		perTime := due / sum(r.sol.X[m])
+		for j, x := range r.sol.X[m] {
 			if x <= 1e-9 {
 				continue
 			}
 			got := 0.0
-			if c.total > 0 {
-				got = float64(c.received[types[j].key]) / float64(c.total)
+			if jc.total > 0 {
+				got = float64(jc.received[types[j].key]) / float64(jc.total)
 			}
 			prio := x * 1e9
 			if got > 0 {
 				prio = x / got
 			}
-			c := cand{row: r, typ: j, jobPrio: jp, prio: prio, due: x, got: got,
-				stays: curType[id] == types[j].key && len(curDevs[id]) == scale[i] &&
-					prob.Throughput[r][j] >= perTime*(1-1e-9)}
+			c := cand{row: m, typ: j, jobPrio: jp, prio: prio, due: x, got: got,
+				stays: r.curType[id] == types[j].key && len(r.curDevs[id]) == r.scale[i] &&
+					prob.Throughput[m][j] >= perTime*(1-1e-9)}
 			if c.stays {
-				c.jobPrio *= 1 + p.cfg.StayBonus
+				c.jobPrio *= 1 + r.p.cfg.StayBonus
 			}
-			cands = append(cands, c)
+			r.cands = append(r.cands, c)
 		}
 	}
-	slices.SortFunc(cands, func(a, b cand) int {
-		return cmp.Or(cmp.Compare(b.jobPrio, a.jobPrio), cmp.Compare(in.Jobs[rows[a.row]].ID, in.Jobs[rows[b.row]].ID),
+	jobs, rows := r.in.Jobs, r.rows
+	slices.SortFunc(r.cands, func(a, b cand) int {
+		return cmp.Or(cmp.Compare(b.jobPrio, a.jobPrio), cmp.Compare(jobs[rows[a.row]].ID, jobs[rows[b.row]].ID),
 			boolCmp(b.stays, a.stays), cmp.Compare(b.prio, a.prio), cmp.Compare(b.due, a.due), cmp.Compare(a.typ, b.typ))
 	})
+}
 
-	// Realise the shares: pinned jobs keep their devices; then whole gangs
-	// by priority against each type's device count (Gavel's greedy); then
-	// per type the jobs that stay are packed on their current devices and
-	// the others largest first on as few nodes as possible; gangs that do
-	// not pack wait, and the freed room is backfilled in priority order.
-	placed := make([]int, len(in.Jobs)) // 1 + type index, 0 = waiting
-	keep := func(i, j int) bool {
-		need := map[string]int{}
-		for _, d := range curDevs[in.Jobs[i].ID] {
-			if !healthy[d] || devType[d] != types[j].key {
-				return false
-			}
-			need[devNode[d]]++
-		}
-		for n, k := range need {
-			if types[j].free[types[j].at[n]] < k {
-				return false
-			}
-		}
-		for n, k := range need {
-			types[j].free[types[j].at[n]] -= k
-		}
-		return true
+// realise turns the shares into whole gangs on nodes: it pins, chooses by
+// priority (Gavel's greedy), packs, backfills, then replays the result the
+// way the Packer places it.
+func (r *round) realise() {
+	initFree := make([][]int, len(r.types))
+	for j := range r.types {
+		initFree[j] = slices.Clone(r.types[j].free)
 	}
-	initFree := make([][]int, len(types))
-	for j := range types {
-		initFree[j] = slices.Clone(types[j].free)
+	r.choose(r.pin())
+	r.packChosen()
+	r.backfill()
+	for j := range r.types {
+		copy(r.types[j].free, initFree[j])
 	}
-	remaining := make([]int, len(types))
-	for j, t := range types {
+	r.replay()
+}
+
+// keep reserves input job i's current devices on type j, reporting false
+// (reserving nothing) unless they are all healthy, of type j and free.
+func (r *round) keep(i, j int) bool {
+	t := &r.types[j]
+	need := map[string]int{}
+	for _, d := range r.curDevs[r.in.Jobs[i].ID] {
+		if !r.healthy[d] || r.devType[d] != t.key {
+			return false
+		}
+		need[r.devNode[d]]++
+	}
+	for n, k := range need {
+		if t.free[t.at[n]] < k {
+			return false
+		}
+	}
+	for n, k := range need {
+		t.free[t.at[n]] -= k
+	}
+	return true
+}
+
+// pin keeps the running non-preemptible jobs on their devices and returns
+// the devices left per type.
+func (r *round) pin() []int {
+	r.placed = make([]int, len(r.in.Jobs))
+	remaining := make([]int, len(r.types))
+	for j, t := range r.types {
 		remaining[j] = t.count
 	}
-	for i := range in.Jobs {
-		job := &in.Jobs[i]
-		t, running := curType[job.ID]
-		j, known := tIdx[t]
-		if job.NonPreemptible && running && known && keep(i, j) {
-			placed[i] = j + 1
-			remaining[j] -= len(curDevs[job.ID])
-			targets[i] = scheduler.Target{Job: job.ID, Type: t, Count: len(curDevs[job.ID]),
+	for i := range r.in.Jobs {
+		job := &r.in.Jobs[i]
+		t, running := r.curType[job.ID]
+		j, known := r.tIdx[t]
+		if job.NonPreemptible && running && known && r.keep(i, j) {
+			r.placed[i] = j + 1
+			remaining[j] -= len(r.curDevs[job.ID])
+			r.targets[i] = scheduler.Target{Job: job.ID, Type: t, Count: len(r.curDevs[job.ID]),
 				Reason: scheduler.ReasonPinned, Note: "non-preemptible, keeps its devices"}
 		}
 	}
-	pinned := slices.Clone(placed)
-	choice := make([]int, len(in.Jobs)) // 1 + index into cands
-	for ci, c := range cands {
-		i := rows[c.row]
-		if placed[i] != 0 || choice[i] != 0 || remaining[c.typ] < scale[i] {
+	r.pinned = slices.Clone(r.placed)
+	return remaining
+}
+
+// choose gives each unplaced job its first candidate whose type still has
+// room for the whole gang, in candidate order (Gavel's greedy).
+func (r *round) choose(remaining []int) {
+	r.choice = make([]int, len(r.in.Jobs))
+	for ci, c := range r.cands {
+		i := r.rows[c.row]
+		if r.placed[i] != 0 || r.choice[i] != 0 || remaining[c.typ] < r.scale[i] {
 			continue
 		}
-		choice[i] = ci + 1
-		remaining[c.typ] -= scale[i]
+		r.choice[i] = ci + 1
+		remaining[c.typ] -= r.scale[i]
 	}
+}
+
+// packChosen places the chosen gangs: those that stay on their current
+// devices, then the others largest first on as few nodes as possible; a
+// gang that does not pack loses its choice.
+func (r *round) packChosen() {
 	var movers []int
-	for i := range in.Jobs {
-		if choice[i] == 0 {
+	for i := range r.in.Jobs {
+		if r.choice[i] == 0 {
 			continue
 		}
-		c := cands[choice[i]-1]
-		if c.stays && keep(i, c.typ) {
-			placed[i] = c.typ + 1
+		c := r.cands[r.choice[i]-1]
+		if c.stays && r.keep(i, c.typ) {
+			r.placed[i] = c.typ + 1
 		} else {
 			movers = append(movers, i)
 		}
 	}
 	slices.SortStableFunc(movers, func(a, b int) int {
-		return cmp.Or(cmp.Compare(scale[b], scale[a]), cmp.Compare(choice[a], choice[b]))
+		return cmp.Or(cmp.Compare(r.scale[b], r.scale[a]), cmp.Compare(r.choice[a], r.choice[b]))
 	})
 	for _, i := range movers {
-		c := cands[choice[i]-1]
-		if pack(&types[c.typ], scale[i]) {
-			placed[i] = c.typ + 1
+		c := r.cands[r.choice[i]-1]
+		if pack(&r.types[c.typ], r.scale[i]) {
+			r.placed[i] = c.typ + 1
 		} else {
-			choice[i] = 0
+			r.choice[i] = 0
 		}
 	}
-	for ci, c := range cands {
-		i := rows[c.row]
-		if placed[i] == 0 && pack(&types[c.typ], scale[i]) {
-			placed[i] = c.typ + 1
-			choice[i] = ci + 1
+}
+
+// backfill places the waiting gangs, in candidate order, where they pack.
+func (r *round) backfill() {
+	for ci, c := range r.cands {
+		i := r.rows[c.row]
+		if r.placed[i] == 0 && pack(&r.types[c.typ], r.scale[i]) {
+			r.placed[i] = c.typ + 1
+			r.choice[i] = ci + 1
 		}
 	}
-	// Replay the final set the way the scheduler's Packer places it (every
-	// unchanged gang kept, then the rest largest first, by job ID), and let
-	// the gangs that would not be placed wait.
-	for j := range types {
-		copy(types[j].free, initFree[j])
-	}
+}
+
+// replay places the final set on the free devices the way the scheduler's
+// Packer does (every unchanged gang kept, then the rest largest first, by
+// job ID), and lets the gangs that would not be placed wait.
+func (r *round) replay() {
 	var rest []int
-	for i := range in.Jobs {
-		if placed[i] == 0 {
+	for i := range r.in.Jobs {
+		if r.placed[i] == 0 {
 			continue
 		}
-		j := placed[i] - 1
-		id := in.Jobs[i].ID
-		if pinned[i] != 0 || curType[id] == types[j].key && len(curDevs[id]) == scale[i] && keep(i, j) {
+		j := r.placed[i] - 1
+		id := r.in.Jobs[i].ID
+		if r.pinned[i] != 0 || r.curType[id] == r.types[j].key && len(r.curDevs[id]) == r.scale[i] && r.keep(i, j) {
 			continue
 		}
 		rest = append(rest, i)
 	}
 	slices.SortStableFunc(rest, func(a, b int) int {
-		return cmp.Or(cmp.Compare(scale[b], scale[a]), cmp.Compare(in.Jobs[a].ID, in.Jobs[b].ID))
+		return cmp.Or(cmp.Compare(r.scale[b], r.scale[a]), cmp.Compare(r.in.Jobs[a].ID, r.in.Jobs[b].ID))
 	})
 	for _, i := range rest {
-		if !pack(&types[placed[i]-1], scale[i]) {
-			placed[i] = 0
+		if !pack(&r.types[r.placed[i]-1], r.scale[i]) {
+			r.placed[i] = 0
 		}
 	}
-	for i := range in.Jobs {
-		if placed[i] == 0 || pinned[i] != 0 {
+}
+
+// explain writes the targets of the placed jobs that are not pinned and
+// the notes of the problem rows that wait.
+func (r *round) explain() {
+	for i := range r.in.Jobs {
+		if r.placed[i] == 0 || r.pinned[i] != 0 {
 			continue
 		}
-		c := cands[choice[i]-1]
-		t := &types[c.typ]
+		c := r.cands[r.choice[i]-1]
+		t := &r.types[c.typ]
 		reason := scheduler.ReasonObjective
 		if c.stays {
 			reason = scheduler.ReasonUnchanged
 		}
-		targets[i] = scheduler.Target{Job: in.Jobs[i].ID, Type: t.key, Count: scale[i], MaxNodes: nodesFor(scale[i], t.perNode),
+		r.targets[i] = scheduler.Target{Job: r.in.Jobs[i].ID, Type: t.key, Count: r.scale[i], MaxNodes: nodesFor(r.scale[i], t.perNode),
 			Reason: reason, Note: fmt.Sprintf("%s: share due %.3f of time on %s, received %.3f (job priority %.3g)",
-				obj.Name(), c.due, t.key, c.got, c.jobPrio)}
+				r.obj.Name(), c.due, t.key, c.got, c.jobPrio)}
 	}
-	for r, i := range rows {
-		if placed[i] != 0 {
+	for m, i := range r.rows {
+		if r.placed[i] != 0 {
 			continue
 		}
 		best, bt := 0.0, ""
-		for j, x := range sol.X[r] {
+		for j, x := range r.sol.X[m] {
 			if x > best {
-				best, bt = x, string(types[j].key)
+				best, bt = x, string(r.types[j].key)
 			}
 		}
-		targets[i] = scheduler.Target{Job: in.Jobs[i].ID, Reason: scheduler.ReasonObjective,
-			Note: fmt.Sprintf("%s: waits this round; share due %.3f (most on %s), jobs further below their share go first", obj.Name(), sum(sol.X[r]), bt)}
+		r.targets[i] = scheduler.Target{Job: r.in.Jobs[i].ID, Reason: scheduler.ReasonObjective,
+			Note: fmt.Sprintf("%s: waits this round; share due %.3f (most on %s), jobs further below their share go first", r.obj.Name(), sum(r.sol.X[m]), bt)}
 		if best == 0 {
-			targets[i].Note = fmt.Sprintf("%s: no share this round", obj.Name())
+			r.targets[i].Note = fmt.Sprintf("%s: no share this round", r.obj.Name())
 		}
 	}
-	return targets, nil
 }
 
 // credit adds the time since the last round to the jobs that ran, and
@@ -612,6 +710,7 @@ func pack(t *typeInfo, s int) bool {
 	return true
 }
 
+// nodesFor returns the fewest nodes that hold s devices at perNode a node.
 func nodesFor(s, perNode int) int {
 	if perNode <= 0 {
 		return 1
@@ -619,6 +718,7 @@ func nodesFor(s, perNode int) int {
 	return (s + perNode - 1) / perNode
 }
 
+// boolCmp orders false before true.
 func boolCmp(a, b bool) int {
 	switch {
 	case a == b:
@@ -629,6 +729,7 @@ func boolCmp(a, b bool) int {
 	return -1
 }
 
+// sum returns the sum of x.
 func sum(x []float64) float64 {
 	var s float64
 	for _, v := range x {
