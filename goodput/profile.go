@@ -124,6 +124,12 @@ func (t *csvTable) float(rec []string, name string, min float64, strict bool) (f
 func (t *csvTable) int(rec []string, name string, min int) (int, error) {
 	s := strings.TrimSpace(rec[t.col[name]])
 	v, err := strconv.Atoi(s)
+	if err != nil {
+		// An integral decimal such as "20.0" (pandas writes them) counts.
+		if f, ferr := strconv.ParseFloat(s, 64); ferr == nil && f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
+			v, err = int(f), nil
+		}
+	}
 	if err != nil || v < min {
 		return 0, fmt.Errorf("%w: line %d: column %s: bad value %q", ErrParse, t.line, name, s)
 	}

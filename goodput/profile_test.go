@@ -58,9 +58,10 @@ func TestReadLayouts(t *testing.T) {
 	if len(rows) != 2 || rows[1] != (ProfileRow{Placement: "44", Nodes: 2, Replicas: 8, Local: 64, StepSeconds: 0.05, SyncSeconds: 0.02}) {
 		t.Errorf("rows = %+v", rows)
 	}
-	sc := "local_bsz,step_time,sync_time,num_nodes,num_replicas\n32,0.03,0.001,2,2\n"
+	// Integral decimals ("20.0", as in Sia's scalability-dgx.csv) are integers.
+	sc := "local_bsz,step_time,sync_time,num_nodes,num_replicas\n32,0.03,0.001,2,2\n20.0,0.12,0.004,2.0,2\n"
 	srows, err := ReadScalability(strings.NewReader(sc))
-	if err != nil || len(srows) != 1 || srows[0].Nodes != 2 || srows[0].Replicas != 2 {
+	if err != nil || len(srows) != 2 || srows[0].Nodes != 2 || srows[0].Replicas != 2 || srows[1].Local != 20 || srows[1].Nodes != 2 {
 		t.Errorf("scalability: %+v, %v", srows, err)
 	}
 	seed := "gpu_type,local_bsz,placement,step_time,sync_time\ndgx,32,1,0.035,0.0007\nrtx,32,1,0.07,0.0007\n"
@@ -84,6 +85,8 @@ func TestReadErrors(t *testing.T) {
 		{"zero step", "placement,local_bsz,step_time,sync_time\n1,32,0,0.01\n", "step_time", readPl},
 		{"negative sync", "placement,local_bsz,step_time,sync_time\n1,32,0.1,-0.01\n", "sync_time", readPl},
 		{"zero local", "placement,local_bsz,step_time,sync_time\n1,0,0.1,0.01\n", "local_bsz", readPl},
+		{"fractional local", "placement,local_bsz,step_time,sync_time\n1,20.5,0.1,0.01\n", "local_bsz", readPl},
+		{"huge local", "placement,local_bsz,step_time,sync_time\n1,1e300,0.1,0.01\n", "local_bsz", readPl},
 		{"short row", "placement,local_bsz,step_time,sync_time\n1,32,0.1\n", "line 2", readPl},
 		{"replicas below nodes", "num_nodes,num_replicas,local_bsz,step_time,sync_time\n4,2,32,0.1,0.01\n", "num_replicas", readSc},
 		{"Inf grad", "progress,iteration,metric,grad_sqr,grad_var\n1,1,0.5,+Inf,1\n", "grad_sqr", readVal},

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"cmp"
-	"encoding/csv"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -452,22 +451,6 @@ func (a *Application) load(fsys fs.FS, dir string, opts ProfileOptions) error {
 	return nil
 }
 
-func readCSV(fsys fs.FS, p string) ([]string, [][]string, error) {
-	f, err := fsys.Open(p)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %v", ErrInvalid, p, err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %v", ErrInvalid, p, err)
-	}
-	if len(recs) < 2 {
-		return nil, nil, fmt.Errorf("%w: %s: no data rows", ErrInvalid, p)
-	}
-	return recs[0], recs[1:], nil
-}
-
 // readValidation reads one validation-<batch>.csv with goodput's reader and
 // adds what the simulator needs on top: at least one epoch and progress
 // that never decreases.
@@ -498,66 +481,51 @@ func readValidation(fsys fs.FS, p string, batch int) (validationRun, error) {
 }
 
 // ParsePlacement parses Pollux's placement encoding: one decimal digit per
-// node giving the devices used on it ("44" = two nodes × 4).
+// node giving the devices used on it ("44" = two nodes × 4). Zeros (nodes
+// without a device) are dropped, as the Pollux simulator does.
 func ParsePlacement(s string) ([]int, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || len(s) > 64 {
 		return nil, fmt.Errorf("%w: placement %q", ErrInvalid, s)
 	}
-	c := make([]int, len(s))
+	c := make([]int, 0, len(s))
 	for i := range len(s) {
-		if s[i] < '1' || s[i] > '9' {
+		if s[i] < '0' || s[i] > '9' {
 			return nil, fmt.Errorf("%w: placement %q", ErrInvalid, s)
 		}
-		c[i] = int(s[i] - '0')
+		if s[i] != '0' {
+			c = append(c, int(s[i]-'0'))
+		}
+	}
+	if len(c) == 0 {
+		return nil, fmt.Errorf("%w: placement %q has no device", ErrInvalid, s)
 	}
 	return c, nil
 }
 
+// readPerf reads one placements or scalability file with goodput's reader
+// into rt; a sync time above the step time is cut to it.
 func readPerf(fsys fs.FS, p string, placements bool, rt *rawTable) error {
-	header, rows, err := readCSV(fsys, p)
+	f, err := fsys.Open(p)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %s: %v", ErrInvalid, p, err)
 	}
-	want := []string{"local_bsz", "step_time", "sync_time"}
+	defer f.Close()
+	read := goodput.ReadScalability
 	if placements {
-		want = append(want, "placement")
-	} else {
-		want = append(want, "num_nodes", "num_replicas")
+		read = goodput.ReadPlacements
 	}
-	col, err := columns(header, want...)
+	rows, err := read(f)
 	if err != nil {
-		return fmt.Errorf("%s: %w", p, err)
+		return fmt.Errorf("%w: %s: %w", ErrInvalid, p, err)
 	}
-	num := func(rec []string, name string, row int) (float64, error) {
-		i := col[name]
-		if i >= len(rec) {
-			return 0, fmt.Errorf("%w: %s row %d: missing %s", ErrInvalid, p, row, name)
-		}
-		x, err := strconv.ParseFloat(strings.TrimSpace(rec[i]), 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
-			return 0, fmt.Errorf("%w: %s row %d: %s %q", ErrInvalid, p, row, name, rec[i])
-		}
-		return x, nil
+	if len(rows) == 0 {
+		return fmt.Errorf("%w: %s: no data rows", ErrInvalid, p)
 	}
-	for i, rec := range rows {
-		var pt perfPoint
-		var err error
-		if pt.local, err = num(rec, "local_bsz", i+1); err != nil {
-			return err
-		}
-		if pt.step, err = num(rec, "step_time", i+1); err != nil {
-			return err
-		}
-		if pt.sync, err = num(rec, "sync_time", i+1); err != nil {
-			return err
-		}
-		if pt.local < 1 || pt.step <= 0 {
-			return fmt.Errorf("%w: %s row %d: local_bsz and step_time must be positive", ErrInvalid, p, i+1)
-		}
-		pt.sync = min(pt.sync, pt.step)
+	for i, r := range rows {
+		pt := perfPoint{local: float64(r.Local), step: r.StepSeconds, sync: min(r.SyncSeconds, r.StepSeconds)}
 		if placements {
-			c, err := ParsePlacement(rec[col["placement"]])
+			c, err := ParsePlacement(r.Placement)
 			if err != nil {
 				return fmt.Errorf("%s row %d: %w", p, i+1, err)
 			}
@@ -568,18 +536,11 @@ func readPerf(fsys fs.FS, p string, placements bool, rt *rawTable) error {
 			rt.placements[k] = append(rt.placements[k], pt)
 			continue
 		}
-		n, err := num(rec, "num_nodes", i+1)
-		if err != nil {
-			return err
+		if r.Replicas > 1<<16 {
+			return fmt.Errorf("%w: %s row %d: num_replicas %d", ErrInvalid, p, i+1, r.Replicas)
 		}
-		r, err := num(rec, "num_replicas", i+1)
-		if err != nil {
-			return err
-		}
-		if n < 1 || r < n || n != math.Trunc(n) || r != math.Trunc(r) || r > 1<<16 {
-			return fmt.Errorf("%w: %s row %d: num_nodes %v, num_replicas %v", ErrInvalid, p, i+1, n, r)
-		}
-		rt.scal[[2]int64{int64(n), int64(r)}] = append(rt.scal[[2]int64{int64(n), int64(r)}], pt)
+		k := [2]int64{int64(r.Nodes), int64(r.Replicas)}
+		rt.scal[k] = append(rt.scal[k], pt)
 	}
 	return nil
 }

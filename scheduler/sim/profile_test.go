@@ -31,6 +31,15 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
+func TestParsePlacement(t *testing.T) {
+	for in, want := range map[string][]int{"1": {1}, "44": {4, 4}, "404": {4, 4}, " 24 ": {2, 4}, "0": nil, "": nil, "12a": nil, "-1": nil} {
+		got, err := ParsePlacement(in)
+		if !slices.Equal(got, want) || (err != nil) != (want == nil) || (err != nil && !errors.Is(err, ErrInvalid)) {
+			t.Errorf("ParsePlacement(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+}
+
 func TestStepTimeMeasuredPlacement(t *testing.T) {
 	a := toyApps(t, ProfileOptions{})["toy"]
 	cases := []struct {
@@ -216,6 +225,9 @@ func TestLoadProfilesErrors(t *testing.T) {
 		{"negative step", func(m fstest.MapFS) {
 			m["p/toy/placements.csv"] = &fstest.MapFile{Data: []byte("placement,local_bsz,step_time,sync_time\n1,1,-1,0\n")}
 		}},
+		{"header only", func(m fstest.MapFS) {
+			m["p/toy/scalability.csv"] = &fstest.MapFile{Data: []byte("num_nodes,num_replicas,local_bsz,step_time,sync_time\n")}
+		}},
 		{"missing column", func(m fstest.MapFS) {
 			m["p/toy/scalability.csv"] = &fstest.MapFile{Data: []byte("num_nodes,local_bsz,step_time,sync_time\n1,1,1,0\n")}
 		}},
@@ -282,7 +294,7 @@ func FuzzReadValidation(f *testing.F) {
 }
 
 func FuzzParsePlacement(f *testing.F) {
-	for _, s := range []string{"1", "44", "4444", "0", "", "12a", "99999999"} {
+	for _, s := range []string{"1", "44", "4444", "404", "0", "", "12a", "99999999"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
