@@ -3,6 +3,7 @@ package scheduler
 import (
 	"slices"
 
+	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
 )
 
@@ -14,7 +15,9 @@ import (
 // slot is k devices of a job on bin b.
 type slot struct{ bin, k int }
 
-// layout is the static bin structure of a cluster.
+// layout is the static bin structure of a cluster. It depends on the
+// cluster only, so it is built once with the cluster's index and shared,
+// read-only, by every round on that cluster.
 type layout struct {
 	binDevs [][]string // healthy devices per bin, by node then index
 	binType []int
@@ -22,14 +25,12 @@ type layout struct {
 	binsOf  [][]int // per type
 	maxCap  []int   // per type: largest bin
 	devBin  map[string]int
-	// empty is the state with no job placed (see emptyState); never
-	// modified once built.
-	empty *state
 }
 
-func newLayout(x *instance) *layout {
+// newLayout builds the layout of cluster c, indexed as x.
+func newLayout(c *accel.Cluster, x *clusterIndex) *layout {
 	l := &layout{binsOf: make([][]int, len(x.types)), maxCap: make([]int, len(x.types)), devBin: make(map[string]int, x.total)}
-	for _, n := range x.in.Cluster.Nodes {
+	for _, n := range c.Nodes {
 		bins := make(map[int]int)
 		for _, d := range n.Devices {
 			if !d.Healthy {
@@ -76,7 +77,7 @@ type state struct {
 // bin again, and gives the same bucket order).
 func (e *engine) emptyState() *state {
 	l := e.lay
-	if l.empty == nil || len(l.empty.typ) != len(e.jobs) {
+	if e.empty == nil {
 		nt := len(e.x.types)
 		s := &state{typ: make([]int, len(e.jobs)), cnt: make([]int, len(e.jobs)), place: make([][]slot, len(e.jobs)),
 			free: make([]int, nt), bfree: slices.Clone(l.binCap), bdist: make([]int, len(l.binCap)),
@@ -91,9 +92,9 @@ func (e *engine) emptyState() *state {
 				s.rebucket(l, b)
 			}
 		}
-		l.empty = s
+		e.empty = s
 	}
-	return l.empty.clone()
+	return e.empty.clone()
 }
 
 func (s *state) clone() *state {
@@ -200,14 +201,14 @@ func (e *engine) pack(s *state, t, c int, own []slot) []slot {
 			}
 		}
 	}
-	out := slices.Clone(own)
-	used := func(b int) bool {
-		for _, sl := range out {
-			if sl.bin == b {
-				return true
-			}
-		}
-		return false
+	// Bins in use by the gang are marked with a fresh generation.
+	if e.mark == nil {
+		e.mark = make([]int, len(l.binCap))
+	}
+	e.gen++
+	gen := e.gen
+	for _, sl := range own {
+		e.mark[sl.bin] = gen
 	}
 	// find returns an unused eligible bin with free f, or −1.
 	find := func(f int) int {
@@ -217,13 +218,14 @@ func (e *engine) pack(s *state, t, c int, own []slot) []slot {
 			}
 			list := s.bucket[t][2*f+flag]
 			for k := len(list) - 1; k >= 0; k-- {
-				if !used(list[k]) {
+				if e.mark[list[k]] != gen {
 					return list[k]
 				}
 			}
 		}
 		return -1
 	}
+	out := make([]slot, 0, c/max(dmax, 1)+1)
 	rem := c
 	for rem > 0 {
 		top, ft := -1, 0
@@ -237,6 +239,7 @@ func (e *engine) pack(s *state, t, c int, own []slot) []slot {
 		}
 		if ft <= rem {
 			out = append(out, slot{top, ft})
+			e.mark[top] = gen
 			rem -= ft
 			continue
 		}
@@ -248,7 +251,7 @@ func (e *engine) pack(s *state, t, c int, own []slot) []slot {
 			}
 		}
 	}
-	return out[len(own):]
+	return out
 }
 
 // countNew is how many new bins pack would add for rem devices of type

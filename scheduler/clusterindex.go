@@ -23,6 +23,8 @@ type clusterIndex struct {
 	devType map[string]int
 	devNode map[string]string
 	healthy map[string]bool
+	// lay is the goodput engine's bin structure of the cluster.
+	lay *layout
 
 	// The placement package's index of the same cluster, built on first
 	// use (by RoundPlacer).
@@ -117,6 +119,7 @@ func indexCluster(c *accel.Cluster) (*clusterIndex, error) {
 			}
 		}
 	}
+	x.lay = newLayout(c, x)
 	return x, nil
 }
 

@@ -48,6 +48,13 @@ type engine struct {
 	cur          [][]slot // per job: the healthy devices it holds now, by bin
 	curOK        []bool   // the job runs on an allowed type with all its devices healthy
 	err          error    // first bad speedup seen
+	// empty is the state with no job placed (see emptyState); never
+	// modified once built.
+	empty *state
+	// mark and gen: pack's scratch marks of the bins a gang uses (a bin
+	// is marked when mark[bin] == gen).
+	mark []int
+	gen  int
 }
 
 // newEngine builds the engine for instance x.
@@ -66,7 +73,7 @@ func (g Goodput) newEngine(x *instance) (*engine, error) {
 	if delta == 0 {
 		delta = 30 * time.Second
 	}
-	e := &engine{x: x, p: p, geo: g.Geometric, interference: !g.AllowInterference, lay: newLayout(x), fast: len(x.jobs) > coldStartJobs}
+	e := &engine{x: x, p: p, geo: g.Geometric, interference: !g.AllowInterference, lay: x.lay, fast: len(x.jobs) > coldStartJobs}
 	nt := len(x.types)
 	e.look = make([]int, nt)
 	for t := range nt {
