@@ -245,14 +245,16 @@ const coldStartJobs = 300
 // on the devices it gets (nodes counted), with the restart factor when
 // its devices changed.
 func (e *engine) realizedFitness(res PlaceResult) float64 {
-	got := make(map[string][]string, len(res.Assignments))
+	got := make([][]string, len(e.x.jobs)) // by instance index
 	for _, a := range res.Assignments {
-		got[a.Job] = a.Devices
+		if i, ok := e.x.byID[a.Job]; ok {
+			got[i] = a.Devices
+		}
 	}
 	vals := make([]float64, len(e.jobs))
 	for i := range e.jobs {
 		j := &e.jobs[i]
-		devs := got[j.info.job.ID]
+		devs := got[j.idx]
 		if len(devs) == 0 {
 			continue
 		}

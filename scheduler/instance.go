@@ -122,7 +122,11 @@ func analyzeIndexed(in *Input, c *clusterIndex) (*instance, error) {
 		}
 		x.jobs[i] = ji
 	}
-	seen := make(map[string]string)
+	held := 0
+	for _, a := range in.Current {
+		held += len(a.Devices)
+	}
+	seen := make(map[string]string, held)
 	for k, a := range in.Current {
 		i, ok := x.byID[a.Job]
 		if !ok {
@@ -132,7 +136,6 @@ func analyzeIndexed(in *Input, c *clusterIndex) (*instance, error) {
 		if ji.curDevs != nil {
 			return nil, fmt.Errorf("%w: current[%d]: job %q has two assignments", ErrInvalid, k, a.Job)
 		}
-		nodes := make(map[string]bool)
 		counts := make([]int, nt)
 		for _, id := range a.Devices {
 			t, ok := x.devType[id]
@@ -144,7 +147,6 @@ func analyzeIndexed(in *Input, c *clusterIndex) (*instance, error) {
 			}
 			seen[id] = a.Job
 			counts[t]++
-			nodes[x.devNode[id]] = true
 		}
 		ji.curDevs = slices.Clone(a.Devices)
 		if len(a.Devices) == 0 {
@@ -156,7 +158,7 @@ func analyzeIndexed(in *Input, c *clusterIndex) (*instance, error) {
 				best = t
 			}
 		}
-		ji.curType, ji.curCount, ji.curNodes = best, len(a.Devices), len(nodes)
+		ji.curType, ji.curCount, ji.curNodes = best, len(a.Devices), x.nodesOf(a.Devices)
 		ji.pinned = ji.job.NonPreemptible
 	}
 	return x, nil

@@ -226,7 +226,11 @@ func (x *instance) checkPlacement(res PlaceResult, tg []Target) ([][]string, []s
 	assigned := make([][]string, len(x.jobs))
 	unplaced := make([]string, len(x.jobs))
 	done := make([]bool, len(x.jobs))
-	used := make(map[string]string)
+	placed := 0
+	for _, a := range res.Assignments {
+		placed += len(a.Devices)
+	}
+	used := make(map[string]string, placed)
 	healthy := x.healthy
 	kept := make(map[string]bool)
 	for _, u := range res.Unplaced {
@@ -336,11 +340,15 @@ func (x *instance) decide(i int, t Target, devs []string, unplaced string) Decis
 	return d
 }
 
-// nodesOf returns the number of nodes devices devs span.
+// nodesOf returns the number of nodes devices devs span. A gang spans
+// few nodes, so a short list beats a map.
 func (x *instance) nodesOf(devs []string) int {
-	nodes := make(map[string]bool, 4)
+	var buf [16]string
+	nodes := buf[:0]
 	for _, id := range devs {
-		nodes[x.devNode[id]] = true
+		if n := x.devNode[id]; !slices.Contains(nodes, n) {
+			nodes = append(nodes, n)
+		}
 	}
 	return len(nodes)
 }
@@ -355,6 +363,9 @@ func plural(n int) string {
 func sameDevices(a, b []string) bool {
 	if len(a) != len(b) {
 		return false
+	}
+	if slices.Equal(a, b) {
+		return true // the common case: devices kept in the same order
 	}
 	x, y := slices.Clone(a), slices.Clone(b)
 	slices.Sort(x)
