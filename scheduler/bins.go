@@ -25,6 +25,11 @@ type layout struct {
 	binsOf  [][]int // per type
 	maxCap  []int   // per type: largest bin
 	devBin  map[string]int
+	// binStart numbers the healthy devices densely, bin by bin: device k
+	// of bin b (binDevs[b][k]) is number binStart[b]+k; devNum maps an ID
+	// to its number.
+	binStart []int
+	devNum   map[string]int
 }
 
 // newLayout builds the layout of cluster c, indexed as x.
@@ -54,6 +59,16 @@ func newLayout(c *accel.Cluster, x *clusterIndex) *layout {
 	for t, bs := range l.binsOf {
 		for _, b := range bs {
 			l.maxCap[t] = max(l.maxCap[t], l.binCap[b])
+		}
+	}
+	l.binStart = make([]int, len(l.binCap))
+	l.devNum = make(map[string]int, len(l.devBin))
+	num := 0
+	for b, ids := range l.binDevs {
+		l.binStart[b] = num
+		for _, id := range ids {
+			l.devNum[id] = num
+			num++
 		}
 	}
 	return l
@@ -210,22 +225,38 @@ func (e *engine) pack(s *state, t, c int, own []slot) []slot {
 	for _, sl := range own {
 		e.mark[sl.bin] = gen
 	}
+	// The buckets do not change here and marks are only added, so the
+	// last unmarked bin of a bucket only moves down its list: at[key]
+	// remembers where it was (−2: not looked at yet).
+	at := e.cursor[:0]
+	for range s.bucket[t] {
+		at = append(at, -2)
+	}
+	e.cursor = at
 	// find returns an unused eligible bin with free f, or −1.
 	find := func(f int) int {
 		for flag := 0; flag < 2; flag++ {
 			if flag == 1 && e.interference {
 				break
 			}
-			list := s.bucket[t][2*f+flag]
-			for k := len(list) - 1; k >= 0; k-- {
-				if e.mark[list[k]] != gen {
-					return list[k]
-				}
+			key := 2*f + flag
+			list := s.bucket[t][key]
+			k := at[key]
+			if k == -2 {
+				k = len(list) - 1
+			}
+			for k >= 0 && e.mark[list[k]] == gen {
+				k--
+			}
+			at[key] = k
+			if k >= 0 {
+				return list[k]
 			}
 		}
 		return -1
 	}
-	out := make([]slot, 0, c/max(dmax, 1)+1)
+	// Built in a reusable buffer: most packs are probes, many of which fail.
+	out := e.packBuf[:0]
 	rem := c
 	for rem > 0 {
 		top, ft := -1, 0
@@ -235,6 +266,7 @@ func (e *engine) pack(s *state, t, c int, own []slot) []slot {
 			}
 		}
 		if top < 0 {
+			e.packBuf = out
 			return nil
 		}
 		if ft <= rem {
@@ -251,7 +283,8 @@ func (e *engine) pack(s *state, t, c int, own []slot) []slot {
 			}
 		}
 	}
-	return out
+	e.packBuf = out
+	return slices.Clone(out)
 }
 
 // countNew is how many new bins pack would add for rem devices of type
@@ -387,9 +420,10 @@ func (e *engine) probe(s *state, i, t, c int) (int, bool) {
 		if len(old) == 1 {
 			return 1, true
 		}
-		ks := make([]int, len(old))
-		for k, sl := range old {
-			ks[k] = sl.k
+		var buf [16]int
+		ks := buf[:0]
+		for _, sl := range old {
+			ks = append(ks, sl.k)
 		}
 		slices.Sort(ks)
 		drop, n := oldC-c, len(ks)
@@ -439,6 +473,12 @@ func (e *engine) probe(s *state, i, t, c int) (int, bool) {
 		if n, ok := e.countNew(s, t, c, nil); ok {
 			return n, true
 		}
+		if oldC == 0 {
+			// countNew failed: the eligible bins hold fewer than c free
+			// devices and no bin fits c alone, so apply would fail too,
+			// and with nothing to release it would leave s as it is.
+			return 0, false
+		}
 	}
 	if !e.apply(s, i, t, c) {
 		return 0, false
@@ -456,23 +496,33 @@ func (e *engine) probe(s *state, i, t, c int) (int, bool) {
 // there first, then takes free devices in node/index order.
 func (e *engine) layoutResult(s *state) PlaceResult {
 	l := e.lay
-	used := make(map[string]bool)
+	// By device number: taken by some job; whose current device it is
+	// (job index + 1, 0 for none; a device is current for one job at most).
+	used := make([]bool, len(l.devNum))
+	owner := make([]int32, len(l.devNum))
+	for i := range e.jobs {
+		if s.cnt[i] == 0 {
+			continue
+		}
+		for _, id := range e.jobs[i].info.curDevs {
+			if d, ok := l.devNum[id]; ok {
+				owner[d] = int32(i + 1)
+			}
+		}
+	}
 	devs := make([][]string, len(e.jobs))
 	short := make([][]int, len(e.jobs))
 	for i := range e.jobs {
 		if s.cnt[i] == 0 {
 			continue
 		}
-		cur := make(map[string]bool, len(e.jobs[i].info.curDevs))
-		for _, id := range e.jobs[i].info.curDevs {
-			cur[id] = true
-		}
+		devs[i] = make([]string, 0, s.cnt[i])
 		short[i] = make([]int, len(s.place[i]))
 		for k, sl := range s.place[i] {
 			n := 0
-			for _, id := range l.binDevs[sl.bin] {
-				if n < sl.k && cur[id] && !used[id] {
-					used[id] = true
+			for p, id := range l.binDevs[sl.bin] {
+				if d := l.binStart[sl.bin] + p; n < sl.k && owner[d] == int32(i+1) && !used[d] {
+					used[d] = true
 					devs[i] = append(devs[i], id)
 					n++
 				}
@@ -486,12 +536,12 @@ func (e *engine) layoutResult(s *state) PlaceResult {
 			continue
 		}
 		for k, sl := range s.place[i] {
-			for _, id := range l.binDevs[sl.bin] {
+			for p, id := range l.binDevs[sl.bin] {
 				if short[i][k] == 0 {
 					break
 				}
-				if !used[id] {
-					used[id] = true
+				if d := l.binStart[sl.bin] + p; !used[d] {
+					used[d] = true
 					devs[i] = append(devs[i], id)
 					short[i][k]--
 				}

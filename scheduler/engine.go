@@ -55,6 +55,10 @@ type engine struct {
 	// is marked when mark[bin] == gen).
 	mark []int
 	gen  int
+	// cursor is pack's scratch position per bucket of a type; packBuf
+	// its scratch output.
+	cursor  []int
+	packBuf []slot
 }
 
 // newEngine builds the engine for instance x.
