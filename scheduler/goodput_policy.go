@@ -258,7 +258,7 @@ func (e *engine) realizedFitness(res PlaceResult) float64 {
 		if len(devs) == 0 {
 			continue
 		}
-		v, err := e.x.speedup(j.info, e.x.devType[devs[0]], e.x.nodesOf(devs), len(devs))
+		v, err := e.x.speedup(j.info, e.x.devType[devs[0]], e.x.gangNodes(j.info, devs), len(devs))
 		if err != nil && e.err == nil {
 			e.err = err
 		}

@@ -293,7 +293,7 @@ func (x *instance) decide(i int, t Target, devs []string, unplaced string) Decis
 	if len(devs) > 0 {
 		d.Type, d.To = x.types[x.devType[devs[0]]], len(devs)
 		d.Assignment = placement.Assignment{Job: j.job.ID, Devices: devs}
-		d.Nodes = x.nodesOf(devs)
+		d.Nodes = x.gangNodes(j, devs)
 		d.SpeedupAfter, _ = x.speedup(j, x.devType[devs[0]], d.Nodes, d.To)
 		if bp, ok := j.job.Speedup.(goodput.BatchPlanner); ok {
 			d.Batch = bp.BatchPlan(string(d.Type), d.Nodes, d.To)
@@ -351,6 +351,15 @@ func (x *instance) nodesOf(devs []string) int {
 		}
 	}
 	return len(nodes)
+}
+
+// gangNodes is nodesOf(devs) for job j, known without lookups when devs
+// are the job's current devices in the same order.
+func (x *instance) gangNodes(j *jobInfo, devs []string) int {
+	if slices.Equal(devs, j.curDevs) {
+		return j.curNodes
+	}
+	return x.nodesOf(devs)
 }
 
 func plural(n int) string {
