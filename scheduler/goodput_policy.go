@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/goodsched/goodsched/placement"
 )
 
 // Goodput is the Pollux/Sia policy: it maximises the weighted power mean
@@ -102,7 +104,7 @@ func (g Goodput) allocate(ctx context.Context, x *instance, pl Placer, ownLayout
 			continue
 		}
 		seen[key] = true
-		res, err := pl.Place(ctx, x.in.Cluster, current, x.toPlace(tg))
+		res, err := x.place(ctx, pl, current, x.toPlace(tg))
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrPlacement, err)
 		}
@@ -117,6 +119,15 @@ func (g Goodput) allocate(ctx context.Context, x *instance, pl Placer, ownLayout
 		}
 	}
 	return best, &bestRes, e.err
+}
+
+// place realises targets with pl on the instance's cluster; a
+// Scheduler's RoundPlacer uses the cluster index x already holds.
+func (x *instance) place(ctx context.Context, pl Placer, current []placement.Assignment, targets []Target) (PlaceResult, error) {
+	if rp, ok := pl.(RoundPlacer); ok && rp.cache != nil {
+		return rp.placeOn(ctx, x.clusterIndex, &x.in.Cluster, current, targets)
+	}
+	return pl.Place(ctx, x.in.Cluster, current, targets)
 }
 
 // Fitness returns the policy's objective, the weighted power mean of the

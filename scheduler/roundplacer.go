@@ -42,6 +42,31 @@ func (p RoundPlacer) Place(ctx context.Context, cluster accel.Cluster, current [
 	if err != nil {
 		return PlaceResult{}, err
 	}
+	return p.round(st, targets)
+}
+
+// placeOn is Place on cluster, already validated and indexed as c (a
+// policy places several candidates a round; matching the cluster against
+// the cache for each would cost as much as the round's validation).
+func (p RoundPlacer) placeOn(ctx context.Context, c *clusterIndex, cluster *accel.Cluster, current []placement.Assignment, targets []Target) (PlaceResult, error) {
+	if err := ctx.Err(); err != nil {
+		return PlaceResult{}, err
+	}
+	var st *placement.State
+	var err error
+	if _, err = c.placement(cluster); err == nil {
+		st, err = c.state(cluster, current)
+	} else {
+		st, err = placement.NewState(*cluster, current)
+	}
+	if err != nil {
+		return PlaceResult{}, err
+	}
+	return p.round(st, targets)
+}
+
+// round runs the placement round for targets on st.
+func (p RoundPlacer) round(st *placement.State, targets []Target) (PlaceResult, error) {
 	pts := make([]placement.Target, 0, len(targets))
 	for _, t := range targets {
 		if t.Count > 0 {
