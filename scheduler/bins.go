@@ -201,9 +201,10 @@ func (e *engine) eligible(s *state, b int) bool {
 // pack chooses bins for c fresh devices of type t (Pack strategy): one
 // bin, the tightest that fits (bins already hosting a distributed job
 // first); else across bins free of distributed jobs, the most free first
-// and the remainder on the tightest bin that fits it. skip lists bins the
-// gang already uses (for growing in place); have is how many devices the
-// gang already holds there. It returns nil when nothing fits.
+// and the remainder on the tightest bin that fits it. own lists the bins
+// the gang already uses (for growing in place), which it skips. It
+// returns nil when nothing fits; the slots it returns live in a scratch
+// buffer that the next pack overwrites (copy them to keep them).
 func (e *engine) pack(s *state, t, c int, own []slot) []slot {
 	l := e.lay
 	dmax := l.maxCap[t]
@@ -211,7 +212,8 @@ func (e *engine) pack(s *state, t, c int, own []slot) []slot {
 		for f := c; f <= dmax; f++ {
 			for _, flag := range [2]int{1, 0} {
 				if list := s.bucket[t][2*f+flag]; len(list) > 0 {
-					return []slot{{list[len(list)-1], c}}
+					e.packBuf = append(e.packBuf[:0], slot{list[len(list)-1], c})
+					return e.packBuf
 				}
 			}
 		}
@@ -255,7 +257,6 @@ func (e *engine) pack(s *state, t, c int, own []slot) []slot {
 		}
 		return -1
 	}
-	// Built in a reusable buffer: most packs are probes, many of which fail.
 	out := e.packBuf[:0]
 	rem := c
 	for rem > 0 {
@@ -284,7 +285,7 @@ func (e *engine) pack(s *state, t, c int, own []slot) []slot {
 		}
 	}
 	e.packBuf = out
-	return slices.Clone(out)
+	return out
 }
 
 // countNew is how many new bins pack would add for rem devices of type
@@ -388,7 +389,7 @@ func (e *engine) apply(s *state, i, t, c int) bool {
 	}
 	e.release(s, i)
 	if p := e.pack(s, t, c, nil); p != nil {
-		e.assign(s, i, t, c, p)
+		e.assign(s, i, t, c, slices.Clone(p))
 		return true
 	}
 	if oldC > 0 {
@@ -480,15 +481,20 @@ func (e *engine) probe(s *state, i, t, c int) (int, bool) {
 			return 0, false
 		}
 	}
-	if !e.apply(s, i, t, c) {
-		return 0, false
-	}
-	n := len(s.place[i])
+	// What apply does here (oldC > 0: a waiting job was answered above;
+	// a clean growth reaches here only when countNew, and so pack, found
+	// no room next to its bins): re-place the job from scratch. Like
+	// apply, take it off its devices, pack afresh and put it back, so
+	// that the bins' bucket order moves exactly as apply moves it, but
+	// without keeping the trial placement.
 	e.release(s, i)
-	if oldC > 0 {
-		e.assign(s, i, oldT, oldC, old)
+	p := e.pack(s, t, c, nil)
+	if p != nil {
+		e.assign(s, i, t, c, p)
+		e.release(s, i)
 	}
-	return n, true
+	e.assign(s, i, oldT, oldC, old)
+	return len(p), p != nil
 }
 
 // layoutResult realises state s on concrete devices exactly as the engine
