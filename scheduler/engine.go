@@ -59,6 +59,8 @@ type engine struct {
 	// its scratch output.
 	cursor  []int
 	packBuf []slot
+	// keySeen is roundTrip's scratch set of bucket keys.
+	keySeen []bool
 }
 
 // newEngine builds the engine for instance x.
