@@ -52,13 +52,7 @@ func (p RoundPlacer) placeOn(ctx context.Context, c *clusterIndex, cluster *acce
 	if err := ctx.Err(); err != nil {
 		return PlaceResult{}, err
 	}
-	var st *placement.State
-	var err error
-	if _, err = c.placement(cluster); err == nil {
-		st, err = c.state(cluster, current)
-	} else {
-		st, err = placement.NewState(*cluster, current)
-	}
+	st, err := stateOn(c, cluster, current)
 	if err != nil {
 		return PlaceResult{}, err
 	}
@@ -99,12 +93,19 @@ func (p RoundPlacer) round(st *placement.State, targets []Target) (PlaceResult, 
 func (p RoundPlacer) state(cluster accel.Cluster, current []placement.Assignment) (*placement.State, error) {
 	if p.cache != nil {
 		if c, err := p.cache.index(&cluster); err == nil {
-			if _, err := c.placement(&cluster); err == nil {
-				return c.state(&cluster, current)
-			}
+			return stateOn(c, &cluster, current)
 		}
 	}
 	// No cache, or a cluster that does not index: the placement
 	// package's own errors.
 	return placement.NewState(cluster, current)
+}
+
+// stateOn builds the state on index c of cluster, or from scratch when the
+// placement package does not index the cluster (its own errors).
+func stateOn(c *clusterIndex, cluster *accel.Cluster, current []placement.Assignment) (*placement.State, error) {
+	if _, err := c.placement(cluster); err != nil {
+		return placement.NewState(*cluster, current)
+	}
+	return c.state(cluster, current)
 }
