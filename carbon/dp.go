@@ -76,27 +76,8 @@ func (p *problem) dpFractional() ([]alloc, error) {
 		for q := range nA {
 			nA[q], nB[q] = inf, inf
 		}
-		ci := p.ci[t]
-		for q := 0; q <= Q; q++ {
-			if A[q] < inf {
-				for j := range L {
-					nq := min(q+qk[j], Q)
-					if c := A[q] + ci*p.kwh[j]; c < nA[nq] {
-						nA[nq] = c
-						chA[t][nq] = dpChoice{prevQ: int32(q), j: int32(j)}
-					}
-				}
-			}
-			if B[q] < inf {
-				for j := range L {
-					nq := min(q+qk[j], Q)
-					if c := B[q] + ci*p.kwh[j]; c < nB[nq] {
-						nB[nq] = c
-						chB[t][nq] = dpChoice{prevQ: int32(q), j: int32(j)}
-					}
-				}
-			}
-		}
+		p.wholeStep(t, A, nA, chA[t], qk)
+		p.wholeStep(t, B, nB, chB[t], qk)
 		p.fractionalStep(t, A, nB, chB[t], delta, Q)
 		A, nA = nA, A
 		B, nB = nB, B
@@ -128,6 +109,25 @@ func (p *problem) dpFractional() ([]alloc, error) {
 		q = int(c.prevQ)
 	}
 	return a, nil
+}
+
+// wholeStep extends every reachable state of from by slot t at a whole
+// scale into to (quanta capped at the last), recording the best choice per
+// state in ch.
+func (p *problem) wholeStep(t int, from, to []float64, ch []dpChoice, qk []int) {
+	Q, ci := len(from)-1, p.ci[t]
+	for q, c0 := range from {
+		if math.IsInf(c0, 1) {
+			continue
+		}
+		for j, k := range qk {
+			nq := min(q+k, Q)
+			if c := c0 + ci*p.kwh[j]; c < to[nq] {
+				to[nq] = c
+				ch[nq] = dpChoice{prevQ: int32(q), j: int32(j)}
+			}
+		}
+	}
 }
 
 // dpChanges solves with a change cost: the state is (scale, quanta), whole
