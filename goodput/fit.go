@@ -402,20 +402,11 @@ func (pr *problem) eval(u, grad []float64) float64 {
 	dt := &pr.dtheta
 	*dt = [nParams]float64{}
 	if e1 > 0 {
-		f := 1 / (n * e1)
-		for i, m := range pr.locals {
-			a := pr.accR[i] / pr.tg[i] * f
-			dt[iAlphaC] += a
-			dt[iBetaC] += a * m
-		}
+		pr.addComputeGrad(pr.accR, 1/(n*e1))
 	}
 	if e2 > 0 {
 		f := 1 / (n * e2)
-		for i, m := range pr.locals {
-			a := pr.accG[i] / pr.tg[i] * f
-			dt[iAlphaC] += a
-			dt[iBetaC] += a * m
-		}
+		pr.addComputeGrad(pr.accG, f)
 		for i := range pr.shapes {
 			a := pr.accS[i] / pr.ts[i] * f
 			for j, c := range pr.shapes[i].coef {
@@ -434,6 +425,17 @@ func (pr *problem) eval(u, grad []float64) float64 {
 		grad[j] = dt[i] * pr.dThetaDW(i) / pr.scale[j]
 	}
 	return loss
+}
+
+// addComputeGrad adds to dtheta the compute-time (AlphaC, BetaC) part of
+// an error term's gradient: acc holds its residual sums per local batch,
+// f its scale.
+func (pr *problem) addComputeGrad(acc []float64, f float64) {
+	for i, m := range pr.locals {
+		a := acc[i] / pr.tg[i] * f
+		pr.dtheta[iAlphaC] += a
+		pr.dtheta[iBetaC] += a * m
+	}
 }
 
 // Fit fits throughput parameters to observations by minimising Pollux's
