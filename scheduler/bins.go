@@ -490,53 +490,11 @@ func (e *engine) probe(s *state, i, t, c int) (int, bool) {
 	e.release(s, i)
 	p := e.pack(s, t, c, nil)
 	if p != nil {
-		e.roundTrip(s, t, p)
+		e.assign(s, i, t, c, p)
+		e.release(s, i)
 	}
 	e.assign(s, i, oldT, oldC, old)
 	return len(p), p != nil
-}
-
-// roundTrip leaves s as assigning slots p (of type t, to a job without
-// devices) and releasing them again would: the same free counts, with
-// each bin of p moved to the end of its bucket. When no bin's bucket
-// while assigned is another's at rest, that is every bin taken out of its
-// bucket in order and put back in order (the assigned buckets only gain
-// and lose a suffix); otherwise it does the round trip itself.
-func (e *engine) roundTrip(s *state, t int, p []slot) {
-	l := e.lay
-	rest := e.keySeen[:0]
-	for range s.bucket[t] {
-		rest = append(rest, false)
-	}
-	e.keySeen = rest
-	for _, sl := range p {
-		rest[s.key(sl.bin)] = true
-	}
-	dist := 0
-	if len(p) > 1 {
-		dist = 1
-	}
-	for _, sl := range p {
-		k := 2 * (s.bfree[sl.bin] - sl.k)
-		if s.bdist[sl.bin]+dist > 0 {
-			k++
-		}
-		if rest[k] {
-			for _, sl := range p {
-				s.adjust(l, sl.bin, -sl.k, dist)
-			}
-			for _, sl := range p {
-				s.adjust(l, sl.bin, sl.k, -dist)
-			}
-			return
-		}
-	}
-	for _, sl := range p {
-		s.unbucket(l, sl.bin)
-	}
-	for _, sl := range p {
-		s.rebucket(l, sl.bin)
-	}
 }
 
 // layoutResult realises state s on concrete devices exactly as the engine

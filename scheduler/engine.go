@@ -59,8 +59,6 @@ type engine struct {
 	// its scratch output.
 	cursor  []int
 	packBuf []slot
-	// keySeen is roundTrip's scratch set of bucket keys.
-	keySeen []bool
 }
 
 // newEngine builds the engine for instance x.
