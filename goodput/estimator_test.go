@@ -90,7 +90,7 @@ func TestEstimatorExplore(t *testing.T) {
 		if err := e.ObserveBatch("t4", synthetic(testParams, 1, []int{32, 64})); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.MaxReplicas(); got != min(tc.want, testLimits.MaxUsefulReplicas()) {
+		if got := e.MaxReplicas(); got != tc.want {
 			t.Errorf("Explore %d, cap %d: bound %d after 4 GPUs, want %d", tc.explore, tc.cap, got, tc.want)
 		}
 	}

@@ -128,6 +128,12 @@ func TestAllowInterferenceReachesDefaultPlacer(t *testing.T) {
 		{ID: "a", Kind: Adaptive, MinReplicas: 6, MaxReplicas: 6, Speedup: fakeSpeedup{node: 1}},
 		{ID: "b", Kind: Adaptive, MinReplicas: 6, MaxReplicas: 6, Speedup: fakeSpeedup{node: 1}},
 	}}
+	for _, pol := range []Policy{Goodput{AllowInterference: true}, &Goodput{AllowInterference: true}} {
+		s, _ := New(Config{Policy: pol})
+		if rp, ok := s.placer.(RoundPlacer); !ok || !rp.Placer.AllowInterference {
+			t.Errorf("%T: default placer %+v does not allow interference", pol, s.placer)
+		}
+	}
 	for _, allow := range []bool{false, true} {
 		s, _ := New(Config{Policy: Goodput{AllowInterference: allow}})
 		plan, err := s.Schedule(context.Background(), in)
