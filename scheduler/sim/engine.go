@@ -166,10 +166,9 @@ type job struct {
 	rateValid  bool
 
 	// what the job has measured (adaptive jobs)
-	lrn     *learner
-	plan    goodput.BatchPlan
-	maxSeen int
-	oracle  *fixedBatchSpeedup
+	lrn    *learner
+	plan   goodput.BatchPlan
+	oracle *fixedBatchSpeedup
 }
 
 type engine struct {
@@ -573,7 +572,10 @@ func (e *engine) describe(j *job) scheduler.Job {
 		}
 	default:
 		sj.Kind = scheduler.Adaptive
-		maxRep := min(max(e.cfg.Explore*j.maxSeen, 1), e.cfg.MaxReplicas, max(app.MaxBatch/max(app.MinLocal, 1), 1))
+		maxRep := 1 // the Estimator's exploration bound
+		if l := e.learnerOf(j); l != nil {
+			maxRep = l.est.MaxReplicas()
+		}
 		if app.MaxReplicas > 0 {
 			maxRep = min(maxRep, app.MaxReplicas)
 		}
@@ -743,7 +745,6 @@ func (e *engine) reallocate(j *job, typ accel.TypeKey, devs []string, plan goodp
 	for _, n := range j.nodes {
 		j.counts = append(j.counts, per[n])
 	}
-	j.maxSeen = max(j.maxSeen, len(devs))
 	j.allocs++
 	if !j.started {
 		j.started, j.startAt = true, e.now
