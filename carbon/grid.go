@@ -96,6 +96,11 @@ func FromPoints(pts []Point, opts GridOptions) (Series, error) {
 	start := pts[0].Time
 	last := pts[len(pts)-1].Time
 	span := last.Sub(start)
+	if !start.Add(span).Equal(last) || span > time.Duration(math.MaxInt64)-step {
+		// time.Sub saturates: the points span more than time.Duration
+		// can hold (about 292 years).
+		return Series{}, fmt.Errorf("%w: points from %v to %v span more than %v", ErrRange, start, last, time.Duration(math.MaxInt64))
+	}
 	n := int(span/step) + 1
 	if opts.Fill == FillError {
 		// Report the first gap or off-grid point without building the grid.

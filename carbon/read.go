@@ -142,14 +142,21 @@ func (t *csvTable) col(names ...string) int {
 // points reads time column tc and value column vc of every row, skipping
 // empty values. With zc >= 0 it keeps the rows of one zone through zf;
 // what names column zc in errors ("zone", "region").
-func (t *csvTable) points(tc, vc, zc int, what string, zf *zoneFilter) ([]Point, error) {
+//
+// It also returns the smallest positive difference between the times of
+// consecutive kept rows, empty ones included, so that a missing value
+// cannot widen the inferred grid step (a gap, not a longer step).
+func (t *csvTable) points(tc, vc, zc int, what string, zf *zoneFilter) ([]Point, time.Duration, error) {
 	pts := make([]Point, 0, len(t.rows))
+	var step time.Duration
+	var prev time.Time
+	seen := false
 	for i, rec := range t.rows {
 		line := t.first + i
 		if zc >= 0 {
 			keep, err := zf.keep(strings.TrimSpace(rec[zc]), "line", line, what)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if !keep {
 				continue
@@ -157,21 +164,45 @@ func (t *csvTable) points(tc, vc, zc int, what string, zf *zoneFilter) ([]Point,
 		}
 		tm, err := parseTime(rec[tc])
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
+			return nil, 0, fmt.Errorf("line %d: %w", line, err)
 		}
 		v, ok, err := parseValue(rec[vc])
 		if err != nil {
-			return nil, fmt.Errorf("line %d: column %q: %w", line, t.header[vc], err)
+			return nil, 0, fmt.Errorf("line %d: column %q: %w", line, t.header[vc], err)
 		}
+		step, prev, seen = minStep(step, prev, seen, tm)
 		if ok {
 			pts = append(pts, Point{Time: tm, Value: v})
 		}
 	}
-	return pts, nil
+	return pts, step, nil
+}
+
+// minStep folds time tm into the smallest positive difference step
+// between consecutive row times (prev, when seen, is the previous one).
+func minStep(step time.Duration, prev time.Time, seen bool, tm time.Time) (time.Duration, time.Time, bool) {
+	if seen {
+		if d := tm.Sub(prev); d > 0 && (step == 0 || d < step) {
+			step = d
+		}
+	}
+	return step, tm, true
+}
+
+// gridWith returns g with its Step set to the step the rows imply when g
+// leaves it zero and the rows had one.
+func gridWith(g GridOptions, rowStep time.Duration) GridOptions {
+	if g.Step == 0 && rowStep > 0 {
+		g.Step = rowStep
+	}
+	return g
 }
 
 // finish puts points on the grid and fills in metadata.
 func finish(pts []Point, opts ReadOptions, meta Series) (Series, error) {
+	if err := checkUnit(opts.Unit); err != nil {
+		return Series{}, fmt.Errorf("ReadOptions.Unit: %w", err)
+	}
 	s, err := FromPoints(pts, opts.Grid)
 	if err != nil {
 		return Series{}, err
@@ -182,6 +213,9 @@ func finish(pts []Point, opts ReadOptions, meta Series) (Series, error) {
 	}
 	if s.Zone == "" {
 		s.Zone = opts.Zone
+	}
+	if err := s.Validate(); err != nil {
+		return Series{}, err
 	}
 	return s, nil
 }
@@ -259,6 +293,9 @@ func ReadElectricityMaps(r io.Reader, opts ReadOptions) (Series, error) {
 	ec := t.col("data estimated")
 	zf := zoneFilter{want: opts.Zone, zone: opts.Zone}
 	pts := make([]Point, 0, len(t.rows))
+	var rowStep time.Duration
+	var prev time.Time
+	seen := false
 	for i, rec := range t.rows {
 		line := t.first + i
 		if zc >= 0 {
@@ -278,6 +315,7 @@ func ReadElectricityMaps(r io.Reader, opts ReadOptions) (Series, error) {
 		if err != nil {
 			return Series{}, fmt.Errorf("line %d: column %q: %w", line, t.raw[vc], err)
 		}
+		rowStep, prev, seen = minStep(rowStep, prev, seen, tm)
 		if !ok {
 			continue
 		}
@@ -296,6 +334,7 @@ func ReadElectricityMaps(r io.Reader, opts ReadOptions) (Series, error) {
 	if len(pts) == 0 {
 		return Series{}, fmt.Errorf("%w: no intensity values (zone %q)", ErrEmpty, opts.Zone)
 	}
+	opts.Grid = gridWith(opts.Grid, rowStep)
 	return finish(pts, opts, Series{Unit: GPerKWh, Signal: Average, Basis: opts.Basis, Zone: zf.zone, Source: "electricitymaps"})
 }
 
@@ -326,7 +365,8 @@ func ReadElectricityMapsLegacy(r io.Reader, opts ReadOptions) (Series, error) {
 	}
 	zc := t.col("zone_name", "zone")
 	zf := zoneFilter{want: opts.Zone, zone: opts.Zone}
-	pts, err := t.points(tc, vc, zc, "zone", &zf)
+	pts, rowStep, err := t.points(tc, vc, zc, "zone", &zf)
+	opts.Grid = gridWith(opts.Grid, rowStep)
 	if err != nil {
 		return Series{}, err
 	}
@@ -357,7 +397,8 @@ func ReadTwoColumn(r io.Reader, opts ReadOptions) (Series, error) {
 			return Series{}, fmt.Errorf("%w: no value column %q after the time column", ErrFormat, opts.Column)
 		}
 	}
-	pts, err := t.points(0, vc, -1, "", nil)
+	pts, rowStep, err := t.points(0, vc, -1, "", nil)
+	opts.Grid = gridWith(opts.Grid, rowStep)
 	if err != nil {
 		return Series{}, err
 	}
@@ -390,7 +431,8 @@ func ReadWattTimeCSV(r io.Reader, opts ReadOptions) (Series, error) {
 	}
 	rc := t.col("region", "ba")
 	zf := zoneFilter{want: opts.Zone, zone: opts.Zone}
-	pts, err := t.points(tc, vc, rc, "region", &zf)
+	pts, rowStep, err := t.points(tc, vc, rc, "region", &zf)
+	opts.Grid = gridWith(opts.Grid, rowStep)
 	if err != nil {
 		return Series{}, err
 	}

@@ -93,14 +93,30 @@ type Series struct {
 	Source string
 }
 
+// MaxValues is the most values a Series may hold (2^24, about 32 years
+// of minutes). Validate rejects a longer series, and Resample refuses to
+// upsample past it, so that a short step cannot exhaust memory.
+const MaxValues = 1 << 24
+
 // Validate checks that the series is usable: a positive step, at least one
-// value, every value finite and non-negative, flags matching values.
+// value and at most MaxValues, an end time that time.Time can represent,
+// every value finite and non-negative, flags matching values, and a Unit
+// that is empty (unknown) or one Convert understands.
 func (s Series) Validate() error {
 	if s.Step <= 0 {
 		return fmt.Errorf("%w: Series.Step %v must be positive", ErrInvalid, s.Step)
 	}
 	if len(s.Values) == 0 {
 		return fmt.Errorf("%w: Series.Values is empty", ErrEmpty)
+	}
+	if len(s.Values) > MaxValues {
+		return fmt.Errorf("%w: Series has %d values, more than MaxValues %d", ErrInvalid, len(s.Values), MaxValues)
+	}
+	if s.Step > time.Duration(math.MaxInt64)/time.Duration(len(s.Values)) || !s.End().After(s.Start) {
+		return fmt.Errorf("%w: Series of %d steps of %v from %v ends past the representable time", ErrRange, len(s.Values), s.Step, s.Start)
+	}
+	if err := checkUnit(s.Unit); err != nil {
+		return fmt.Errorf("Series.Unit: %w", err)
 	}
 	if s.Estimated != nil && len(s.Estimated) != len(s.Values) {
 		return fmt.Errorf("%w: Series.Estimated has %d flags for %d values", ErrInvalid, len(s.Estimated), len(s.Values))
@@ -210,6 +226,15 @@ func (s Series) Convert(u Unit) (Series, error) {
 	return out, nil
 }
 
+// checkUnit accepts the unknown (empty) unit and the units Convert knows;
+// anything else (a typo, "furlongs") fails with ErrUnit.
+func checkUnit(u Unit) error {
+	if _, ok := toGPerKWh(u); !ok && u != "" {
+		return fmt.Errorf("%w: %q (want %q, %q, %q or empty)", ErrUnit, u, GPerKWh, LbsPerMWh, KgPerMWh)
+	}
+	return nil
+}
+
 // toGPerKWh returns the factor from unit u to g/kWh.
 func toGPerKWh(u Unit) (float64, bool) {
 	switch u {
@@ -282,6 +307,9 @@ func (s Series) Resample(step time.Duration) (Series, error) {
 		return s.withValues(s.Start, step, v, est), nil
 	case s.Step%step == 0:
 		k := int(s.Step / step)
+		if k > MaxValues/len(s.Values) {
+			return Series{}, fmt.Errorf("%w: Resample %d values of %v to %v would make more than MaxValues %d values", ErrInvalid, len(s.Values), s.Step, step, MaxValues)
+		}
 		n := len(s.Values) * k
 		v := make([]float64, n)
 		var est []bool
