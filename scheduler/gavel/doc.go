@@ -12,15 +12,21 @@
 // Σ_type X ≤ 1 per job and Σ_job scale·X ≤ devices per type; the job's
 // effective throughput is Σ_type T·X. The objectives are values:
 //
-//   - MaxMinFairness: maximise the minimum effective throughput relative
-//     to the job's equal-share throughput and weight (heterogeneity-aware
-//     LAS); HeterogeneityBlind solves it with every T = 1 (Tiresias' LAS
-//     analogue); WaterFilling continues level by level (multi-level
+//   - MaxMinFairness: maximise the minimum of scale factor × effective
+//     throughput over the job's proportional throughput and weight
+//     (Gavel's heterogeneity-aware LAS, which equalises device-time
+//     shares); HeterogeneityBlind solves it with every T = 1 (Tiresias'
+//     LAS analogue); WaterFilling continues level by level (multi-level
 //     fairness).
-//   - FinishTimeFairness: minimise the largest Themis ρ.
+//   - FinishTimeFairness: minimise the largest Themis ρ against the job's
+//     isolated share, 1/M of the cluster.
 //   - MinMakespan: minimise the time until all jobs finish.
-//   - MaxThroughputPerCost: maximise normalised throughput per unit cost,
-//     with optional SLO rows.
+//   - MaxThroughputPerCost: maximise Σ throughput / price, with optional
+//     SLO rows.
+//
+// Each objective computes what Gavel's policy file computes (the tests
+// hold them to LPs written from those files); goodsched's earlier
+// variants stay available as options (EqualTimeShares, Normalized).
 //
 // # The solver
 //

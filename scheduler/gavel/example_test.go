@@ -97,8 +97,8 @@ func ExamplePolicy() {
 		fmt.Println()
 	}
 	// Output:
-	// round 0: a3c→1×k80 lm→1×k80 resnet→2×v100-16gb
-	// round 1: a3c→1×v100-16gb lm→1×v100-16gb resnet→2×k80
+	// round 0: a3c→1×v100-16gb lm→1×v100-16gb resnet→2×k80
+	// round 1: a3c→1×k80 lm→1×k80 resnet→2×v100-16gb
 	// round 2: a3c→1×v100-16gb lm→1×v100-16gb resnet→2×k80
-	// round 3: a3c→1×k80 lm→1×k80 resnet→2×v100-16gb
+	// round 3: a3c→1×v100-16gb lm→1×v100-16gb resnet→2×k80
 }

@@ -106,10 +106,7 @@ func TestWaterFillingIsLeximin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := make([]float64, n)
-		for m := range n {
-			d[m] = in.w[m] * in.eq[m]
-		}
+		d := MaxMinFairness{}.demands(in)
 		want := leximinOracle(t, in, d)
 		sol, err := Solve(context.Background(), p, MaxMinFairness{WaterFilling: true}, &Settings{MaxLevels: 20})
 		if err != nil {

@@ -104,12 +104,9 @@ func TestMaxMinMatchesSimplex(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := make([]float64, n)
-			for m := range n {
-				d[m] = in.w[m] * in.eq[m]
-			}
-			want := oracleLevel(t, in, d)
-			sol, err := Solve(context.Background(), p, MaxMinFairness{HeterogeneityBlind: blind}, nil)
+			obj := MaxMinFairness{HeterogeneityBlind: blind, EqualTimeShares: trial%3 == 1}
+			want := oracleLevel(t, in, obj.demands(in))
+			sol, err := Solve(context.Background(), p, obj, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -80,7 +80,7 @@ func TestCostMatchesSimplex(t *testing.T) {
 		for j := range cost {
 			cost[j] = 0.5 + 3*rng.Float64()
 		}
-		obj := MaxThroughputPerCost{CostPerHour: cost}
+		obj := MaxThroughputPerCost{CostPerHour: cost, Normalized: true}
 		in, _ := p.validate()
 		slo := make([]float64, n)
 		if trial%2 == 1 {
@@ -145,7 +145,7 @@ func ftfOracle(t *testing.T, in *instance, p Problem) float64 {
 	c := make([]float64, n)
 	for m := range n {
 		el[m] = p.Elapsed[m].Seconds()
-		c[m] = el[m] + p.StepsLeft[m]/in.eq[m]
+		c[m] = el[m] + p.StepsLeft[m]/in.eq[m] // the EqualTimeShares variant
 	}
 	lo, hi := 0.0, 1.0
 	d := make([]float64, n)
@@ -176,7 +176,7 @@ func TestFinishTimeMatchesBisectedSimplex(t *testing.T) {
 		p := randomProblem(rng, n, k, trial%2 == 0)
 		in, _ := p.validate()
 		want := ftfOracle(t, in, p)
-		sol, err := Solve(context.Background(), p, FinishTimeFairness{}, &Settings{Tolerance: 1e-9})
+		sol, err := Solve(context.Background(), p, FinishTimeFairness{EqualTimeShares: true}, &Settings{Tolerance: 1e-9})
 		if err != nil {
 			t.Fatal(err)
 		}

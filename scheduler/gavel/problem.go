@@ -55,6 +55,8 @@ type instance struct {
 	w     []float64 // n weights
 	eq    []float64 // n equal-share throughput E_m
 	eqX   []float64 // k equal-share time fraction per type (same for all jobs)
+	prop  []float64 // n Gavel's proportional throughput Σ_j a·n_j/N
+	iso   []float64 // n Gavel's isolated throughput Σ_j a·n_j/(M·s), rows ≤ 1
 }
 
 func (p *Problem) validate() (*instance, error) {
@@ -83,7 +85,8 @@ func (p *Problem) validate() (*instance, error) {
 		return nil, fmt.Errorf("%w: len(Elapsed) = %d, want %d", ErrInvalid, len(p.Elapsed), n)
 	}
 	in := &instance{n: n, k: k, a: make([]float64, n*k), scale: make([]float64, n),
-		capac: make([]float64, k), w: make([]float64, n), eq: make([]float64, n), eqX: make([]float64, k)}
+		capac: make([]float64, k), w: make([]float64, n), eq: make([]float64, n), eqX: make([]float64, k),
+		prop: make([]float64, n), iso: make([]float64, n)}
 	for j, d := range p.Devices {
 		in.capac[j] = float64(d)
 	}
@@ -148,12 +151,24 @@ func (p *Problem) validate() (*instance, error) {
 			in.eqX[j] /= rowSum
 		}
 	}
+	// Gavel's proportional share (policies/proportional.py, the max-min
+	// normaliser): every job gets n_j/N of each type, N = Σ_j n_j. Its
+	// isolated share (policies/isolated.py, finish-time fairness): n_j/(M·s_m)
+	// of each type, the row scaled down to 1 when it sums to more.
+	var totalDev float64
+	for _, c := range in.capac {
+		totalDev += c
+	}
 	for m := range n {
-		var e float64
+		var e, pr, iso, isoRow float64
 		for j := range k {
 			e += in.a[m*k+j] * in.eqX[j]
+			pr += in.a[m*k+j] * in.capac[j] / totalDev
+			f := in.capac[j] / (float64(n) * in.scale[m])
+			iso += in.a[m*k+j] * f
+			isoRow += f
 		}
-		in.eq[m] = e
+		in.eq[m], in.prop[m], in.iso[m] = e, pr, iso/max(isoRow, 1)
 	}
 	return in, nil
 }
@@ -206,7 +221,7 @@ func (p Problem) EffectiveThroughput(x [][]float64) []float64 {
 
 // EqualShareThroughput returns each job's throughput under the equal-share
 // allocation (every job gets the same time fraction of every type, the
-// largest that fits): the normaliser of the fairness objectives.
+// largest that fits): the normaliser of the EqualTimeShares variants.
 func (p Problem) EqualShareThroughput() ([]float64, error) {
 	in, err := p.validate()
 	if err != nil {
@@ -215,10 +230,52 @@ func (p Problem) EqualShareThroughput() ([]float64, error) {
 	return in.eq, nil
 }
 
-// NormalizedShares returns each job's effective throughput under X divided
-// by its equal-share throughput and its weight: the quantity max-min
-// fairness maximises the minimum of.
+// ProportionalThroughput returns each job's throughput when it gets the
+// fraction n_j/N of every type j (N devices in all): Gavel's proportional
+// share, the normaliser of its max-min fairness.
+func (p Problem) ProportionalThroughput() ([]float64, error) {
+	in, err := p.validate()
+	if err != nil {
+		return nil, err
+	}
+	return in.prop, nil
+}
+
+// IsolatedThroughput returns each job's throughput when it gets the
+// fraction n_j/(M·Scale[m]) of every type j (M jobs), scaled down to a
+// total of 1 when it sums to more: Gavel's isolated share, 1/M of the
+// cluster's devices, the reference of its finish-time fairness.
+func (p Problem) IsolatedThroughput() ([]float64, error) {
+	in, err := p.validate()
+	if err != nil {
+		return nil, err
+	}
+	return in.iso, nil
+}
+
+// NormalizedShares returns, for every job, Scale[m] × its effective
+// throughput under X divided by its proportional throughput and its
+// weight: the quantity Gavel's max-min fairness (MaxMinFairness's
+// default) maximises the minimum of. Multiplying by the scale factor makes
+// it a share of device-time: a 4-device job reaches the level of a
+// 1-device job with a quarter of its time fraction.
 func (p Problem) NormalizedShares(x [][]float64) ([]float64, error) {
+	in, err := p.validate()
+	if err != nil {
+		return nil, err
+	}
+	thr := p.EffectiveThroughput(x)
+	for m := range thr {
+		thr[m] *= in.scale[m] / (in.w[m] * in.prop[m])
+	}
+	return thr, nil
+}
+
+// EqualTimeShares returns each job's effective throughput under X divided
+// by its equal-share throughput and its weight: the quantity the
+// EqualTimeShares variant of MaxMinFairness maximises the minimum of
+// (every job is due the same time fraction, whatever its scale).
+func (p Problem) EqualTimeShares(x [][]float64) ([]float64, error) {
 	in, err := p.validate()
 	if err != nil {
 		return nil, err

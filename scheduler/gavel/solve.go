@@ -173,11 +173,16 @@ func equalX(in *instance) []float64 {
 	return x
 }
 
-// MaxMinFairness maximises the minimum over jobs of effective throughput
-// divided by the job's equal-share throughput and weight (Gavel's
-// max_min_fairness_perf, the heterogeneity-aware LAS). Objective is that
-// minimum share; 1 means every job does at least as well as under an equal
-// split of every type.
+// MaxMinFairness maximises the minimum over jobs of Gavel's normalised
+// share (max_min_fairness_perf, the heterogeneity-aware LAS):
+//
+//	Scale[m] · Σ_j T[m][j]·X[m][j] / (Weight[m] · proportional throughput_m)
+//
+// where the proportional throughput is the job's throughput with the
+// fraction n_j/N of every type (Problem.ProportionalThroughput). The
+// scale factor makes it a share of device-time: a job on 1 device gets
+// Scale times the time fraction of an equally fast job on Scale devices.
+// Objective is that minimum (Problem.NormalizedShares).
 type MaxMinFairness struct {
 	// HeterogeneityBlind solves with every usable throughput set to 1
 	// (Gavel's max_min_fairness); Objective is then measured on the blind
@@ -185,8 +190,16 @@ type MaxMinFairness struct {
 	HeterogeneityBlind bool
 	// WaterFilling, after the minimum is maximised, freezes the jobs that
 	// cannot do better and raises the others in turn (multi-level
-	// max-min). Objective and Bound still refer to the first level.
+	// max-min, Gavel's max_min_fairness_water_filling without its
+	// entity weights). Objective and Bound still refer to the first level.
 	WaterFilling bool
+	// EqualTimeShares is goodsched's earlier variant: no scale factor, and
+	// each job normalised by its equal-share throughput
+	// (Problem.EqualShareThroughput), so every job is due the same time
+	// fraction whatever its gang size and a 4-device job gets 4 times the
+	// device-time of a 1-device job. Objective is then the minimum of
+	// Problem.EqualTimeShares.
+	EqualTimeShares bool
 }
 
 // Name implements Objective.
@@ -198,7 +211,23 @@ func (o MaxMinFairness) Name() string {
 	if o.WaterFilling {
 		n += "-water-filling"
 	}
+	if o.EqualTimeShares {
+		n += "-equal-time"
+	}
 	return n
+}
+
+// demands returns each job's throughput per unit of the objective's level.
+func (o MaxMinFairness) demands(in *instance) []float64 {
+	d := make([]float64, in.n)
+	for m := range in.n {
+		if o.EqualTimeShares {
+			d[m] = in.w[m] * in.eq[m]
+		} else {
+			d[m] = in.w[m] * in.prop[m] / in.scale[m]
+		}
+	}
+	return d
 }
 
 func (o MaxMinFairness) solve(ctx context.Context, p *Problem, s Settings) (Solution, error) {
@@ -210,10 +239,7 @@ func (o MaxMinFairness) solve(ctx context.Context, p *Problem, s Settings) (Solu
 	if err != nil {
 		return Solution{}, err
 	}
-	d := make([]float64, in.n)
-	for m := range in.n {
-		d[m] = in.w[m] * in.eq[m]
-	}
+	d := o.demands(in)
 	sol, lambda, err := solveLevel(ctx, in, d, s)
 	if err != nil || !o.WaterFilling {
 		return sol, err
@@ -440,20 +466,36 @@ func (MinMakespan) solve(ctx context.Context, p *Problem, s Settings) (Solution,
 // Gavel's finish_time_fairness_perf):
 //
 //	ρ_m = (Elapsed_m + StepsLeft_m / throughput_m(X)) /
-//	      (IsolatedElapsed_m + StepsLeft_m / equal-share throughput_m)
+//	      (IsolatedElapsed_m + StepsLeft_m / isolated throughput_m)
 //
-// by bisection on ρ, each step a max-min feasibility test with a proof
-// either way. Needs Problem.StepsLeft and Problem.Elapsed. Objective is the
-// largest ρ under X; Bound a proven lower bound on the optimum.
+// where the isolated throughput is the job's throughput with 1/M of the
+// cluster, n_j/(M·Scale[m]) of every type (Problem.IsolatedThroughput),
+// and IsolatedElapsed is how long the work done so far would have taken
+// at that rate (0 for a new job). It bisects on ρ, each step a max-min
+// feasibility test with a proof either way. Needs Problem.StepsLeft and
+// Problem.Elapsed; jobs with no steps left are not counted. Objective is
+// the largest ρ under X; Bound a proven lower bound on the optimum.
 type FinishTimeFairness struct {
 	// IsolatedElapsed[m] is how long the work job m has done would have
-	// taken at its equal share (Gavel's cumulative isolated time); nil =
-	// Problem.Elapsed (the job got its fair share so far).
+	// taken at its isolated throughput (Gavel's cumulative isolated time,
+	// which its policy accumulates round by round as steps done / isolated
+	// throughput; Policy does the same); nil = all 0, as for new jobs.
 	IsolatedElapsed []time.Duration
+	// EqualTimeShares is goodsched's earlier variant: the reference rate
+	// is the equal-share throughput (Problem.EqualShareThroughput, the
+	// same time fraction for every job whatever its scale) and a nil
+	// IsolatedElapsed means Problem.Elapsed (the job got its fair share so
+	// far).
+	EqualTimeShares bool
 }
 
 // Name implements Objective.
-func (FinishTimeFairness) Name() string { return "finish-time" }
+func (o FinishTimeFairness) Name() string {
+	if o.EqualTimeShares {
+		return "finish-time-equal-time"
+	}
+	return "finish-time"
+}
 
 func (o FinishTimeFairness) solve(ctx context.Context, p *Problem, s Settings) (Solution, error) {
 	in, err := p.validate()
@@ -470,24 +512,32 @@ func (o FinishTimeFairness) solve(ctx context.Context, p *Problem, s Settings) (
 	el := make([]float64, n)
 	c := make([]float64, n)
 	lo := 0.0
+	counted := 0
 	for m := range n {
 		el[m] = p.Elapsed[m].Seconds()
-		iso := el[m]
+		iso, ref := 0.0, in.iso[m]
+		if o.EqualTimeShares {
+			iso, ref = el[m], in.eq[m]
+		}
 		if o.IsolatedElapsed != nil {
 			if o.IsolatedElapsed[m] < 0 {
 				return Solution{}, fmt.Errorf("%w: IsolatedElapsed[%d] = %v", ErrInvalid, m, o.IsolatedElapsed[m])
 			}
 			iso = o.IsolatedElapsed[m].Seconds()
 		}
-		c[m] = iso + p.StepsLeft[m]/in.eq[m]
-		if c[m] <= 0 {
-			return Solution{}, fmt.Errorf("%w: job %d has no elapsed time and no steps left", ErrInvalid, m)
+		if p.StepsLeft[m] == 0 {
+			continue // done: needs nothing, not counted
 		}
+		counted++
+		c[m] = iso + p.StepsLeft[m]/ref
 		var best float64
 		for j := range k {
 			best = max(best, in.a[m*k+j])
 		}
 		lo = max(lo, (el[m]+p.StepsLeft[m]/best)/c[m])
+	}
+	if counted == 0 {
+		return Solution{X: finishX(in, in.capac, make([]float64, n*k)), Levels: 1, Partitions: 1}, nil
 	}
 	rho := func(x []float64) float64 {
 		r := 0.0
@@ -496,11 +546,9 @@ func (o FinishTimeFairness) solve(ctx context.Context, p *Problem, s Settings) (
 			for j := range k {
 				t += in.a[m*k+j] * x[m*k+j]
 			}
-			v := el[m] / c[m]
 			if p.StepsLeft[m] > 0 {
-				v = (el[m] + p.StepsLeft[m]/t) / c[m]
+				r = max(r, (el[m]+p.StepsLeft[m]/t)/c[m])
 			}
-			r = max(r, v)
 		}
 		return r
 	}
@@ -555,11 +603,11 @@ func (o FinishTimeFairness) solve(ctx context.Context, p *Problem, s Settings) (
 	return Solution{X: x, Objective: obj, Bound: lo, Gap: gapOf(obj, lo), Iterations: iters, Levels: 1, Partitions: 1}, nil
 }
 
-// MaxThroughputPerCost maximises the total normalised throughput per unit
-// cost, Σ_m Σ_j (Throughput[m][j] / equal-share throughput_m) · X[m][j] /
-// (Scale[m]·CostPerHour[j]) (Gavel's
-// max_sum_throughput_normalized_by_cost_perf), optionally subject to SLO
-// rows: job m must finish StepsLeft[m] within SLO[m]. Objective is that sum.
+// MaxThroughputPerCost maximises the total throughput per unit cost,
+// Σ_m Σ_j Throughput[m][j]·X[m][j] / CostPerHour[j] (Gavel's
+// max_sum_throughput_normalized_by_cost_perf, on raw throughputs),
+// optionally subject to SLO rows: job m must finish StepsLeft[m] within
+// SLO[m] at the allocated rate. Objective is that sum.
 type MaxThroughputPerCost struct {
 	// CostPerHour[j] is the price of one device of type j per hour
 	// (finite, > 0).
@@ -568,10 +616,20 @@ type MaxThroughputPerCost struct {
 	// rate (0 = none); needs Problem.StepsLeft. Unmeetable SLOs give an
 	// error wrapping ErrInfeasible.
 	SLO []time.Duration
+	// Normalized is goodsched's earlier variant: each job's throughput is
+	// divided by its equal-share throughput and the price by the job's
+	// devices, Σ (T[m][j] / equal-share throughput_m)·X[m][j] /
+	// (Scale[m]·CostPerHour[j]), so jobs in different units weigh alike.
+	Normalized bool
 }
 
 // Name implements Objective.
-func (MaxThroughputPerCost) Name() string { return "cost" }
+func (o MaxThroughputPerCost) Name() string {
+	if o.Normalized {
+		return "cost-normalized"
+	}
+	return "cost"
+}
 
 func (o MaxThroughputPerCost) solve(ctx context.Context, p *Problem, s Settings) (Solution, error) {
 	in, err := p.validate()
@@ -590,7 +648,11 @@ func (o MaxThroughputPerCost) solve(ctx context.Context, p *Problem, s Settings)
 	v := make([]float64, n*k)
 	for m := range n {
 		for j := range k {
-			v[m*k+j] = in.a[m*k+j] / in.eq[m] / (in.scale[m] * o.CostPerHour[j])
+			if o.Normalized {
+				v[m*k+j] = in.a[m*k+j] / in.eq[m] / (in.scale[m] * o.CostPerHour[j])
+			} else {
+				v[m*k+j] = in.a[m*k+j] / o.CostPerHour[j]
+			}
 		}
 	}
 	slo := make([]float64, n)
