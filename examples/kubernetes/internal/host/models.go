@@ -1,0 +1,29 @@
+package host
+
+import (
+	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/scheduler"
+)
+
+// JobKey names a scheduled unit: "namespace/name" of a batch/v1 Job, or
+// "namespace/group" of a pod group.
+type JobKey string
+
+// ModelSource supplies the goodput models that jobs measure themselves (the
+// measurement loop) and learns each round's decisions. A job for which
+// Speedup reports ok becomes Adaptive for the round: its Speedup and batch
+// plan come from the returned value (a *goodput.Curve, typically). A nil
+// ModelSource in Config means no job is adaptive unless its annotations say
+// so with a linear model.
+//
+// Implementations must be safe for concurrent use: the round reads models
+// while reports arrive.
+type ModelSource interface {
+	// Speedup returns the job's measured model for this round, or ok false
+	// when the job has not reported enough to fit one.
+	Speedup(job JobKey) (s goodput.Speedup, ok bool)
+	// Publish tells the source the job's decision after the round was
+	// applied (its target replicas and batch plan), so that the next report
+	// from the job can carry them back.
+	Publish(job JobKey, d scheduler.Decision)
+}
