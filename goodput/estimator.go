@@ -88,6 +88,9 @@ func NewEstimator(cfg EstimatorConfig) (*Estimator, error) {
 	if err := cfg.Limits.Validate(); err != nil {
 		return nil, fmt.Errorf("EstimatorConfig.Limits: %w", err)
 	}
+	if err := cfg.Fit.Validate(); err != nil {
+		return nil, fmt.Errorf("EstimatorConfig.Fit: %w", err)
+	}
 	if cfg.MaxReplicas < 0 {
 		return nil, fmt.Errorf("%w: EstimatorConfig.MaxReplicas = %d", ErrInvalidOptions, cfg.MaxReplicas)
 	}
@@ -101,6 +104,9 @@ func NewEstimator(cfg EstimatorConfig) (*Estimator, error) {
 		types: map[string]*typeState{}, typeLim: map[string]Limits{}}
 	for _, typ := range slices.Sorted(maps.Keys(cfg.TypeLimits)) {
 		l := cfg.TypeLimits[typ]
+		if err := checkTypeKey(typ); err != nil {
+			return nil, fmt.Errorf("EstimatorConfig.TypeLimits: %w", err)
+		}
 		if err := l.Validate(); err != nil {
 			return nil, fmt.Errorf("EstimatorConfig.TypeLimits[%q]: %w", typ, err)
 		}
@@ -121,9 +127,32 @@ func NewEstimator(cfg EstimatorConfig) (*Estimator, error) {
 	return e, nil
 }
 
-// Observe records the mean step times of one configuration on type typ.
-// Repeated observations of a configuration are averaged. An invalid
-// observation is rejected and not recorded.
+// checkTypeKey accepts AnyType ("") and well-formed accelerator type keys:
+// 1 to 64 characters of [a-z0-9-], not starting or ending with '-' (the
+// form of accel.TypeKey; goodput does not import accel). A key that
+// differs from the cluster's only by case or spaces ("A100-40GB") would
+// otherwise never match and leave the job on a linear speedup.
+func checkTypeKey(typ string) error {
+	if typ == AnyType {
+		return nil
+	}
+	ok := len(typ) <= 64 && typ[0] != '-' && typ[len(typ)-1] != '-'
+	for i := 0; ok && i < len(typ); i++ {
+		c := typ[i]
+		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-'
+	}
+	if !ok {
+		return fmt.Errorf("%w: type %q: want a canonical accelerator type key (1-64 characters of [a-z0-9-], as accel.CanonicalType returns)", ErrInvalidOptions, typ)
+	}
+	return nil
+}
+
+// Observe records the mean step times of one configuration on type typ,
+// a canonical accelerator type key (accel.TypeKey, for example
+// "a100-40gb", not the alias "a100") or AnyType. Repeated observations of
+// a configuration are averaged. An invalid observation or a malformed key
+// is rejected and not recorded; the scheduler rejects a job whose model
+// is keyed by an alias.
 func (e *Estimator) Observe(typ string, o Observation) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -144,6 +173,9 @@ func (e *Estimator) ObserveBatch(typ string, obs []Observation) error {
 }
 
 func (e *Estimator) observe(typ string, o Observation) error {
+	if err := checkTypeKey(typ); err != nil {
+		return err
+	}
 	if err := o.Validate(); err != nil {
 		return err
 	}

@@ -28,6 +28,11 @@ type Observation struct {
 	OptimSeconds float64 `json:"optim_seconds"`
 }
 
+// accumSlack is how much longer than OptimSeconds a measured AccumSeconds
+// may be: one-GPU steps have no sync, so noise alone can put the
+// accumulation pass a few percent above the optimizer step.
+const accumSlack = 1.1
+
 // ObservationFromStep builds an Observation from a step time and the part
 // of it spent synchronising, as Pollux's profiles record them.
 func ObservationFromStep(nodes, replicas, local int, stepSeconds, syncSeconds float64) Observation {
@@ -35,8 +40,10 @@ func ObservationFromStep(nodes, replicas, local int, stepSeconds, syncSeconds fl
 		AccumSeconds: stepSeconds - syncSeconds, OptimSeconds: stepSeconds}
 }
 
-// Validate rejects impossible shapes and NaN, infinite, zero or negative
-// times.
+// Validate rejects impossible shapes, NaN, infinite, zero or negative
+// times, and an accumulation step more than 10% longer than the optimizer
+// step that contains one (more than measurement noise: swapped fields or a
+// negative sync time).
 func (o Observation) Validate() error {
 	switch {
 	case o.Nodes < 1:
@@ -49,6 +56,8 @@ func (o Observation) Validate() error {
 		return fmt.Errorf("%w: AccumSeconds = %v", ErrInvalidObservation, o.AccumSeconds)
 	case !finite(o.OptimSeconds) || o.OptimSeconds <= 0:
 		return fmt.Errorf("%w: OptimSeconds = %v", ErrInvalidObservation, o.OptimSeconds)
+	case o.AccumSeconds > accumSlack*o.OptimSeconds:
+		return fmt.Errorf("%w: AccumSeconds = %v > OptimSeconds = %v (an optimizer step includes its forward/backward pass)", ErrInvalidObservation, o.AccumSeconds, o.OptimSeconds)
 	}
 	return nil
 }
@@ -65,7 +74,8 @@ type FitOptions struct {
 	// only (closed-form estimates at the best of five overlaps γ, screened
 	// by objective value); 2 adds Pollux's start (every α 0.1, every β
 	// 0.01, γ 1.001); more add the other screened data-derived starts. The
-	// best result is kept.
+	// best result is kept. At most MaxStarts: there are no more distinct
+	// starts to try.
 	Starts int
 	// MaxIterations bounds the LBFGS iterations of each start; 0 means 200.
 	MaxIterations int
@@ -75,6 +85,27 @@ type FitOptions struct {
 	// improves by less than 1e-9 relative (plus 1e-12 absolute) in 3
 	// iterations in a row.
 	GradientThreshold float64
+}
+
+// MaxStarts is the largest FitOptions.Starts: the data-derived start,
+// Pollux's start and the other screened data-derived starts (one per
+// screened overlap γ but the best).
+const MaxStarts = 1 + len(startGammas)
+
+// Validate checks the options as Fit does: a known Form, Starts in
+// 0..MaxStarts, MaxIterations ≥ 0, GradientThreshold finite and ≥ 0. It
+// does not check Init (Fit validates it in the fitted form).
+func (o FitOptions) Validate() error {
+	if f := o.Form.resolve(); f != FormPollux && f != FormAllReduce {
+		return fmt.Errorf("%w: Form %d", ErrInvalidOptions, int(o.Form))
+	}
+	if o.Starts < 0 || o.Starts > MaxStarts {
+		return fmt.Errorf("%w: Starts = %d, want 0..%d (MaxStarts)", ErrInvalidOptions, o.Starts, MaxStarts)
+	}
+	if o.MaxIterations < 0 || o.GradientThreshold < 0 || math.IsNaN(o.GradientThreshold) || math.IsInf(o.GradientThreshold, 0) {
+		return fmt.Errorf("%w: MaxIterations and GradientThreshold must be finite and ≥ 0", ErrInvalidOptions)
+	}
+	return nil
 }
 
 // FitStatus says how a fit ended.
@@ -472,13 +503,10 @@ func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
 	if len(obs) == 0 {
 		return Params{}, res, ErrNoObservations
 	}
+	if err := opts.Validate(); err != nil {
+		return Params{}, res, fmt.Errorf("FitOptions: %w", err)
+	}
 	form := opts.Form.resolve()
-	if form != FormPollux && form != FormAllReduce {
-		return Params{}, res, fmt.Errorf("%w: Form %d", ErrInvalidOptions, int(opts.Form))
-	}
-	if opts.Starts < 0 || opts.MaxIterations < 0 || opts.GradientThreshold < 0 || math.IsNaN(opts.GradientThreshold) || math.IsInf(opts.GradientThreshold, 0) {
-		return Params{}, res, fmt.Errorf("%w: Starts, MaxIterations and GradientThreshold must be finite and ≥ 0", ErrInvalidOptions)
-	}
 	if opts.Init != nil {
 		init := *opts.Init
 		init.Form = form
@@ -834,7 +862,7 @@ var startGammas = [...]float64{1.001, 1.5, 2, 3, 5}
 // startGammas, which costs a few objective evaluations, no optimisation);
 // then Pollux's start; then the other screened data starts, best first.
 func (pr *problem) starts(obs []Observation, opts FitOptions) [][nParams]float64 {
-	out := make([][nParams]float64, 0, 1+max(opts.Starts, 1))
+	out := make([][nParams]float64, 0, 1+min(max(opts.Starts, 1), MaxStarts))
 	clampFixed := func(v [nParams]float64) [nParams]float64 {
 		for i := range nParams {
 			if !pr.isFree(i) {

@@ -38,7 +38,8 @@ var ErrNoiseScale = fmt.Errorf("%w (noise scale step)", ErrInvalidGrad)
 // Update folds one step into the averages: meanLocalSqr is the mean of
 // the count individual gradients' squared norms, totalSqr the squared norm
 // of their average, and scale the step's batch over M0 (≥ 1 for adaptive
-// jobs; any positive value is accepted).
+// jobs; any positive value is accepted). A step whose estimates overflow
+// float64 is rejected and leaves the averages unchanged.
 func (ns *NoiseScale) Update(meanLocalSqr, totalSqr float64, count int, scale float64) error {
 	switch {
 	case count < 2:
@@ -58,8 +59,14 @@ func (ns *NoiseScale) Update(meanLocalSqr, totalSqr float64, count int, scale fl
 		theta = 0.999
 	}
 	f := math.Pow(theta, scale)
-	ns.sqrAvg = f*ns.sqrAvg + (1-f)*sqr
-	ns.varAvg = f*ns.varAvg + (1-f)*vr
+	sqrAvg := f*ns.sqrAvg + (1-f)*sqr
+	varAvg := f*ns.varAvg + (1-f)*vr
+	if !finite(sqrAvg) || !finite(varAvg) {
+		// Norms near the float64 range overflow the estimates; keep the
+		// averages as they were rather than poison every later Stats.
+		return fmt.Errorf("%w: estimates overflow (meanLocalSqr %v, totalSqr %v, count %d, scale %v)", ErrNoiseScale, meanLocalSqr, totalSqr, count, scale)
+	}
+	ns.sqrAvg, ns.varAvg = sqrAvg, varAvg
 	ns.weight = f*ns.weight + (1 - f)
 	return nil
 }
