@@ -65,5 +65,5 @@ func Example() {
 
 	// Output:
 	// bert: start 2×t4 on 1 node(s), batch 0: started on 2×t4 (1 node): speedup 0.00→2.00
-	// resnet: start 6×t4 on 2 node(s), batch 1020: started on 6×t4 (2 nodes): speedup 0.00→3.55
+	// resnet: start 6×t4 on 2 node(s), batch 1020: started on 6×t4 (2 nodes): speedup 0.00→3.53
 }

@@ -215,7 +215,12 @@ func linearPlan(l Limits, replicas int) BatchPlan {
 		accum = max((local+l.maxLocal()-1)/l.maxLocal()-1, 0)
 		local = (local + accum) / (accum + 1)
 	}
-	if local < l.minLocal() || local > l.maxLocal() {
+	// Clamped to the per-GPU bounds, as Model.Optimize does.
+	if l.minLocal() > l.maxLocal() {
+		return BatchPlan{}
+	}
+	local = min(max(local, l.minLocal()), l.maxLocal())
+	if local*replicas*(accum+1) < l.InitBatch {
 		return BatchPlan{}
 	}
 	return BatchPlan{Batch: local * replicas * (accum + 1), Local: local, Accum: accum}

@@ -45,9 +45,9 @@ func Example() {
 	}
 	// Output:
 	// max replicas: 32
-	// 1 node(s) × 1 GPUs: speedup 1.0, batch 492 (local 246, accum 1)
-	// 1 node(s) × 4 GPUs: speedup 3.3, batch 996 (local 249, accum 0)
-	// 2 node(s) × 8 GPUs: speedup 3.9, batch 1968 (local 246, accum 0)
+	// 1 node(s) × 1 GPUs: speedup 1.0, batch 512 (local 256, accum 1)
+	// 1 node(s) × 4 GPUs: speedup 3.3, batch 1024 (local 256, accum 0)
+	// 2 node(s) × 8 GPUs: speedup 4.0, batch 2048 (local 256, accum 0)
 	// 4 node(s) × 16 GPUs: speedup 5.2, batch 4096 (local 256, accum 0)
 }
 

@@ -31,8 +31,10 @@ func (m Model) Validate() error {
 
 // Efficiency is the statistical efficiency of total batch size batch
 // relative to InitBatch: (φ+M0)/(φ+M) with φ the gradient noise scale,
-// computed as Pollux does (gain/scale). It is 1 for jobs that do not
-// adapt their batch size and when no gradient statistics are known.
+// computed as Pollux does (gain/scale). It applies to every job, as in
+// AdaptDL: a job that does not adapt its batch still pays for the samples
+// its per-GPU rounding adds (InitBatch 128 on 48 GPUs runs 3 per GPU, 144
+// in all). It is 1 at InitBatch and when no gradient statistics are known.
 func (m Model) Efficiency(batch int) float64 {
 	return m.efficiencyFunc().at(batch)
 }
@@ -58,18 +60,27 @@ func (m Model) Goodput(nodes, replicas, local, accum int) float64 {
 
 // Optimize chooses the total batch size, per-GPU batch and accumulation
 // steps with the best goodput on replicas replicas over nodes nodes, as
-// Pollux does: Candidates total batch sizes spaced geometrically from
+// AdaptDL does: Candidates total batch sizes spaced geometrically from
 // max(InitBatch, MinLocal·replicas) to MaxBatch; for each, the per-GPU
 // batch local = M/replicas is split into passes of at most MaxLocal when
 // Accumulation is on (and into at least two passes on a single replica
 // whose local batch exceeds InitBatch, so gradient statistics stay
 // measurable); a single replica without accumulation trains at InitBatch.
-// The per-GPU batch is rounded up, then down where needed so that the total
-// never exceeds MaxBatch (InitBatch for a job that does not adapt).
-// Candidates whose per-GPU batch falls outside [MinLocal, MaxLocal] are
-// skipped; ties keep the smaller batch. A job that does not adapt its
-// batch trains at InitBatch. It returns the zero BatchPlan when no
-// candidate is feasible. Optimize does not allocate.
+// The per-GPU batch is rounded up; for a job that adapts its batch it is
+// then rounded down where needed so that the total never exceeds MaxBatch
+// (a real limit of the job). A job that does not adapt trains at
+// InitBatch split over the replicas and rounded up per GPU, as AdaptDL's
+// data loader runs it (ceil(InitBatch/replicas) each, so its total may
+// exceed InitBatch; Efficiency charges for that). A per-GPU batch outside
+// [MinLocal, MaxLocal] is clamped to the nearer bound, as AdaptDL clamps
+// it; a candidate whose total then falls below InitBatch (or, adapting,
+// above MaxBatch) is infeasible. With accumulation, bound candidates of
+// MaxLocal per pass are added where the grid's accumulation count rises,
+// for the previous count and for one pass fewer than the new one (the
+// largest batches with those counts, which geometric spacing steps
+// over). Ties keep the smaller batch. It returns
+// the zero BatchPlan when no candidate is feasible. Optimize does not
+// allocate.
 func (m Model) Optimize(nodes, replicas int) BatchPlan {
 	var best BatchPlan
 	if nodes < 1 || replicas < nodes || m.InitBatch < 1 {
@@ -78,10 +89,15 @@ func (m Model) Optimize(nodes, replicas int) BatchPlan {
 	k := float64(replicas)
 	m0 := m.InitBatch
 	minLocal, maxLocal := m.minLocal(), m.maxLocal()
+	if minLocal > maxLocal {
+		return best // a MinLocal above the default MaxLocal: no per-GPU batch fits
+	}
+	adaptive := m.Adaptive()
 	lo := float64(max(m0, minLocal*replicas))
 	hi := float64(m.maxBatch())
+	maxTotal := m.maxBatch()
 	n := Candidates
-	if !m.Adaptive() {
+	if !adaptive {
 		lo, hi, n = float64(m0), float64(m0), 1
 	} else if lo > hi {
 		return best
@@ -103,9 +119,34 @@ func (m Model) Optimize(nodes, replicas int) BatchPlan {
 		local, accum int
 		ub           float64
 	}
-	var cands [Candidates]candidate
+	// At most Candidates from the grid and two bound candidates where the
+	// grid's accumulation count rises.
+	var cands [3 * Candidates]candidate
 	nc, top := 0, -1
 	prevLocal, prevAccum := -1, -1
+	add := func(atomic, accum int) {
+		if adaptive {
+			// Rounding up must not push the total past MaxBatch (Pollux's
+			// simulator clamps the same way).
+			atomic = min(atomic, maxTotal/(replicas*(accum+1)))
+		}
+		atomic = min(max(atomic, minLocal), maxLocal)
+		if atomic == prevLocal && accum == prevAccum {
+			return
+		}
+		prevLocal, prevAccum = atomic, accum
+		total := replicas * atomic * (accum + 1)
+		if total < m0 || (adaptive && total > maxTotal) {
+			return
+		}
+		tg := m.GradSeconds(atomic)
+		ub := float64(total) / (float64(accum)*tg + math.Max(math.Max(tg, ts), pm*(tg+ts))) * eff.at(total)
+		cands[nc] = candidate{atomic, accum, ub}
+		if top < 0 || ub > cands[top].ub {
+			top = nc
+		}
+		nc++
+	}
 	batch := lo
 	for i := range n {
 		if i == n-1 {
@@ -124,29 +165,28 @@ func (m Model) Optimize(nodes, replicas int) BatchPlan {
 			}
 			accum = max(accum, 0)
 			atomic = int(math.Ceil(local/float64(accum+1) - eps))
+			if prevAccum >= 0 && accum > prevAccum {
+				// The bound candidates: the largest batches with the
+				// previous accumulation count and with one pass fewer
+				// than this one, MaxLocal per pass, which the grid steps
+				// over (the second also where MaxBatch leaves less than
+				// MinLocal per pass at this count). One replica trains
+				// above InitBatch only with accumulation.
+				b := maxLocal
+				if replicas == 1 && prevAccum == 0 {
+					b = min(b, m0)
+				}
+				add(b, prevAccum)
+				if accum-1 > prevAccum {
+					add(maxLocal, accum-1)
+				}
+			}
 		case replicas == 1:
 			atomic = m0
 		default:
 			atomic = int(math.Ceil(local - eps))
 		}
-		// Rounding up must not push the total past MaxBatch (Pollux's
-		// simulator clamps the same way).
-		atomic = min(atomic, int(hi)/(replicas*(accum+1)))
-		if atomic == prevLocal && accum == prevAccum {
-			continue
-		}
-		prevLocal, prevAccum = atomic, accum
-		if atomic < minLocal || atomic > maxLocal {
-			continue
-		}
-		tg := m.GradSeconds(atomic)
-		total := replicas * atomic * (accum + 1)
-		ub := float64(total) / (float64(accum)*tg + math.Max(math.Max(tg, ts), pm*(tg+ts))) * eff.at(total)
-		cands[nc] = candidate{atomic, accum, ub}
-		if top < 0 || ub > cands[top].ub {
-			top = nc
-		}
-		nc++
+		add(atomic, accum)
 	}
 	if nc == 0 {
 		return best
@@ -228,7 +268,7 @@ type efficiency struct {
 
 func (m Model) efficiencyFunc() efficiency {
 	e := efficiency{m0: float64(m.InitBatch), sqr: m.Grad.Sqr, vr: m.Grad.Var}
-	e.one = !m.Adaptive() || m.InitBatch <= 0 || (e.sqr <= 0 && e.vr <= 0)
+	e.one = m.InitBatch <= 0 || (e.sqr <= 0 && e.vr <= 0)
 	return e
 }
 

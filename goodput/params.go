@@ -258,8 +258,9 @@ type Limits struct {
 	// InitBatch is M0, the total batch size the job was tuned for (≥ 1).
 	InitBatch int `json:"init_batch"`
 	// MaxBatch is the largest total batch size. 0 or ≤ InitBatch means
-	// the job does not adapt its batch size: it always trains at
-	// InitBatch, with efficiency 1.
+	// the job does not adapt its batch size: it trains at InitBatch split
+	// over its replicas, ceil(InitBatch/replicas) per GPU, as AdaptDL's
+	// data loader runs it.
 	MaxBatch int `json:"max_batch,omitempty"`
 	// MinLocal and MaxLocal bound the per-GPU batch of one pass.
 	// 0 means 1 and max(MaxBatch, InitBatch) respectively.
@@ -300,7 +301,15 @@ func (l Limits) maxLocal() int {
 }
 
 // MaxUsefulReplicas is the most replicas that can each get at least
-// MinLocal samples of the largest batch: max(MaxBatch, InitBatch)/MinLocal.
-func (l Limits) MaxUsefulReplicas() int { return max(l.maxBatch()/l.minLocal(), 1) }
+// MinLocal samples of the largest batch: max(MaxBatch, InitBatch)/MinLocal,
+// the bound AdaptDL's allocator applies. A job that does not adapt its
+// batch and sets no MinLocal above 1 has no such bound (math.MaxInt): it
+// runs ceil(InitBatch/replicas) ≥ 1 samples per GPU on any count.
+func (l Limits) MaxUsefulReplicas() int {
+	if !l.Adaptive() && l.MinLocal <= 1 {
+		return math.MaxInt
+	}
+	return max(l.maxBatch()/l.minLocal(), 1)
+}
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
