@@ -58,8 +58,17 @@ func (FIFO) targets(ctx context.Context, x *instance) ([]Target, error) {
 // Tiresias is a plain value: safe for concurrent use.
 type Tiresias struct {
 	// Threshold is the attained service (device-time, Job.Attained) that
-	// demotes a job to the low-priority queue; 0 = 16 GPU-hours.
+	// demotes a job to the low-priority queue; 0 = 16 GPU-hours,
+	// negative is an error.
 	Threshold time.Duration
+}
+
+// validate checks the threshold.
+func (p Tiresias) validate() error {
+	if p.Threshold < 0 {
+		return fmt.Errorf("%w: Tiresias.Threshold %v is negative", ErrInvalid, p.Threshold)
+	}
+	return nil
 }
 
 var _ Policy = Tiresias{}
@@ -82,6 +91,9 @@ func (p Tiresias) allocate(ctx context.Context, x *instance, _ Placer, _ bool) (
 
 // targets computes the policy's targets on x.
 func (p Tiresias) targets(ctx context.Context, x *instance) ([]Target, error) {
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
 	th := p.Threshold
 	if th <= 0 {
 		th = 16 * time.Hour

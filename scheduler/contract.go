@@ -40,7 +40,13 @@ type Job struct {
 	// Requested is the device count rigid jobs and rigid baselines
 	// (FIFO, Tiresias) give the job; 0 = MinReplicas, or 1.
 	Requested int
-	// NonPreemptible jobs, once running, keep their devices.
+	// NonPreemptible jobs, once running, keep exactly their devices:
+	// every policy's target for them is replaced by their current
+	// (type, count), and they are never preempted, moved, resized or
+	// restarted, even when Types, MinReplicas/MaxReplicas or Requested no
+	// longer admit that allocation (those constrain where a job starts,
+	// not a pinned job that already runs). Their Current assignment, like
+	// every other, must use one device type (validated once per round).
 	NonPreemptible bool
 	// Types are the accelerator types the job may use; empty = any.
 	Types []accel.TypeKey
@@ -82,7 +88,11 @@ type Input struct {
 	Cluster accel.Cluster
 	// Jobs are every job in the system, running or waiting.
 	Jobs []Job
-	// Current is the placement in effect when the round starts.
+	// Current is the placement in effect when the round starts. Every
+	// entry is validated, including those of jobs no longer in Jobs
+	// (whose devices are released): its devices must be in the cluster,
+	// held by no other entry and of one device type; a job appears at
+	// most once. Anything else fails with ErrInvalid.
 	Current []placement.Assignment
 	// Now is the logical time of the round.
 	Now time.Time

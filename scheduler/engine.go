@@ -61,17 +61,28 @@ type engine struct {
 	packBuf []slot
 }
 
+// validate checks the policy's settings (New and Allocate call it).
+func (g Goodput) validate() error {
+	if p := g.Exponent; math.IsNaN(p) || math.IsInf(p, 0) || p > 1 {
+		return fmt.Errorf("%w: Goodput.Exponent %v: must be finite and at most 1", ErrInvalid, g.Exponent)
+	}
+	if g.RestartDelay < 0 {
+		return fmt.Errorf("%w: Goodput.RestartDelay %v is negative", ErrInvalid, g.RestartDelay)
+	}
+	if g.MaxPasses < 0 {
+		return fmt.Errorf("%w: Goodput.MaxPasses %d is negative", ErrInvalid, g.MaxPasses)
+	}
+	return nil
+}
+
 // newEngine builds the engine for instance x.
 func (g Goodput) newEngine(x *instance) (*engine, error) {
+	if err := g.validate(); err != nil {
+		return nil, err
+	}
 	p := g.Exponent
 	if p == 0 {
 		p = -1
-	}
-	if math.IsNaN(p) || math.IsInf(p, 0) || p > 1 {
-		return nil, fmt.Errorf("%w: Goodput.Exponent %v: must be finite and at most 1", ErrInvalid, g.Exponent)
-	}
-	if g.RestartDelay < 0 {
-		return nil, fmt.Errorf("%w: Goodput.RestartDelay %v is negative", ErrInvalid, g.RestartDelay)
 	}
 	delta := g.RestartDelay
 	if delta == 0 {
@@ -300,7 +311,7 @@ func (e *engine) candidates(s *state, i int, sameType bool, onlyType int, try fu
 	if s.cnt[i] > 0 {
 		t, c := s.typ[i], s.cnt[i]
 		if !j.rigid && (onlyType < 0 || onlyType == t) {
-			hi := min(c+e.look[t], e.maxOn(j, t))
+			hi := c + min(e.look[t], e.maxOn(j, t)-c) // no overflow near MaxInt
 			for c2 := c + 1; c2 <= hi; c2++ {
 				try(t, c2)
 			}
@@ -314,7 +325,7 @@ func (e *engine) candidates(s *state, i int, sameType bool, onlyType int, try fu
 			continue
 		}
 		lo := j.min
-		hi := min(lo+e.look[t]-1, e.maxOn(j, t))
+		hi := lo + min(e.look[t]-1, e.maxOn(j, t)-lo) // no overflow near MaxInt
 		if j.rigid {
 			lo, hi = j.min, min(j.min, e.maxOn(j, t))
 		}

@@ -24,6 +24,7 @@ type Genetic struct {
 	// settings; its search settings are ignored.
 	Objective Goodput
 	// Population and Generations size the search; 0 = 100 each (Pollux).
+	// Population is at most MaxPopulation; neither may be negative.
 	Population, Generations int
 	// MaxNodes caps the nodes a job spans (0 = none; Pollux used 16).
 	MaxNodes int
@@ -32,6 +33,21 @@ type Genetic struct {
 }
 
 var _ Policy = Genetic{}
+
+// MaxPopulation bounds Genetic.Population: each member is a job × node
+// matrix, so a population sized by a typo would exhaust memory.
+const MaxPopulation = 10_000
+
+// validate checks the search settings and the objective's.
+func (g Genetic) validate() error {
+	if g.Population < 0 || g.Population > MaxPopulation {
+		return fmt.Errorf("%w: Genetic.Population %d: want 0..%d (MaxPopulation)", ErrInvalid, g.Population, MaxPopulation)
+	}
+	if g.Generations < 0 || g.MaxNodes < 0 {
+		return fmt.Errorf("%w: Genetic.Generations %d and MaxNodes %d must not be negative", ErrInvalid, g.Generations, g.MaxNodes)
+	}
+	return g.Objective.validate()
+}
 
 // Allocate implements Policy.
 func (g Genetic) Allocate(ctx context.Context, in Input) ([]Target, error) {
@@ -47,6 +63,9 @@ func (g Genetic) Allocate(ctx context.Context, in Input) ([]Target, error) {
 // with it and, when ownLayout allows, exactly as the matrix lays it out,
 // and keeps the better placement.
 func (g Genetic) allocate(ctx context.Context, x *instance, pl Placer, ownLayout bool) ([]Target, *PlaceResult, error) {
+	if err := g.validate(); err != nil {
+		return nil, nil, err
+	}
 	e, err := g.Objective.newEngine(x)
 	if err != nil {
 		return nil, nil, err
@@ -179,7 +198,7 @@ func (g Genetic) allocate(ctx context.Context, x *instance, pl Placer, ownLayout
 	}
 	placed, err := pl.Place(ctx, x.in.Cluster, x.currentAssignments(), x.toPlace(tg))
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrPlacement, err)
+		return nil, nil, placeError(err)
 	}
 	if ownLayout {
 		if own := e.layoutResult(s); e.realizedFitness(own) > e.realizedFitness(placed) {

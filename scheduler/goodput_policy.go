@@ -64,7 +64,8 @@ type Goodput struct {
 	// AllowInterference lifts the default rule that a node hosts at most
 	// one distributed (multi-node) job.
 	AllowInterference bool
-	// MaxPasses bounds the exchange local search per start; 0 = 4.
+	// MaxPasses bounds the exchange local search per start; 0 = 4,
+	// negative is an error.
 	MaxPasses int
 }
 
@@ -106,7 +107,7 @@ func (g Goodput) allocate(ctx context.Context, x *instance, pl Placer, ownLayout
 		seen[key] = true
 		res, err := x.place(ctx, pl, current, x.toPlace(tg))
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrPlacement, err)
+			return nil, nil, placeError(err)
 		}
 		if f := e.realizedFitness(res); f > bestFit*(1+1e-12) || best == nil {
 			best, bestRes, bestFit = tg, res, f

@@ -5,6 +5,9 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/goodput"
 )
 
 // instance is the validated, indexed form of an Input shared by the
@@ -34,6 +37,30 @@ type jobInfo struct {
 	weight   float64
 }
 
+// checkSpeedupTypes rejects a job whose Speedup (a goodput.Curve, or any
+// other that lists its types) has a model under a key that is not
+// canonical: measurements under "a100" would never match the cluster's
+// "a100-40gb" and leave the job on a silent linear speedup.
+func checkSpeedupTypes(j *Job) error {
+	ts, ok := j.Speedup.(interface{ Types() []string })
+	if !ok {
+		return nil
+	}
+	for _, typ := range ts.Types() {
+		if typ == goodput.AnyType {
+			continue
+		}
+		c, err := accel.CanonicalType(typ)
+		if err != nil {
+			return fmt.Errorf("%w: job %q: its Speedup has a model for %q: %w", ErrUnknownType, j.ID, typ, err)
+		}
+		if string(c) != typ {
+			return fmt.Errorf("%w: job %q: its Speedup has a model for %q, which is not a canonical type key (accel.CanonicalType gives %q); key measurements by accel.TypeKey", ErrUnknownType, j.ID, typ, c)
+		}
+	}
+	return nil
+}
+
 // requested returns the count a rigid baseline gives the job.
 func (j *Job) requested() int {
 	switch {
@@ -58,7 +85,6 @@ func analyze(in *Input) (*instance, error) {
 // indexed as c (shared, read-only).
 func analyzeIndexed(in *Input, c *clusterIndex) (*instance, error) {
 	x := &instance{in: in, clusterIndex: c}
-	nt := len(x.types)
 	x.byID = make(map[string]int, len(in.Jobs))
 	x.jobs = make([]jobInfo, len(in.Jobs))
 	for i := range in.Jobs {
@@ -115,6 +141,9 @@ func analyzeIndexed(in *Input, c *clusterIndex) (*instance, error) {
 		if d := in.Now.Sub(j.Submitted); d > 0 {
 			ji.age = d
 		}
+		if err := checkSpeedupTypes(j); err != nil {
+			return nil, err
+		}
 		for _, t := range ji.allowed {
 			if _, err := x.speedup(&ji, t, 1, 1); err != nil {
 				return nil, err
@@ -127,38 +156,50 @@ func analyzeIndexed(in *Input, c *clusterIndex) (*instance, error) {
 		held += len(a.Devices)
 	}
 	seen := make(map[string]string, held)
+	var gone map[string]bool // finished jobs seen in Current
 	for k, a := range in.Current {
+		// Every entry is checked, a finished job's too: its devices must
+		// exist and not be held twice, though they are then released.
+		typ := -1
+		for _, id := range a.Devices {
+			t, ok := x.devType[id]
+			if !ok {
+				return nil, fmt.Errorf("%w: current[%d]: job %q: device %q is not in the cluster", ErrInvalid, k, a.Job, id)
+			}
+			if other, dup := seen[id]; dup {
+				return nil, fmt.Errorf("%w: current[%d]: job %q: device %q is also held by job %q", ErrInvalid, k, a.Job, id, other)
+			}
+			seen[id] = a.Job
+			if typ >= 0 && t != typ {
+				// A target is one (type, count); a gang over two types
+				// cannot be kept, pinned or compared, so it is refused.
+				return nil, fmt.Errorf("%w: current[%d]: job %q holds %s and %s devices; an assignment uses one device type", ErrInvalid, k, a.Job, x.types[typ], x.types[t])
+			}
+			typ = t
+		}
 		i, ok := x.byID[a.Job]
 		if !ok {
-			continue // a finished job: its devices are released
+			// A finished job: its devices are released.
+			if gone[a.Job] {
+				return nil, fmt.Errorf("%w: current[%d]: job %q has two assignments", ErrInvalid, k, a.Job)
+			}
+			if gone == nil {
+				gone = make(map[string]bool)
+			}
+			gone[a.Job] = true
+			continue
 		}
 		ji := &x.jobs[i]
 		if ji.curDevs != nil {
 			return nil, fmt.Errorf("%w: current[%d]: job %q has two assignments", ErrInvalid, k, a.Job)
 		}
-		counts := make([]int, nt)
-		for _, id := range a.Devices {
-			t, ok := x.devType[id]
-			if !ok {
-				return nil, fmt.Errorf("%w: job %q: current device %q is not in the cluster", ErrInvalid, a.Job, id)
-			}
-			if other, dup := seen[id]; dup {
-				return nil, fmt.Errorf("%w: job %q: current device %q is also held by job %q", ErrInvalid, a.Job, id, other)
-			}
-			seen[id] = a.Job
-			counts[t]++
-		}
 		ji.curDevs = slices.Clone(a.Devices)
 		if len(a.Devices) == 0 {
 			continue
 		}
-		best := 0
-		for t, c := range counts {
-			if c > counts[best] {
-				best = t
-			}
-		}
-		ji.curType, ji.curCount, ji.curNodes = best, len(a.Devices), x.nodesOf(a.Devices)
+		ji.curType, ji.curCount, ji.curNodes = typ, len(a.Devices), x.nodesOf(a.Devices)
+		// Pinned: kept on exactly these devices whatever its Types,
+		// bounds or the policy say (see Job.NonPreemptible).
 		ji.pinned = ji.job.NonPreemptible
 	}
 	return x, nil

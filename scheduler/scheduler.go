@@ -3,7 +3,9 @@ package scheduler
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/goodsched/goodsched/goodput"
@@ -42,8 +44,22 @@ type Scheduler struct {
 	clusters *clusterCache
 }
 
-// New returns a Scheduler for cfg.
+// New returns a Scheduler for cfg. It fails with ErrInvalid for a nil
+// pointer in Config.Policy or Config.Placer (a typed nil is not "unset")
+// and for a built-in policy with invalid settings (negative MaxPasses,
+// Population or Threshold, ...).
 func New(cfg Config) (*Scheduler, error) {
+	if isNilPointer(cfg.Policy) {
+		return nil, fmt.Errorf("%w: Config.Policy is a nil %T; leave it nil for the default", ErrInvalid, cfg.Policy)
+	}
+	if isNilPointer(cfg.Placer) {
+		return nil, fmt.Errorf("%w: Config.Placer is a nil %T; leave it nil for the default", ErrInvalid, cfg.Placer)
+	}
+	if v, ok := cfg.Policy.(interface{ validate() error }); ok {
+		if err := v.validate(); err != nil {
+			return nil, fmt.Errorf("Config.Policy: %w", err)
+		}
+	}
 	s := &Scheduler{policy: cfg.Policy, placer: cfg.Placer, clusters: &clusterCache{}}
 	if s.policy == nil {
 		s.policy = Goodput{}
@@ -71,7 +87,21 @@ func New(cfg Config) (*Scheduler, error) {
 // ErrBadSpeedup), for a policy or placer that misbehaves (ErrPolicy,
 // ErrPlacement) and when ctx is done. A job that cannot be served is never
 // dropped: it gets a Queue (or Preempt) decision with a reason.
+//
+// The zero Scheduler schedules like New(Config{}) but caches nothing
+// between rounds; a nil *Scheduler fails with ErrInvalid.
 func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
+	if s == nil {
+		return Plan{}, fmt.Errorf("%w: nil *Scheduler; build one with New", ErrInvalid)
+	}
+	if s.clusters == nil {
+		// The zero value: the defaults, on a copy (s may be shared).
+		d, err := New(Config{})
+		if err != nil {
+			return Plan{}, err
+		}
+		s = d
+	}
 	c, err := s.clusters.index(&in.Cluster)
 	if err != nil {
 		return Plan{}, err
@@ -101,7 +131,7 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	if placed != nil {
 		res = *placed // the policy already realised these targets with s.placer
 	} else if res, err = s.placer.Place(ctx, in.Cluster, x.currentAssignments(), x.toPlace(tg)); err != nil {
-		return Plan{}, fmt.Errorf("%w: %w", ErrPlacement, err)
+		return Plan{}, placeError(err)
 	}
 	assigned, unplaced, err := x.checkPlacement(res, tg)
 	if err != nil {
@@ -120,6 +150,26 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	}
 	slices.SortFunc(plan.Decisions, func(a, b Decision) int { return cmp.Compare(a.Job, b.Job) })
 	return plan, nil
+}
+
+// placeError wraps a Placer's error as ErrPlacement, except the context's
+// own errors (cancelled, deadline exceeded), which are no placement fault
+// and are returned so that errors.Is(err, context.DeadlineExceeded) holds.
+func placeError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("placement: %w", err)
+	}
+	return fmt.Errorf("%w: %w", ErrPlacement, err)
+}
+
+// isNilPointer reports whether v holds a nil pointer (a typed nil, which
+// is not == nil as an interface).
+func isNilPointer(v any) bool {
+	if v == nil {
+		return false
+	}
+	r := reflect.ValueOf(v)
+	return r.Kind() == reflect.Pointer && r.IsNil()
 }
 
 // analyzed is implemented by the package's policies, which can work on
@@ -154,7 +204,7 @@ func (x *instance) checkTargets(targets []Target) ([]Target, error) {
 			if !ok {
 				return nil, fmt.Errorf("%w: job %q: type %q is not in the cluster", ErrPolicy, t.Job, t.Type)
 			}
-			if !slices.Contains(x.jobs[i].allowed, ti) {
+			if !x.jobs[i].pinned && !slices.Contains(x.jobs[i].allowed, ti) {
 				return nil, fmt.Errorf("%w: job %q: type %q is not allowed for the job", ErrPolicy, t.Job, t.Type)
 			}
 			if t.Count > x.cap[ti] {
