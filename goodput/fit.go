@@ -80,8 +80,10 @@ type FitOptions struct {
 	// MaxIterations bounds the LBFGS iterations of each start; 0 means 200.
 	MaxIterations int
 	// GradientThreshold stops a start when the gradient norm (max norm,
-	// in the log/logit coordinates of the reparametrised parameters)
-	// falls below it; 0 means 1e-5. A start also ends when the objective
+	// in the log/logit coordinates of the reparametrised parameters;
+	// for a parameter pulled away from its nearer bound, the raw
+	// gradient over the parameter's natural scale: 1 for γ, 1% of a
+	// pass for a coefficient) falls below it; 0 means 1e-5. A start also ends when the objective
 	// improves by less than 1e-9 relative (plus 1e-12 absolute) in 3
 	// iterations in a row.
 	GradientThreshold float64
@@ -142,8 +144,10 @@ func (s FitStatus) String() string {
 // FitResult describes how Fit ended.
 type FitResult struct {
 	Status FitStatus
-	// Loss is the objective at the result: RMSLE of pass times + RMSLE of
-	// optimizer-step times + Pollux's regularisers.
+	// Loss is the objective at the returned parameters (after the priors
+	// applied once the fit ends): RMSLE of pass times + RMSLE of
+	// optimizer-step times + Pollux's regularisers (a ratio whose
+	// denominator is 0, an unknown tree, counts 0).
 	Loss float64
 	// GradNorm is the Euclidean norm of the objective's gradient in the
 	// reparametrised space at the result.
@@ -228,9 +232,12 @@ type problem struct {
 	// u[j] = scale[j]·w[j], where w[j] is the log (or logit) of the
 	// parameter, so that the objective's curvature is about 1 in every
 	// direction at the start.
-	scale  []float64
-	dtheta [nParams]float64 // scratch: d loss / d θ
-	evals  int
+	scale []float64
+	// natural is each parameter's natural scale, for the stopping rule
+	// (see setNatural).
+	natural [nParams]float64
+	dtheta  [nParams]float64 // scratch: d loss / d θ
+	evals   int
 
 	// per-evaluation scratch, one entry per distinct batch / shape
 	tg, ltg, accG, accR, pg []float64
@@ -351,8 +358,16 @@ func (pr *problem) gradient(grad, u []float64) {
 
 // eval returns the objective at u and, if grad is not nil, its gradient.
 func (pr *problem) eval(u, grad []float64) float64 {
-	pr.evals++
 	pr.thetaOf(u)
+	return pr.evalTheta(grad)
+}
+
+// evalTheta returns the objective at pr.theta and, if grad is not nil,
+// its gradient with respect to the free reparametrised coordinates. A
+// penalised ratio whose denominator is 0 (FormAllReduce's tree when it is
+// unknown, AlphaT = 0) contributes nothing: the term does not exist.
+func (pr *problem) evalTheta(grad []float64) float64 {
+	pr.evals++
 	th := &pr.theta
 	gamma := th[iGamma]
 	// T_grad and T_sync once per distinct batch and shape, with their
@@ -424,6 +439,9 @@ func (pr *problem) eval(u, grad []float64) float64 {
 	e1, e2 := math.Sqrt(s1/n), math.Sqrt(s2/n)
 	loss := e1 + e2 + 1e-3*(gamma-1)*(gamma-1)
 	for _, rp := range pr.ratios {
+		if th[rp[1]] == 0 {
+			continue
+		}
 		r := th[rp[0]] / th[rp[1]]
 		loss += 1e-2 * r * r
 	}
@@ -448,6 +466,9 @@ func (pr *problem) eval(u, grad []float64) float64 {
 	}
 	dt[iGamma] += 2e-3 * (gamma - 1)
 	for _, rp := range pr.ratios {
+		if th[rp[1]] == 0 {
+			continue
+		}
 		r := th[rp[0]] / th[rp[1]]
 		dt[rp[0]] += 2e-2 * r / th[rp[1]]
 		dt[rp[1]] -= 2e-2 * r * r / th[rp[1]]
@@ -596,15 +617,13 @@ func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
 		res.Pinned = nil // as before: nil when the priors pin nothing
 	}
 	pr.allocScratch()
+	pr.setNatural()
 	best := pr.fixed
-	bestLoss := math.Inf(1)
 	if len(pr.free) == 0 {
-		bestLoss = pr.eval(nil, nil)
 		res.Status = FitNoFreeParams
 	} else {
-		best, bestLoss = pr.minimize(obs, opts, &res)
+		best, _ = pr.minimize(obs, opts, &res)
 	}
-	res.Loss = bestLoss
 	res.Evaluations = pr.evals
 	if !multiNode {
 		best[iAlphaN] = math.Max(best[iAlphaN], 1.1*best[iAlphaR])
@@ -617,6 +636,10 @@ func Fit(obs []Observation, opts FitOptions) (Params, FitResult, error) {
 			best[iAlphaN], best[iBetaN] = best[iAlphaT], best[iBetaT]
 		}
 	}
+	// The loss of what is returned: after the priors above, which move
+	// the regularised ratios of parameters the data did not constrain.
+	pr.theta = best
+	res.Loss = pr.evalTheta(nil)
 	return fromVec(best, form), res, nil
 }
 
@@ -770,6 +793,13 @@ func (pr *problem) lbfgs(u []float64, maxIter int, conv *fitConverger) (optimize
 			}
 			if op&optimize.FuncEvaluation != 0 {
 				loc.F = pr.value(loc.X)
+				if !finite(loc.F) {
+					// A trial step overflowed (a ratio regulariser of a
+					// coefficient e^700 away). gonum's line search turns
+					// that into NaN steps it never leaves: end the run at
+					// the best point, which minimize restarts from.
+					return optimize.Failure, optimize.ErrFunc(loc.F)
+				}
 			}
 			if op&optimize.GradEvaluation != 0 {
 				pr.gradient(loc.Gradient, loc.X)
@@ -795,11 +825,15 @@ func (pr *problem) unscale(dst, gu []float64) {
 	}
 }
 
-// fitConverger ends a start when the gradient in the log/logit
-// coordinates is below the threshold (max norm, as gonum's
-// Settings.GradientThreshold), or when the objective has improved by less
-// than 1e-9 relative (plus 1e-12 absolute) over fitFlatIterations
-// iterations in a row.
+// fitConverger ends a start when the gradient is below the threshold
+// (max norm, as gonum's Settings.GradientThreshold), or when the objective
+// has improved by less than 1e-9 relative (plus 1e-12 absolute) over
+// fitFlatIterations iterations in a row. The gradient is measured in the
+// log/logit coordinates, except for a parameter whose raw gradient pulls
+// it away from its nearer bound: there the log/logit derivative shrinks
+// with the distance to the bound (γ = 1.001 scales dL/dγ by 0.001), so the
+// raw gradient is measured over the parameter's natural scale instead
+// (pr.natural), and a start cannot end on a bound it is being pulled off.
 type fitConverger struct {
 	pr   *problem
 	thr  float64
@@ -815,14 +849,8 @@ func (c *fitConverger) Init(int) { c.best, c.flat = math.Inf(1), 0 }
 
 // Converged implements optimize.Converger.
 func (c *fitConverger) Converged(loc *optimize.Location) optimize.Status {
-	if loc.Gradient != nil {
-		var m float64
-		for j, g := range loc.Gradient {
-			m = math.Max(m, math.Abs(g*c.pr.scale[j]))
-		}
-		if m < c.thr {
-			return optimize.GradientThreshold
-		}
+	if loc.Gradient != nil && c.pr.stationary(loc.X, loc.Gradient) < c.thr {
+		return optimize.GradientThreshold
 	}
 	f := loc.F
 	if c.best-f > 1e-9*math.Abs(f)+1e-12 {
@@ -835,6 +863,66 @@ func (c *fitConverger) Converged(loc *optimize.Location) optimize.Status {
 		return optimize.FunctionConvergence
 	}
 	return optimize.NotTerminated
+}
+
+// stationary is the stopping measure at u with the optimiser's gradient
+// gu (see fitConverger): per free parameter, the gradient in its log/logit
+// coordinate, or, where the raw gradient points away from the nearer
+// bound, the raw gradient times max(the coordinate's derivative, the
+// parameter's natural scale); the largest of them.
+func (pr *problem) stationary(u, gu []float64) float64 {
+	pr.thetaOf(u)
+	var m float64
+	for j, i := range pr.free {
+		gw := gu[j] * pr.scale[j]
+		d := pr.dThetaDW(i)
+		v := math.Abs(gw)
+		if d > 0 {
+			raw := gw / d
+			inward := raw < 0 // a coefficient's only bound is below
+			if i == iGamma && pr.theta[i] > (MinGamma+MaxGamma)/2 {
+				inward = raw > 0
+			}
+			if inward && d < pr.natural[i] {
+				v = math.Abs(raw) * pr.natural[i]
+			}
+		}
+		m = math.Max(m, v)
+	}
+	return m
+}
+
+// setNatural sets the natural scale of every parameter for stationary: 1
+// for γ; for a time coefficient, 1% of the mean measured pass time divided
+// by the coefficient's mean multiplier in the observations (1 for an α, the
+// mean per-GPU batch for BetaC, the mean K−2, log₂(K/2) or K/N−1 of the
+// shapes it applies to for a sync β), so the measure is the loss change
+// per 1% of a pass.
+func (pr *problem) setNatural() {
+	var pass, n float64
+	var mult, cnt [nParams]float64
+	for _, o := range pr.obs {
+		pass += math.Exp(o.logAccum)
+		n++
+		mult[iAlphaC]++
+		cnt[iAlphaC]++
+		mult[iBetaC] += pr.locals[o.local]
+		cnt[iBetaC]++
+		for j, c := range pr.shapes[o.shape].coef {
+			if c != 0 {
+				mult[iAlphaR+j] += c
+				cnt[iAlphaR+j]++
+			}
+		}
+	}
+	for i := range nParams {
+		m := 1.0
+		if cnt[i] > 0 && mult[i] > 0 {
+			m = mult[i] / cnt[i]
+		}
+		pr.natural[i] = 1e-2 * pass / math.Max(n, 1) / m
+	}
+	pr.natural[iGamma] = 1
 }
 
 func allFinite(v []float64) bool {
