@@ -202,8 +202,8 @@ func findIn(ds []Device, id string) (Device, bool) {
 }
 
 // Validate checks that node names and device IDs are non-empty and unique,
-// that every device names its node and has a type, and that links refer to
-// devices of their node.
+// that every device names its node and has a well-formed type key (see
+// ValidTypeKey), and that links refer to devices of their node.
 func (c Cluster) Validate() error {
 	nodes := make(map[string]bool, len(c.Nodes))
 	ids := make(map[string]bool)
@@ -226,6 +226,8 @@ func (c Cluster) Validate() error {
 				return fmt.Errorf("%w: device %q names node %q but is on %q", ErrInvalid, d.ID, d.Node, n.Name)
 			case d.Type == "":
 				return fmt.Errorf("%w: device %q has no type", ErrInvalid, d.ID)
+			case !ValidTypeKey(string(d.Type)):
+				return fmt.Errorf("%w: device %q: type %q is not a type key (1-64 characters of [a-z0-9-]; see CanonicalType)", ErrInvalid, d.ID, d.Type)
 			case idx[d.Index]:
 				return fmt.Errorf("%w: node %q device index %d is duplicated", ErrInvalid, n.Name, d.Index)
 			}

@@ -448,7 +448,13 @@ func (s *State) Recover(deviceIDs []string) error {
 // ApplyHealth applies one accel health event: a critical Xid or a lost
 // device faults it, a recovery marks it healthy. It returns the jobs the
 // event touches.
+//
+// An event of an unknown Kind (the zero value, or beyond HealthRecovered)
+// fails with ErrInvalid and changes nothing.
 func (s *State) ApplyHealth(ev accel.HealthEvent) ([]string, error) {
+	if ev.Kind < accel.HealthXid || ev.Kind > accel.HealthRecovered {
+		return nil, fmt.Errorf("%w: health event for %q has unknown kind %v", ErrInvalid, ev.Device, ev.Kind)
+	}
 	switch {
 	case ev.Kind == accel.HealthRecovered:
 		return nil, s.Recover([]string{ev.Device})

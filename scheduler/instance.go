@@ -38,10 +38,12 @@ type jobInfo struct {
 }
 
 // checkSpeedupTypes rejects a job whose Speedup (a goodput.Curve, or any
-// other that lists its types) has a model under a key that is not
-// canonical: measurements under "a100" would never match the cluster's
-// "a100-40gb" and leave the job on a silent linear speedup.
-func checkSpeedupTypes(j *Job) error {
+// other that lists its types) has a model under a key that names a
+// cluster type in another spelling: measurements under "a100" never match
+// the cluster's "a100-40gb" and would leave the job on a silent linear
+// speedup. Keys of types the cluster lacks are allowed (a job's profiles
+// may cover types elsewhere); malformed keys are not.
+func (x *instance) checkSpeedupTypes(j *Job) error {
 	ts, ok := j.Speedup.(interface{ Types() []string })
 	if !ok {
 		return nil
@@ -50,12 +52,17 @@ func checkSpeedupTypes(j *Job) error {
 		if typ == goodput.AnyType {
 			continue
 		}
+		if _, ok := x.typeIdx[accel.TypeKey(typ)]; ok {
+			continue
+		}
 		c, err := accel.CanonicalType(typ)
 		if err != nil {
 			return fmt.Errorf("%w: job %q: its Speedup has a model for %q: %w", ErrUnknownType, j.ID, typ, err)
 		}
-		if string(c) != typ {
-			return fmt.Errorf("%w: job %q: its Speedup has a model for %q, which is not a canonical type key (accel.CanonicalType gives %q); key measurements by accel.TypeKey", ErrUnknownType, j.ID, typ, c)
+		for _, ct := range x.types {
+			if cc, _ := accel.CanonicalType(string(ct)); cc == c {
+				return fmt.Errorf("%w: job %q: its Speedup has a model for %q, which the cluster calls %q (both are %q); key measurements by the cluster's accel.TypeKey", ErrUnknownType, j.ID, typ, ct, c)
+			}
 		}
 	}
 	return nil
@@ -141,7 +148,7 @@ func analyzeIndexed(in *Input, c *clusterIndex) (*instance, error) {
 		if d := in.Now.Sub(j.Submitted); d > 0 {
 			ji.age = d
 		}
-		if err := checkSpeedupTypes(j); err != nil {
+		if err := x.checkSpeedupTypes(j); err != nil {
 			return nil, err
 		}
 		for _, t := range ji.allowed {
