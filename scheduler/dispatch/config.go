@@ -32,6 +32,9 @@ var (
 	ErrTooManyWorkers = errors.New("dispatch: too many workers")
 	// ErrNoWorkers reports a Submit while no worker is live.
 	ErrNoWorkers = errors.New("dispatch: no live workers")
+	// ErrTimeOrder reports a Complete whose time is before the task's
+	// Submit: its latency would be negative.
+	ErrTimeOrder = errors.New("dispatch: completion before submission")
 )
 
 // Policy says whether and how a task is duplicated. The zero value is

@@ -560,7 +560,9 @@ func (d *Dispatcher[T]) Cancelled(w WorkerID) (TaskID, bool, error) {
 // its queue (Outcome.Purged) or cancelled in service (Outcome.Cancel). If
 // the copy had already been cancelled, Outcome.Won is false and the result
 // should be discarded. Completing a task twice returns ErrCompleted; an ID
-// never issued, ErrUnknownTask; a task w is not serving, ErrNotServing.
+// never issued, ErrUnknownTask; a task w is not serving, ErrNotServing;
+// now before the task's Submit, ErrTimeOrder (nothing changes, so the
+// host may retry with the right time).
 func (d *Dispatcher[T]) Complete(id TaskID, w WorkerID, now time.Time) (Outcome, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -584,6 +586,9 @@ func (d *Dispatcher[T]) Complete(id TaskID, w WorkerID, now time.Time) (Outcome,
 	ci := wk.curCopy
 	s := ci >> 1
 	sl := &d.slots[s]
+	if now.Before(sl.submit) {
+		return out, fmt.Errorf("%w: Complete of task %#x at %v, submitted at %v", ErrTimeOrder, uint64(id), now, sl.submit)
+	}
 	sc := d.copyAt(ci ^ 1)
 	switch sc.state {
 	case cQueued:

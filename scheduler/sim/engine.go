@@ -95,7 +95,7 @@ type Config struct {
 	// computed from the ground truth, as the published Optimus+Oracle
 	// baseline has. Adaptive jobs always learn from measurements.
 	Oracle bool
-	// Interval is the scheduling round (default 60 s).
+	// Interval is the scheduling round (default 60 s), 1 s to MaxInterval.
 	Interval time.Duration
 	// Interference slows every distributed job that shares a node with
 	// another distributed job by this fraction, in [0, 1) (default 0).
@@ -225,8 +225,8 @@ func (c *Config) validate() error {
 	if c.Interval == 0 {
 		c.Interval = 60 * time.Second
 	}
-	if c.Interval < time.Second {
-		return fmt.Errorf("%w: Interval %v is below 1s", ErrInvalid, c.Interval)
+	if c.Interval < time.Second || c.Interval > MaxInterval {
+		return fmt.Errorf("%w: Interval %v is outside [1s, %v]", ErrInvalid, c.Interval, MaxInterval)
 	}
 	if c.Horizon == 0 {
 		c.Horizon = 60 * 24 * time.Hour
@@ -249,6 +249,7 @@ func (c *Config) validate() error {
 	if c.Start.IsZero() {
 		c.Start = time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
+	types := c.Cluster.Types()
 	seen := make(map[string]bool, len(c.Jobs))
 	for i, j := range c.Jobs {
 		if j.Name == "" || seen[j.Name] {
@@ -265,8 +266,47 @@ func (c *Config) validate() error {
 		if len(app.runs) == 0 || len(app.perf) == 0 || !(app.target > 0) {
 			return fmt.Errorf("%w: Apps[%q] was not built by LoadProfiles", ErrInvalid, j.Application)
 		}
+		if !profiledOn(app, types) {
+			return fmt.Errorf("%w: Jobs[%d] (%s): application %q has profiles for %v, none for the cluster's types %v", ErrInvalid, i, j.Name, j.Application, app.Types(), types)
+		}
 	}
 	return nil
+}
+
+// MaxInterval is the longest Config.Interval: a round longer than a day
+// leaves every job's start, growth and completion to the next day.
+const MaxInterval = 24 * time.Hour
+
+// profiledOn reports whether app has measurements on one of types.
+func profiledOn(app *Application, types []accel.TypeKey) bool {
+	for _, t := range types {
+		if _, _, ok := app.LocalRange(t); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// UnprofiledTypes returns the cluster's device types that no application
+// in apps has measurements for, sorted. The simulator never gives such
+// devices to a job (it would have no step times there), so they stay
+// idle; a host should say so before a run. Run refuses a job whose
+// application covers none of the cluster's types.
+func UnprofiledTypes(c accel.Cluster, apps map[string]*Application) []accel.TypeKey {
+	var out []accel.TypeKey
+	for _, t := range c.Types() {
+		covered := false
+		for _, a := range apps {
+			if a != nil && profiledOn(a, []accel.TypeKey{t}) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Run simulates cfg to completion (or to cfg.Horizon) on a virtual clock
