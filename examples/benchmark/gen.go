@@ -24,12 +24,21 @@ type shape struct {
 }
 
 func (s shape) name() string {
+	return fmt.Sprintf("%dx%d(%d types)", s.jobs, s.devices(), len(s.groups))
+}
+
+// devices is the shape's device count.
+func (s shape) devices() int {
 	devs := 0
 	for _, g := range s.groups {
 		devs += g.n * g.per
 	}
-	return fmt.Sprintf("%dx%d(%d types)", s.jobs, devs, len(s.groups))
+	return devs
 }
+
+// size is the "JOBSxDEVICES" part of a key, so that -quick's smaller
+// instances are reported under their own names.
+func (s shape) size() string { return fmt.Sprintf("%dx%d", s.jobs, s.devices()) }
 
 func cluster(groups []group) accel.Cluster {
 	var c accel.Cluster

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"io"
+	"strings"
 	"math/rand/v2"
 	"testing"
 
@@ -26,9 +29,15 @@ func TestQuick(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"goodput_fit_us", "goodput_optimize_ns", "placement_gangs_per_s", "round_goodput_160x64_ms",
-		"round_goodput_2000x8192_ms", "goodput_vs_reference_fitness", "goodput_vs_reference_time",
-		"maxmin_2048x4_ms", "maxmin_10000x4_ms"} {
+	// -quick names its smaller instances (issue 17): no full-size key.
+	for _, k := range []string{"round_goodput_160x64_ms", "round_goodput_2000x8192_ms", "maxmin_2048x4_ms", "maxmin_10000x4_ms"} {
+		if _, ok := m[k]; ok {
+			t.Errorf("-quick reports the full-size key %s", k)
+		}
+	}
+	for _, k := range []string{"goodput_fit_us", "goodput_optimize_ns", "placement_gangs_per_s", "round_goodput_20x16_ms",
+		"round_goodput_100x128_ms", "goodput_vs_reference_fitness", "goodput_vs_reference_time",
+		"maxmin_256x4_ms", "maxmin_512x4_ms"} {
 		if v, ok := m[k]; !ok || v <= 0 {
 			t.Errorf("%s = %v, %v", k, v, ok)
 		}
@@ -59,5 +68,18 @@ func BenchmarkRound2000x8192(b *testing.B) {
 		if _, err := s.Schedule(context.Background(), in); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestFlags: bad numbers are usage errors, -h says what the program does.
+func TestFlags(t *testing.T) {
+	for _, args := range [][]string{{"-population", "1000000000"}, {"-population", "1"}, {"-reps", "0"}, {"-nope"}, {"extra"}} {
+		if _, err := parse(args, io.Discard); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := parse([]string{"-h"}, &buf); !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(buf.String(), "usage: benchmark [flags]\n\nbenchmark measures") {
+		t.Errorf("-h: %v\n%s", err, buf.String())
 	}
 }

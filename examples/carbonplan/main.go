@@ -19,13 +19,13 @@
 //     with Gaussian error σ = e × mean (Let's Wait Awhile's model).
 //
 // It prints the carbon of each, averaged over the weeks, and the savings,
-// and writes an SVG of the intensity and the chosen scale of the first
-// week. Intensity defaults to the embedded Electricity Maps California 2022
+// and writes an SVG of the intensity and the chosen scale over the first
+// start's deadline window (none with -json unless -svg is given). Intensity defaults to the embedded Electricity Maps California 2022
 // series (ODbL); the profile to CarbonScaler's nbody10k (MIT).
 //
 //	go run ./examples/carbonplan
 //	go run ./examples/carbonplan -weeks 52 -json
-//	go run ./examples/carbonplan -intensity NO_2022_hourly.csv -weeks 52   # an Electricity Maps portal export
+//	go run ./examples/carbonplan -intensity examples/carbonplan/data/electricitymaps_NO_2022_hourly.csv.gz -weeks 52
 package main
 
 import (
@@ -77,8 +77,15 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("carbonplan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: carbonplan [flags]\n\n"+
+			"carbonplan plans one elastic, delay-tolerant job over a year of grid carbon\n"+
+			"intensity (CarbonScaler's marginal planner) and compares its emissions with\n"+
+			"carbon-agnostic, suspend-resume, best-static-scale and energy-only baselines.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
 	var basis, fill string
-	fs.StringVar(&o.intensity, "intensity", "", "intensity file: Electricity Maps portal or legacy CSV, two-column CSV, WattTime CSV/JSON, Carbon Aware SDK JSON (default: embedded California 2022, ODbL)")
+	fs.StringVar(&o.intensity, "intensity", "", "intensity file, optionally .gz: Electricity Maps portal or legacy CSV, two-column CSV (time,value), WattTime CSV/JSON, Carbon Aware SDK JSON (default: embedded California 2022, ODbL)")
 	fs.StringVar(&o.profile, "profile", "", "CarbonScaler profile CSV nodes,throughput,power (default: embedded nbody10k, MIT)")
 	fs.StringVar(&basis, "basis", "direct", "column of an Electricity Maps portal CSV: direct or lca")
 	fs.StringVar(&fill, "fill", "error", "gaps in the intensity: error, hold or linear")
@@ -96,9 +103,14 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the forecast noise for -error")
 	fs.IntVar(&o.resolution, "resolution", 4000, "work quanta for -verify's DP")
 	fs.BoolVar(&o.json, "json", false, "print JSON")
-	fs.StringVar(&o.svg, "svg", "carbonplan.svg", "SVG of intensity and scale for the first week (empty: none)")
+	fs.StringVar(&o.svg, "svg", "carbonplan.svg", "SVG (or .png) of intensity and scale over the first start's deadline window (empty: none; with -json, none unless set)")
 	if err := fs.Parse(args); err != nil {
 		return o, usageError{err.Error()}
+	}
+	svgSet := false
+	fs.Visit(func(f *flag.Flag) { svgSet = svgSet || f.Name == "svg" })
+	if o.json && !svgSet {
+		o.svg = "" // -json is for machines: write no file they did not ask for
 	}
 	if fs.NArg() > 0 {
 		return o, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
@@ -132,8 +144,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"-weeks must be at least 1"}
 	case o.minScale < 1 || o.maxScale < 0:
 		return o, usageError{"-min must be at least 1 and -max not negative"}
-	case !(o.pue >= 1):
-		return o, usageError{"-pue must be at least 1"}
+	case !(o.pue >= 1) || math.IsInf(o.pue, 1):
+		return o, usageError{"-pue must be finite and at least 1"}
 	case !(o.forecastError >= 0) || o.forecastError > 10:
 		return o, usageError{"-error must be between 0 and 10"}
 	case o.resolution < 10:
@@ -157,7 +169,9 @@ func readIntensity(name string, b []byte, o options) (carbon.Series, error) {
 	line, _, _ := bytes.Cut(trim, []byte("\n"))
 	head := strings.ToLower(string(line))
 	switch {
-	case strings.Contains(head, "carbon intensity"):
+	case strings.Contains(head, "carbon intensity") && strings.Contains(head, "datetime"):
+		// The portal's "Datetime (UTC)"; a two-column "Time,Carbon
+		// Intensity" file (Let's Wait Awhile GB) falls through.
 		return carbon.ReadElectricityMaps(bytes.NewReader(b), ro)
 	case strings.Contains(head, "carbon_intensity_avg"):
 		ro.Basis = carbon.BasisUnknown
@@ -177,20 +191,22 @@ func load(o options) (carbon.Series, carbon.Curve, error) {
 	if name == "" {
 		name = "embedded Electricity Maps US-CAL-CISO 2022"
 		gz, _ := embedded.ReadFile("data/electricitymaps_US-CAL-CISO_2022_hourly.csv.gz")
-		zr, zerr := gzip.NewReader(bytes.NewReader(gz))
-		if zerr != nil {
-			return carbon.Series{}, carbon.Curve{}, zerr
+		if ib, err = gunzip(gz); err != nil {
+			return carbon.Series{}, carbon.Curve{}, err
 		}
-		ib, err = io.ReadAll(zr)
-	} else {
-		ib, err = os.ReadFile(o.intensity)
+	} else if ib, err = os.ReadFile(o.intensity); err == nil && strings.HasSuffix(o.intensity, ".gz") {
+		ib, err = gunzip(ib)
 	}
 	if err != nil {
 		return carbon.Series{}, carbon.Curve{}, usageError{fmt.Sprintf("-intensity: %v", err)}
 	}
 	s, err := readIntensity(name, ib, o)
 	if err != nil {
-		return carbon.Series{}, carbon.Curve{}, usageError{fmt.Sprintf("-intensity %s: %v", name, err)}
+		msg := fmt.Sprintf("-intensity %s: %v", name, err)
+		if o.fill == carbon.FillError && (errors.Is(err, carbon.ErrGap) || errors.Is(err, carbon.ErrIrregular)) {
+			msg += " (fill gaps with -fill hold or -fill linear)"
+		}
+		return carbon.Series{}, carbon.Curve{}, usageError{msg}
 	}
 	if s.Unit == carbon.LbsPerMWh {
 		if s, err = s.Convert(carbon.GPerKWh); err != nil {
@@ -221,6 +237,15 @@ func load(o options) (carbon.Series, carbon.Curve, error) {
 		return carbon.Series{}, carbon.Curve{}, usageError{fmt.Sprintf("-profile: %v", err)}
 	}
 	return s, c, nil
+}
+
+// gunzip decompresses a gzip file.
+func gunzip(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
 }
 
 // week is the result of one weekly start.
@@ -385,7 +410,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	r := summarize(s, weeks, o.verify)
 	if o.svg != "" {
-		if err := plotWeek(o.svg, s, weeks[0]); err != nil {
+		maxS := o.maxScale
+		if maxS == 0 {
+			maxS = c.MaxScale()
+		}
+		if err := plotWeek(o.svg, s, weeks[0], maxS); err != nil {
 			return fmt.Errorf("svg: %w", err)
 		}
 	}
@@ -468,7 +497,7 @@ func printText(w io.Writer, r report, o options, c carbon.Curve, weeks []week) {
 	fmt.Fprintf(w, "intensity: mean %.1f g/kWh, coefficient of variation %.2f; grams saved per job vs carbon-agnostic: %.1f\n",
 		r.IntensityMean, r.IntensityCV, r.AgnosticG-r.PlannerG)
 	if len(weeks) == 1 {
-		fmt.Fprintf(w, "first week's scales: %v\n", weeks[0].plan.Scales())
+		fmt.Fprintf(w, "first start's scales: %v\n", weeks[0].plan.Scales())
 	}
 }
 

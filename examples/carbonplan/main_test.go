@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -65,5 +67,70 @@ func TestBadInput(t *testing.T) {
 		if !errors.As(err, &ue) {
 			t.Errorf("%v: %v is not a usage error", args, err)
 		}
+	}
+}
+
+// Issue 17: first-contact fixes.
+func TestFirstContact(t *testing.T) {
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	// -json writes no SVG into the working directory unless asked.
+	if err := run([]string{"-json"}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("carbonplan.svg"); err == nil {
+		t.Error("-json wrote carbonplan.svg into the working directory")
+	}
+	// Flag errors are usage errors (exit 2), including -pue Inf and a
+	// slot that would upsample past the series bound.
+	for _, args := range [][]string{{"-pue", "Inf"}, {"-pue", "NaN"}, {"-slot", "1ns"}, {"-slot", "1ms"}, {"-slot", "7m"}} {
+		var ue usageError
+		if err := run(append(args, "-svg", ""), io.Discard, io.Discard); !errors.As(err, &ue) {
+			t.Errorf("%v: %v is not a usage error", args, err)
+		}
+	}
+	// A Let's Wait Awhile GB-style file (header "Time,Carbon Intensity",
+	// mixed 15/30-minute steps) loads with -fill hold and names -fill
+	// when it stops on a gap.
+	var b strings.Builder
+	b.WriteString("Time,Carbon Intensity\n")
+	for i := 0; i < 24*4; i++ { // a day of 15-minute steps, then 30-minute ones
+		fmt.Fprintf(&b, "2020-01-%02d %02d:%02d:00,%d\n", 1+i/96, (i/4)%24, 15*(i%4), 100+i%7*20)
+	}
+	for d := 2; d <= 9; d++ {
+		for h := 0; h < 24; h++ {
+			fmt.Fprintf(&b, "2020-01-%02d %02d:00:00,%d\n", d, h, 100+(h*37)%200)
+			fmt.Fprintf(&b, "2020-01-%02d %02d:30:00,%d\n", d, h, 100+(h*41)%200)
+		}
+	}
+	gb := filepath.Join(dir, "gb.csv")
+	if err := os.WriteFile(gb, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := run([]string{"-intensity", gb, "-svg", ""}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "-fill hold") {
+		t.Errorf("GB file without -fill: %v, want a hint naming -fill hold", err)
+	}
+	var out bytes.Buffer
+	if err := run([]string{"-intensity", gb, "-fill", "hold", "-svg", "", "-work", "12h", "-deadline", "36h"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "marginal planner") {
+		t.Errorf("GB file with -fill hold: %v\n%s", err, out.String())
+	}
+	// The shipped Spain series is read from its .gz file.
+	out.Reset()
+	es := filepath.Join(wd, "data", "electricitymaps_ES_2022_hourly.csv.gz")
+	if err := run([]string{"-intensity", es, "-svg", ""}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "zone ES") {
+		t.Errorf("-intensity %s: %v\n%s", es, err, out.String())
+	}
+	// -h says what the program does.
+	var help bytes.Buffer
+	if _, err := parse([]string{"-h"}, &help); !errors.Is(err, flag.ErrHelp) && !strings.Contains(fmt.Sprint(err), "help requested") {
+		t.Errorf("-h: %v", err)
+	}
+	if !strings.HasPrefix(help.String(), "usage: carbonplan [flags]\n\ncarbonplan plans") {
+		t.Errorf("-h header:\n%s", help.String())
 	}
 }

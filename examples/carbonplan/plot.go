@@ -2,24 +2,31 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"strings"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/goodsched/goodsched/carbon"
 )
 
-// plotWeek writes two panels over the first week's window: the intensity,
-// and the scale chosen by the planner and by the carbon-agnostic baseline.
-func plotWeek(path string, s carbon.Series, w week) error {
+// plotWeek writes two panels over the first start's deadline window: the
+// intensity, and the scale chosen by the planner and by the
+// carbon-agnostic baseline. A path ending in .png writes a PNG, anything
+// else an SVG.
+func plotWeek(path string, s carbon.Series, w week, maxScale int) error {
 	hours := func(i int) float64 { return float64(i) * w.plan.Step.Hours() }
+	window := time.Duration(len(w.plan.Slots)) * w.plan.Step
 	top := plot.New()
-	top.Title.Text = fmt.Sprintf("%s carbon intensity from %s", s.Zone, w.Start.Format("2006-01-02 15:04 MST"))
+	top.Title.Text = fmt.Sprintf("%s carbon intensity, first start %s, %g h deadline window", s.Zone, w.Start.Format("2006-01-02 15:04 MST"), window.Hours())
 	top.X.Label.Text = "hours from start"
 	top.Y.Label.Text = "g CO2eq/kWh"
 	var ci plotter.XYs
@@ -37,7 +44,12 @@ func plotWeek(path string, s carbon.Series, w week) error {
 	bottom.Title.Text = "scale per slot"
 	bottom.X.Label.Text = "hours from start"
 	bottom.Y.Label.Text = "nodes"
+	// Headroom above the top scale so the legend (top right, inside the
+	// axes) covers no line and is not clipped.
+	bottom.Y.Min, bottom.Y.Max = 0, float64(maxScale)*1.45+0.5
 	bottom.Legend.Top = true
+	bottom.Legend.XOffs = -vg.Millimeter
+	bottom.Legend.YOffs = -vg.Millimeter
 	for k, sch := range []struct {
 		name string
 		s    carbon.Schedule
@@ -58,9 +70,17 @@ func plotWeek(path string, s carbon.Series, w week) error {
 		bottom.Legend.Add(sch.name, line)
 	}
 	const wd, ht = 18 * vg.Centimeter, 9 * vg.Centimeter
-	img := vgsvg.New(wd, 2*ht)
+	var img interface {
+		vg.CanvasSizer
+		io.WriterTo
+	}
+	if strings.HasSuffix(strings.ToLower(path), ".png") {
+		img = vgimg.PngCanvas{Canvas: vgimg.New(wd, 2*ht)}
+	} else {
+		img = vgsvg.New(wd, 2*ht)
+	}
 	dc := draw.New(img)
-	tiles := plot.Align([][]*plot.Plot{{top}, {bottom}}, draw.Tiles{Rows: 2, Cols: 1}, dc)
+	tiles := plot.Align([][]*plot.Plot{{top}, {bottom}}, draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Centimeter / 2}, dc)
 	top.Draw(tiles[0][0])
 	bottom.Draw(tiles[1][0])
 	f, err := os.Create(path)
