@@ -7,8 +7,8 @@ import (
 	"errors"
 	"flag"
 	"io"
-	"strings"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/goodsched/goodsched/scheduler"
