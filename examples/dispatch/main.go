@@ -35,6 +35,9 @@ type options struct {
 	svg      string
 	json     bool
 	tied     bool
+	// tty: stderr is a terminal, so progress may redraw one line with \r;
+	// otherwise (a log, a pipe, CI) each service gets one plain line.
+	tty bool
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -48,16 +51,24 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	pols := fs.String("policies", "none,naive,das,hedged,budgeted", "comma-separated policies")
 	svcs := fs.String("service", "stragglers,pareto", "comma-separated service distributions: stragglers (1 ms, 1 copy in 20 10 ms), pareto (shape 2.1, mean 1 ms)")
 	choice := fs.String("choice", "least-loaded", "placement: least-loaded, power-of-two or round-robin")
-	fs.StringVar(&o.svg, "svg", "dispatch_p99.svg", "SVG file for p99 against load (empty: none)")
+	fs.StringVar(&o.svg, "svg", "dispatch_p99.svg", "SVG file for p99 against load (empty: none; with -json, none unless set)")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of a table")
 	fs.BoolVar(&o.tied, "purge-on-start", false, "also purge a queued sibling when a copy starts (tied requests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "usage: dispatch [flags]")
+			fmt.Fprint(stderr, "usage: dispatch [flags]\n\n"+
+				"dispatch simulates duplication-aware dispatch (DAS, hedged and budgeted\n"+
+				"duplicates) on a virtual clock and prints p50/p99/p99.9 latency per policy,\n"+
+				"service-time distribution and load.\n\nflags:\n")
 			fs.SetOutput(stderr)
 			fs.PrintDefaults()
 		}
 		return o, err
+	}
+	svgSet := false
+	fs.Visit(func(f *flag.Flag) { svgSet = svgSet || f.Name == "svg" })
+	if o.json && !svgSet {
+		o.svg = "" // -json is for machines: write no file they did not ask for
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -109,6 +120,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dispatch:", err)
 		os.Exit(2)
 	}
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		o.tty = true
+	}
 	if err := run(o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "dispatch:", err)
 		os.Exit(1)
@@ -119,9 +133,14 @@ func run(o options, stdout, stderr io.Writer) error {
 	var results []SimResult
 	n := len(o.services) * len(o.loads) * len(o.policies)
 	for _, svc := range o.services {
+		if !o.tty {
+			fmt.Fprintf(stderr, "dispatch: [%d/%d] %s: %d loads × %d policies …\n", len(results)+1, n, svc.Name, len(o.loads), len(o.policies))
+		}
 		for _, load := range o.loads {
 			for _, pol := range o.policies {
-				fmt.Fprintf(stderr, "\r[%d/%d] %s load %.2f %-8s", len(results)+1, n, svc.Name, load, pol)
+				if o.tty {
+					fmt.Fprintf(stderr, "\r[%d/%d] %s load %.2f %-8s", len(results)+1, n, svc.Name, load, pol)
+				}
 				r, err := Simulate(SimConfig{Workers: o.workers, Load: load, Policy: pol, Choice: o.choice, Service: svc, Tasks: o.tasks, Seed: o.seed, PurgeOnStart: o.tied})
 				if err != nil {
 					return fmt.Errorf("%s load %.2f %s: %w", svc.Name, load, pol, err)
@@ -130,7 +149,9 @@ func run(o options, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	fmt.Fprintln(stderr)
+	if o.tty {
+		fmt.Fprintln(stderr)
+	}
 	if o.svg != "" {
 		if err := plotP99(o.svg, o, results); err != nil {
 			return err

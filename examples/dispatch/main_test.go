@@ -139,3 +139,30 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Issue 17: -json writes no SVG unless asked, progress has no \r when
+// stderr is not a terminal, -h says what the program does.
+func TestFirstContact(t *testing.T) {
+	o, err := parse([]string{"-json", "-tasks", "1000", "-loads", "0.5", "-policies", "none,das", "-service", "stragglers"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.svg != "" {
+		t.Errorf("-json: svg %q, want none", o.svg)
+	}
+	if o, _ := parse([]string{"-json", "-svg", "x.svg"}, io.Discard); o.svg != "x.svg" {
+		t.Errorf("-json -svg x.svg: svg %q", o.svg)
+	}
+	var stderr bytes.Buffer
+	if err := run(o, io.Discard, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stderr.String(), "\r") || !strings.Contains(stderr.String(), "stragglers") {
+		t.Errorf("progress to a non-terminal: %q", stderr.String())
+	}
+	var help bytes.Buffer
+	parse([]string{"-h"}, &help)
+	if !strings.HasPrefix(help.String(), "usage: dispatch [flags]\n\ndispatch simulates") {
+		t.Errorf("-h header:\n%s", help.String())
+	}
+}
