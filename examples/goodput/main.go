@@ -11,8 +11,8 @@
 // per GPU count.
 //
 //	go run ./examples/goodput
-//	go run ./examples/goodput -profile adaptdl/simulator/traces/yolov3 -form allreduce -json  # a Pollux profile directory
-//	go run ./examples/goodput -profile sia-simulator/traces/cifar10 -type dgx                    # Sia layout
+//	go run ./examples/goodput -profile scheduler/sim/polluxdata/traces/yolov3 -form allreduce -json  # another Pollux profile (shipped)
+//	go run ./examples/goodput -profile artifacts/sia-simulator/traces/cifar10 -type dgx            # Sia layout (not shipped)
 package main
 
 import (
@@ -89,20 +89,27 @@ func main() {
 	}
 }
 
-func run(args []string, out io.Writer) error {
+func run(args []string, out io.Writer) error { return runIO(args, out, os.Stderr) }
+
+// runIO is run with -h's text going to errw.
+func runIO(args []string, out, errw io.Writer) error {
 	fset := flag.NewFlagSet("goodput", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
 	profile := fset.String("profile", "", "profile directory (Pollux layout; default: embedded cifar10)")
 	typ := fset.String("type", "", "read Sia's placements-TYPE.csv and scalability-TYPE.csv")
 	formName := fset.String("form", "default", "sync model: pollux, allreduce or default")
 	asJSON := fset.Bool("json", false, "print one JSON object")
-	starts := fset.Int("starts", 1, "fit starts (1 = data-derived start only)")
+	starts := fset.Int("starts", 1, fmt.Sprintf("fit starts, 1..%d (1 = data-derived start only)", goodput.MaxStarts))
 	perNode := fset.Int("gpus-per-node", 0, "GPUs per node for the speedup table (0: the most in the placements)")
 	initBatch := fset.Int("init-batch", 0, "initial batch M0 (0: smallest validation-M, else smallest local batch)")
 	maxBatch := fset.Int("max-batch", 0, "max batch (0: largest validation-M, else largest local × 16)")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fset.SetOutput(os.Stderr)
+			fmt.Fprint(errw, "usage: goodput [flags]\n\n"+
+				"goodput fits Pollux's goodput model to a measured model profile (placements\n"+
+				"file only), checks its step-time predictions on larger unseen shapes, and\n"+
+				"prints the parameters, the error per shape, batch plans and speedups.\n\nflags:\n")
+			fset.SetOutput(errw)
 			fset.PrintDefaults()
 			return nil
 		}
@@ -115,8 +122,8 @@ func run(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *starts < 1 || *perNode < 0 || *initBatch < 0 || *maxBatch < 0 {
-		return errors.New("-starts must be ≥ 1; -gpus-per-node, -init-batch, -max-batch ≥ 0")
+	if *starts < 1 || *starts > goodput.MaxStarts || *perNode < 0 || *initBatch < 0 || *maxBatch < 0 {
+		return fmt.Errorf("-starts must be in 1..%d; -gpus-per-node, -init-batch, -max-batch ≥ 0", goodput.MaxStarts)
 	}
 	var fsys fs.FS
 	name := *profile

@@ -51,3 +51,20 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 }
+
+// Issue 17: -starts is bounded by goodput.MaxStarts before any fit, the
+// shipped Pollux profiles are usable by path, and -h says what it does.
+func TestFirstContact(t *testing.T) {
+	err := run([]string{"-starts", "1000000000"}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "-starts must be in 1..") {
+		t.Errorf("-starts 1000000000: %v", err)
+	}
+	var out bytes.Buffer
+	if err := run([]string{"-profile", "../../scheduler/sim/polluxdata/traces/yolov3", "-form", "pollux"}, &out); err != nil || !strings.Contains(out.String(), "yolov3") {
+		t.Errorf("shipped yolov3 profile: %v\n%s", err, out.String())
+	}
+	var help bytes.Buffer
+	if err := runIO([]string{"-h"}, &bytes.Buffer{}, &help); err != nil || !strings.HasPrefix(help.String(), "usage: goodput [flags]\n\ngoodput fits") {
+		t.Errorf("-h: %v\n%s", err, help.String())
+	}
+}
