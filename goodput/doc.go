@@ -12,11 +12,13 @@
 //	T_iter = s·T_grad + (T_grad^γ + T_sync^γ)^(1/γ)
 //
 // Efficiency is (φ+M0)/(φ+M) for total batch M, with φ the gradient noise
-// scale from GradStats. FormPollux is Pollux's sync model exactly (and the
-// default); FormAllReduce models NCCL's ring (one or two nodes) and tree
-// (three or more nodes, depth log₂ K) all-reduce, and extrapolates to
+// scale from GradStats. FormPollux is Pollux's sync model exactly;
+// FormAllReduce (the default) models NCCL's ring (one or two nodes) and
+// tree (three or more nodes, depth log₂ K) all-reduce, and extrapolates to
 // shapes far larger than the job has run on (median step-time error 5–8%
-// on Pollux's six profiles against 6–21% for Pollux's form).
+// on Pollux's six profiles against 6–21% for Pollux's form; see
+// DefaultForm). Without data from three or more nodes the two are the
+// same model.
 //
 // # Host contract
 //

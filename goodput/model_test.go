@@ -35,7 +35,8 @@ func TestSyncSeconds(t *testing.T) {
 		{"allreduce two nodes is the ring", tree, 2, 8, 0.12 + 6*0.003},
 		{"allreduce tree", tree, 4, 16, 0.1 + 0.02*3 + 0.01*3},
 		{"allreduce without tree is the ring", noTree, 4, 16, 0.12 + 14*0.003},
-		{"default form is pollux", Params{AlphaN: 1, BetaN: 1, AlphaT: 5, Gamma: 1}, 4, 4, 1 + 2},
+		{"default form is allreduce", Params{AlphaN: 1, BetaN: 1, AlphaT: 5, Gamma: 1}, 4, 4, 5},
+		{"default form without a tree is the ring", Params{AlphaN: 1, BetaN: 1, Gamma: 1}, 4, 4, 1 + 2},
 	}
 	for _, tc := range tests {
 		if got := tc.p.SyncSeconds(tc.n, tc.k); !near(got, tc.want, 1e-12) {
