@@ -46,6 +46,12 @@ func (e usageError) Error() string { return e.msg }
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("inventory", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: inventory [flags]\n\n"+
+			"inventory lists accelerators (devices, types, NUMA, NVLink peers, health) of\n"+
+			"this machine through NVML, of a go-nvml mock DGX, or of a static description.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
 	mock := fs.String("mock", "", "read a go-nvml mock preset: dgxa100, dgxh100, dgxh200 or dgxb200 (needs cgo)")
 	static := fs.String("static", "", `read a description: shorthand such as "2x8:h100-80gb", JSON, or @FILE`)
 	node := fs.String("node", "", "node name for NVML and mock inventories (default: host name, or the preset name)")

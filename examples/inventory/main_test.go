@@ -77,3 +77,11 @@ func TestNoDriver(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
+
+// Issue 17: -h says what the program does and exits 0.
+func TestHelpHeader(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"-h"}, &out, &errb); code != 0 || !strings.HasPrefix(errb.String(), "usage: inventory [flags]\n\ninventory lists") {
+		t.Errorf("-h: exit %d\n%s", code, errb.String())
+	}
+}

@@ -11,7 +11,7 @@
 //
 //	go run ./examples/simulate
 //	go run ./examples/simulate -workload workloads-2.0 -policies goodput,tiresias
-//	go run ./examples/simulate -json -out ""
+//	go run ./examples/simulate -json
 //
 // Flags:
 //
@@ -30,7 +30,7 @@
 //	                    oracle), fifo, gavel (max-min fairness, oracle
 //	                    throughputs), gavel-blind (the same, heterogeneity-
 //	                    blind) (default goodput,tiresias,optimus)
-//	-interval D         scheduling round (default 60s)
+//	-interval D         scheduling round, 1s to 24h (default 60s)
 //	-profiles DIRS      extra profile directories (comma-separated), searched
 //	                    before the embedded Pollux traces; e.g. Sia's
 //	                    per-type traces
@@ -40,7 +40,7 @@
 //	-mtbf D             mean time between failures per node (default 0: none)
 //	-seed N             seed for failures and Philly sampling (default 1)
 //	-out DIR            where plots and per-job CSVs go ("" = none;
-//	                    default ./simulate-out)
+//	                    default ./simulate-out, none with -json unless set)
 //	-json               print one JSON object instead of the table
 //	-cpuprofile FILE    write a CPU profile of the simulation (for go tool pprof)
 //
@@ -105,11 +105,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&o.explore, "explore", goodput.DefaultExplore, "goodput jobs may grow to this many times the most GPUs they have run on (Pollux: 2)")
 	fl.DurationVar(&o.mtbf, "mtbf", 0, "mean time between failures per node (0 = none)")
 	fl.Uint64Var(&o.seed, "seed", 1, "seed for failures and Philly sampling")
-	fl.StringVar(&o.out, "out", "simulate-out", "directory for SVG plots and per-job CSVs (\"\" = none)")
+	fl.StringVar(&o.out, "out", "simulate-out", "directory for SVG plots and per-job CSVs (\"\" = none; with -json, none unless set)")
 	fl.BoolVar(&o.json, "json", false, "print one JSON object instead of the table")
 	fl.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the simulation to this file")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, "usage: simulate [flags]\n\n"+
+				"simulate replays workloads of deep-learning training jobs on a simulated\n"+
+				"cluster through goodsched's scheduling policies (goodput, Tiresias, Optimus,\n"+
+				"FIFO, Gavel) and compares job completion times, makespan and GPU-hours.\n\nflags:\n")
 			fl.SetOutput(stderr)
 			fl.PrintDefaults()
 			return 0
@@ -120,6 +124,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "simulate: unexpected argument %q\n", fl.Arg(0))
 		return 2
+	}
+	outSet := false
+	fl.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
+	if o.json && !outSet {
+		o.out = "" // -json is for machines: write no files they did not ask for
 	}
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)
@@ -174,8 +183,8 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usage("-cluster: %v", err)
 	}
-	if o.interval < time.Second {
-		return usage("-interval %v is below 1s", o.interval)
+	if o.interval < time.Second || o.interval > sim.MaxInterval {
+		return usage("-interval %v is outside [1s, %v]", o.interval, sim.MaxInterval)
 	}
 	if !(o.interference >= 0 && o.interference < 1) {
 		return usage("-interference %v is outside [0,1)", o.interference)
@@ -202,6 +211,9 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	mixed := len(cluster.Types()) > 1
+	if err := checkProfiled(cluster, apps, workloads, o.cluster, stderr); err != nil {
+		return err
+	}
 
 	// One config per (policy, workload); all run in parallel.
 	var cfgs []sim.Config
@@ -295,7 +307,7 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		sums[k] = s
 	}
 	if o.out != "" {
-		if err := writeOutputs(o.out, names, workloads, sums); err != nil {
+		if err := writeOutputs(o.out, names, workloads, sums, cluster.Size()); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "wrote plots and per-job CSVs to %s\n", o.out)
@@ -308,6 +320,32 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}{sums})
 	}
 	printTable(stdout, sums, len(workloads))
+	return nil
+}
+
+// checkProfiled says up front, in one line, which of the cluster's device
+// types no application of the workloads has a profile for: the simulator
+// never gives such devices to a job, so they stay idle. When no type is
+// covered at all nothing could run, and that is bad input.
+func checkProfiled(cluster accel.Cluster, apps map[string]*sim.Application, workloads []sim.Workload, spec string, stderr io.Writer) error {
+	used := map[string]*sim.Application{}
+	for _, w := range workloads {
+		for _, j := range w.Jobs {
+			used[j.Application] = apps[j.Application]
+		}
+	}
+	idle := sim.UnprofiledTypes(cluster, used)
+	if len(idle) == 0 {
+		return nil
+	}
+	var names []string
+	for _, t := range idle {
+		names = append(names, fmt.Sprintf("%s (%d devices)", t, cluster.Count(t)))
+	}
+	if len(idle) == len(cluster.Types()) {
+		return usage("-cluster %s: no profile covers %s; add profiles for these types with -profiles", spec, strings.Join(names, ", "))
+	}
+	fmt.Fprintf(stderr, "simulate: no profile covers %s: those devices stay idle (add profiles with -profiles)\n", strings.Join(names, ", "))
 	return nil
 }
 

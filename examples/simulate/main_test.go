@@ -93,3 +93,40 @@ func TestRunOneJobPlots(t *testing.T) {
 		}
 	}
 }
+
+// Issue 17: a cluster no profile covers is refused up front, a partly
+// covered one gets one line naming the idle types, -interval is bounded,
+// -json writes no files unless -out is set, -h says what it does.
+func TestFirstContact(t *testing.T) {
+	dir := t.TempDir()
+	wl := filepath.Join(dir, "one.csv")
+	if err := os.WriteFile(wl, []byte("name,time,application,num_replicas,batch_size\nncf-0,0,ncf,1,32768\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"-cluster", "4x4:a100"}, {"-interval", "10000h"}} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), append(args, "-workload", wl, "-out", ""), &out, &errb); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"-cluster", "1x4:t4,1x8:a100", "-workload", wl, "-policies", "fifo", "-out", ""}, &out, &errb); code != 0 ||
+		!strings.Contains(errb.String(), "no profile covers a100-40gb (8 devices)") {
+		t.Errorf("mixed cluster: exit %d, stderr %q", code, errb.String())
+	}
+	wd, _ := os.Getwd()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	if code := run(context.Background(), []string{"-cluster", "1x4:t4", "-workload", wl, "-policies", "fifo", "-json"}, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+		t.Fatalf("-json: exit %d", code)
+	}
+	if _, err := os.Stat("simulate-out"); err == nil {
+		t.Error("-json wrote ./simulate-out")
+	}
+	errb.Reset()
+	if code := run(context.Background(), []string{"-h"}, &out, &errb); code != 0 || !strings.HasPrefix(errb.String(), "usage: simulate [flags]\n\nsimulate replays") {
+		t.Errorf("-h: exit %d\n%s", code, errb.String())
+	}
+}
