@@ -1,0 +1,157 @@
+// Command goodsched-scheduler schedules GPU Jobs on a Kubernetes cluster
+// with goodsched: it watches Nodes, Pods and batch/v1 Jobs, and every
+// round binds, evicts and resizes the Jobs whose pods name it
+// (schedulerName: goodsched), as examples/kubernetes/README.md describes.
+//
+// Usage:
+//
+//	goodsched-scheduler [-kubeconfig FILE] [-policy goodput] [-interval 10s] [-leader-elect=true] [-metrics-addr :8080] ...
+//
+// In a cluster it uses its ServiceAccount (deploy/ has the manifests).
+// /metrics and /healthz are served on -metrics-addr.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
+	"github.com/goodsched/goodsched/scheduler"
+)
+
+// policies are the policies -policy names.
+func policies() map[string]scheduler.Policy {
+	return map[string]scheduler.Policy{
+		"goodput":  scheduler.Goodput{},
+		"fifo":     scheduler.FIFO{},
+		"tiresias": scheduler.Tiresias{},
+		"optimus":  scheduler.Optimus{},
+	}
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "goodsched-scheduler:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stderr *os.File) error {
+	fs := flag.NewFlagSet("goodsched-scheduler", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty = in-cluster configuration")
+	schedName := fs.String("scheduler-name", host.DefaultSchedulerName, "spec.schedulerName of the pods to schedule")
+	namespace := fs.String("namespace", "", "schedule only the Jobs and pods of this namespace (empty = all)")
+	interval := fs.Duration("interval", host.DefaultInterval, "time between rounds when nothing happens")
+	minInterval := fs.Duration("min-interval", host.DefaultMinInterval, "least time between event-triggered rounds")
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range policies() {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	policy := fs.String("policy", "goodput", "scheduling policy: "+strings.Join(names, ", "))
+	leaderElect := fs.Bool("leader-elect", true, "campaign for a Lease; only the leader schedules")
+	leaseNS := fs.String("lease-namespace", host.DefaultLeaseNamespace, "namespace of the leader-election Lease")
+	leaseName := fs.String("lease-name", host.DefaultLeaseName, "name of the leader-election Lease")
+	identity := fs.String("identity", os.Getenv("POD_NAME"), "identity in the Lease (empty = host name)")
+	metricsAddr := fs.String("metrics-addr", ":8080", "address of /metrics and /healthz")
+	qps := fs.Float64("kube-api-qps", 200, "API requests per second (client-side limit)")
+	burst := fs.Int("kube-api-burst", 400, "API request burst")
+	workers := fs.Int("bind-workers", host.DefaultBindWorkers, "API writes a round makes at once")
+	tolerated := fs.String("tolerated-taints", host.ResourceGPU, "comma-separated taint keys whose NoSchedule taints do not hide GPU nodes")
+	var rep reportFlags
+	rep.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pol, ok := policies()[*policy]
+	if !ok {
+		return fmt.Errorf("-policy %q: want one of %s", *policy, strings.Join(names, ", "))
+	}
+
+	var cfg *rest.Config
+	var err error
+	if *kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = float32(*qps), *burst
+	cfg.UserAgent = "goodsched-scheduler"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	models, serveReport, err := rep.setup(ctx, cs)
+	if err != nil {
+		return err
+	}
+	var taints []string
+	for _, t := range strings.Split(*tolerated, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			taints = append(taints, t)
+		}
+	}
+	h, err := host.New(host.Config{
+		Client: cs, SchedulerName: *schedName, Namespace: *namespace,
+		Interval: *interval, MinInterval: *minInterval,
+		Scheduler: scheduler.Config{Policy: pol}, Models: models,
+		Identity: *identity, LeaderElection: *leaderElect, LeaseNamespace: *leaseNS, LeaseName: *leaseName,
+		BindWorkers: *workers, ToleratedTaints: taints, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", *metricsAddr)
+	if err != nil {
+		return fmt.Errorf("-metrics-addr: %w", err)
+	}
+	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+			stop()
+		}
+	}()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if serveReport != nil {
+		go func() {
+			if err := serveReport(ctx, h); err != nil {
+				log.Error("report endpoint", "err", err)
+				stop()
+			}
+		}()
+	}
+	log.Info("starting", "scheduler", *schedName, "policy", *policy, "leader-elect", *leaderElect, "metrics", ln.Addr().String())
+	return h.Run(ctx)
+}

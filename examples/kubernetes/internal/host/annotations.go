@@ -1,0 +1,196 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/scheduler"
+)
+
+// Annotation and label keys. Users set the annotations on a batch/v1 Job
+// (or on every pod of a pod group); the host writes the ones marked
+// "written by the host".
+const (
+	// AnnotationKind is "rigid" (default), "elastic" or "adaptive". A rigid
+	// job runs as a gang of exactly its size; an elastic one is resized
+	// between min and max replicas by patching spec.parallelism; an
+	// adaptive one is elastic and, once its ModelSource has a model, also
+	// gets a batch plan (Pollux's goodput). Without a model an adaptive
+	// job is scheduled as elastic.
+	AnnotationKind = "goodsched.io/kind"
+	// AnnotationMinReplicas and AnnotationMaxReplicas bound an elastic or
+	// adaptive job's pod count (defaults 1 and 0 = no bound beyond the
+	// cluster). They are ignored for rigid jobs.
+	AnnotationMinReplicas = "goodsched.io/min-replicas"
+	// AnnotationMaxReplicas: see AnnotationMinReplicas.
+	AnnotationMaxReplicas = "goodsched.io/max-replicas"
+	// AnnotationWeight scales the job's fair share, a positive number
+	// (default 1).
+	AnnotationWeight = "goodsched.io/weight"
+	// AnnotationPriority orders jobs in the baseline policies, an integer
+	// (default 0; higher first).
+	AnnotationPriority = "goodsched.io/priority"
+	// AnnotationPreemptible is "true" (default) or "false"; a running job
+	// that is not preemptible keeps its GPUs.
+	AnnotationPreemptible = "goodsched.io/preemptible"
+	// AnnotationGPUTypes lists the GPU types the job may run on, comma
+	// separated canonical keys or aliases ("a100-40gb,t4", "a100"); empty =
+	// any type.
+	AnnotationGPUTypes = "goodsched.io/gpu-types"
+	// AnnotationGroupSize, on the pods of a pod group, is the gang size:
+	// the group starts only when that many pods exist (default: the pods
+	// seen).
+	AnnotationGroupSize = "goodsched.io/group-size"
+
+	// AnnotationLastDecision (written by the host on the Job) is the last
+	// decision that changed something, in words: action, counts, type,
+	// reason and message.
+	AnnotationLastDecision = "goodsched.io/last-decision"
+	// AnnotationBatchPlan (written by the host on the Job, in the same
+	// patch as AnnotationLastDecision) is the decision's batch plan as JSON,
+	// goodput.BatchPlan's fields: {"batch","local","accum","goodput"}. It is
+	// absent while the job has no batch plan.
+	AnnotationBatchPlan = "goodsched.io/batch-plan"
+	// AnnotationTargetReplicas (written by the host on every pod of an
+	// elastic pod group) is the pod count the plan gives the group, for the
+	// group's controller to follow.
+	AnnotationTargetReplicas = "goodsched.io/target-replicas"
+	// AnnotationDevices (written by the host when it binds a pod, through
+	// the binding itself) lists the device indices the pod got on its
+	// node, comma separated ("0,1"). The host rebuilds the placement from
+	// it after a restart or a leader change.
+	AnnotationDevices = "goodsched.io/devices"
+
+	// LabelGroup makes pods that share its value (in one namespace) a pod
+	// group: one rigid gang, scheduled all-or-nothing.
+	LabelGroup = "goodsched.io/group"
+
+	// LabelGPUProduct is GPU feature discovery's product label on a Node
+	// ("NVIDIA-A100-SXM4-40GB", "Tesla-T4").
+	LabelGPUProduct = "nvidia.com/gpu.product"
+	// LabelGPUMemory is GPU feature discovery's memory label on a Node, in
+	// MiB; it separates products whose names omit the memory size.
+	LabelGPUMemory = "nvidia.com/gpu.memory"
+	// ResourceGPU is the extended resource of NVIDIA's device plugin.
+	ResourceGPU = "nvidia.com/gpu"
+)
+
+// ErrAnnotation reports a malformed goodsched.io annotation; the job is
+// skipped for the round and gets a Warning Event.
+var ErrAnnotation = errors.New("host: malformed annotation")
+
+// jobSpec is what a Job's (or group's) annotations say.
+type jobSpec struct {
+	kind        scheduler.Kind
+	minReplicas int // pods; elastic only
+	maxReplicas int // pods; 0 = unbounded; elastic only
+	weight      float64
+	priority    int
+	preemptible bool
+	types       []accel.TypeKey
+}
+
+// parseSpec reads the scheduling annotations. Every malformed value is an
+// error wrapping ErrAnnotation that names the annotation.
+func parseSpec(ann map[string]string) (jobSpec, error) {
+	sp := jobSpec{kind: scheduler.Rigid, minReplicas: 1, weight: 1, preemptible: true}
+	var errs []error
+	bad := func(key, val, want string) {
+		errs = append(errs, fmt.Errorf("%w: %s=%q: %s", ErrAnnotation, key, val, want))
+	}
+	if v, ok := ann[AnnotationKind]; ok {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "rigid":
+			sp.kind = scheduler.Rigid
+		case "elastic":
+			sp.kind = scheduler.Elastic
+		case "adaptive":
+			sp.kind = scheduler.Adaptive
+		default:
+			bad(AnnotationKind, v, "want rigid, elastic or adaptive")
+		}
+	}
+	intAnn := func(key string, min int, dst *int) {
+		v, ok := ann[key]
+		if !ok {
+			return
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < min {
+			bad(key, v, fmt.Sprintf("want an integer ≥ %d", min))
+			return
+		}
+		*dst = n
+	}
+	intAnn(AnnotationMinReplicas, 1, &sp.minReplicas)
+	intAnn(AnnotationMaxReplicas, 1, &sp.maxReplicas)
+	if sp.maxReplicas > 0 && sp.minReplicas > sp.maxReplicas {
+		bad(AnnotationMinReplicas, ann[AnnotationMinReplicas], fmt.Sprintf("more than %s %d", AnnotationMaxReplicas, sp.maxReplicas))
+	}
+	if v, ok := ann[AnnotationPriority]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			bad(AnnotationPriority, v, "want an integer")
+		}
+		sp.priority = n
+	}
+	if v, ok := ann[AnnotationWeight]; ok {
+		w, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || !(w > 0) || w > 1e6 {
+			bad(AnnotationWeight, v, "want a positive number")
+		} else {
+			sp.weight = w
+		}
+	}
+	if v, ok := ann[AnnotationPreemptible]; ok {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			bad(AnnotationPreemptible, v, "want true or false")
+		}
+		sp.preemptible = b || err != nil
+	}
+	if v, ok := ann[AnnotationGPUTypes]; ok && strings.TrimSpace(v) != "" {
+		for _, f := range strings.Split(v, ",") {
+			t, err := accel.CanonicalType(f)
+			if err != nil {
+				bad(AnnotationGPUTypes, v, err.Error())
+				break
+			}
+			if !slices.Contains(sp.types, t) {
+				sp.types = append(sp.types, t)
+			}
+		}
+		slices.Sort(sp.types)
+	}
+	return sp, errors.Join(errs...)
+}
+
+// parseDevices reads AnnotationDevices: distinct non-negative indices.
+func parseDevices(v string) ([]int, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, fmt.Errorf("%w: %s is empty", ErrAnnotation, AnnotationDevices)
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 || slices.Contains(out, n) {
+			return nil, fmt.Errorf("%w: %s=%q", ErrAnnotation, AnnotationDevices, v)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// formatDevices writes AnnotationDevices.
+func formatDevices(idx []int) string {
+	parts := make([]string, len(idx))
+	for i, n := range idx {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,58 @@
+package host
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the host's Prometheus metrics.
+type metrics struct {
+	roundDuration prometheus.Histogram
+	jobs          *prometheus.GaugeVec // state: running, waiting, skipped
+	gpus          *prometheus.GaugeVec // type: allocated GPUs
+	gpusOffered   *prometheus.GaugeVec // type: offered GPUs
+	binds         prometheus.Counter
+	evictions     *prometheus.CounterVec // reason
+	errors        *prometheus.CounterVec // op
+	leader        prometheus.Gauge
+	rounds        prometheus.Counter
+}
+
+func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
+	m := &metrics{
+		roundDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "goodsched_round_duration_seconds",
+			Help: "Time of one scheduling round: snapshot, Schedule and apply.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
+		jobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goodsched_jobs",
+			Help: "Jobs after the last round, by state (running, waiting, skipped)."}, []string{"state"}),
+		gpus: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goodsched_gpus_allocated",
+			Help: "GPUs the last round's plan gives jobs, by canonical type."}, []string{"type"}),
+		gpusOffered: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goodsched_gpus_offered",
+			Help: "GPUs offered to the last round, by canonical type."}, []string{"type"}),
+		binds: prometheus.NewCounter(prometheus.CounterOpts{Name: "goodsched_binds_total",
+			Help: "Pods bound."}),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodsched_evictions_total",
+			Help: "Pods evicted or deleted by the scheduler, by reason (preempt, shrink, move, node-lost, half-bound, rollback, extra)."}, []string{"reason"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodsched_errors_total",
+			Help: "Failed operations, by op (schedule, bind, evict, delete, patch, annotation)."}, []string{"op"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "goodsched_leader",
+			Help: "1 while this replica runs rounds (holds the lease)."}),
+		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: "goodsched_rounds_total", Help: "Rounds run."}),
+	}
+	cs := []prometheus.Collector{m.roundDuration, m.jobs, m.gpus, m.gpusOffered, m.binds, m.evictions, m.errors, m.leader, m.rounds}
+	if own {
+		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) handler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}

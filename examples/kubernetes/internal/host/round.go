@@ -1,0 +1,763 @@
+package host
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/scheduler"
+)
+
+// Round is what one round saw and did.
+type Round struct {
+	// Start is when the round began (wall clock) and Duration how long it
+	// took, apply included.
+	Start    time.Time
+	Duration time.Duration
+	// Plan is the scheduler's plan (empty when Schedule failed).
+	Plan scheduler.Plan
+	// Binds counts pods bound; BindFailures binds that failed (their
+	// units were rolled back).
+	Binds, BindFailures int
+	// Evictions counts pods evicted or deleted by the round, for any
+	// reason (plan, lost node, half-bound gang, rollback, extra pod).
+	Evictions int
+	// Patches counts Job and pod patches.
+	Patches int
+	// Skipped are the units whose annotations or pods are malformed.
+	Skipped []JobKey
+	// Deferred are the units whose binds wait for a later round: their
+	// pods are not created yet, or their devices are still held by pods
+	// being evicted.
+	Deferred []JobKey
+}
+
+// unitPlan is how one decision is applied.
+type unitPlan struct {
+	u          *unit
+	d          scheduler.Decision
+	evict      []*podInfo
+	evictWhy   string
+	slots      []bindRecord
+	bind       []*podInfo
+	extra      []*podInfo // pending pods beyond the target, deleted
+	targetPods int
+	deferred   string
+	bindErr    error
+}
+
+// round runs one round under ctx.
+func (h *Host) round(ctx context.Context) (Round, error) {
+	h.roundMu.Lock()
+	defer h.roundMu.Unlock()
+	r := Round{Start: time.Now()}
+	defer func() {
+		r.Duration = time.Since(r.Start)
+		h.m.roundDuration.Observe(r.Duration.Seconds())
+		h.m.rounds.Inc()
+	}()
+	h.retryRollback(ctx, &r)
+
+	nodes, err := h.nodes.List(labels.Everything())
+	if err != nil {
+		return r, fmt.Errorf("host: list nodes: %w", err)
+	}
+	pods, err := h.pods.List(labels.Everything())
+	if err != nil {
+		return r, fmt.Errorf("host: list pods: %w", err)
+	}
+	jobs, err := h.jobs.List(labels.Everything())
+	if err != nil {
+		return r, fmt.Errorf("host: list jobs: %w", err)
+	}
+	now := h.cfg.Now()
+	as := h.pruneState(pods)
+	snap := buildSnapshot(nodes, pods, jobs, snapshotOptions{schedulerName: h.cfg.SchedulerName, namespace: h.cfg.Namespace,
+		toleratedTaints: h.cfg.ToleratedTaints, now: now}, as)
+
+	for _, sk := range snap.skipped {
+		r.Skipped = append(r.Skipped, sk.key)
+		if msg := sk.err.Error(); h.state.warned[sk.key] != msg {
+			h.state.warned[sk.key] = msg
+			h.m.errors.WithLabelValues("annotation").Inc()
+			h.log.Warn("job skipped", "job", sk.key, "err", sk.err)
+			if sk.obj != nil {
+				h.recorder.Eventf(sk.obj, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Skip", "%s; the job is not scheduled until it is fixed", truncate(msg, 900))
+			}
+		}
+	}
+	for k := range h.state.warned {
+		if !slices.Contains(r.Skipped, k) {
+			delete(h.state.warned, k)
+		}
+	}
+
+	// Clean-ups the snapshot found: pods on lost nodes, half-bound gangs,
+	// pods whose devices another pod holds.
+	var cleanup []deletion
+	for _, p := range snap.lost {
+		cleanup = append(cleanup, deletion{pod: p, force: true, why: "node-lost"})
+	}
+	for _, p := range snap.broken {
+		cleanup = append(cleanup, deletion{pod: p, why: "half-bound"})
+	}
+	for _, p := range snap.conflicting {
+		cleanup = append(cleanup, deletion{pod: p, why: "conflict"})
+	}
+
+	in := scheduler.Input{Cluster: snap.cluster, Current: snap.current, Now: now}
+	in.Jobs = make([]scheduler.Job, 0, len(snap.units))
+	byKey := make(map[JobKey]*unit, len(snap.units))
+	for _, u := range snap.units {
+		j := u.sj
+		if h.cfg.Models != nil && u.spec.kind != scheduler.Rigid {
+			if s, ok := h.cfg.Models.Speedup(u.key); ok && s != nil {
+				j.Kind, j.Speedup = scheduler.Adaptive, s
+			}
+		}
+		in.Jobs = append(in.Jobs, j)
+		byKey[u.key] = u
+	}
+	var plan scheduler.Plan
+	if len(in.Jobs) > 0 {
+		plan, err = h.sched.Schedule(ctx, in)
+		if errors.Is(err, scheduler.ErrBadSpeedup) {
+			// A measured model misbehaves: schedule this round without
+			// models rather than not at all.
+			h.log.Warn("a measured model is invalid; this round runs without models", "err", err)
+			for i := range in.Jobs {
+				if in.Jobs[i].Kind == scheduler.Adaptive {
+					in.Jobs[i].Kind, in.Jobs[i].Speedup = scheduler.Elastic, nil
+				}
+			}
+			plan, err = h.sched.Schedule(ctx, in)
+		}
+		if err != nil {
+			h.m.errors.WithLabelValues("schedule").Inc()
+			h.deleteAll(ctx, cleanup, &r)
+			return r, fmt.Errorf("host: schedule: %w", err)
+		}
+	}
+	r.Plan = plan
+
+	// Plan the apply: which pods go, which bind where.
+	ups := make([]*unitPlan, 0, len(plan.Decisions))
+	freed := map[string]bool{}
+	for _, d := range plan.Decisions {
+		u := byKey[JobKey(d.Job)]
+		if u == nil {
+			continue
+		}
+		up := h.planUnit(u, d)
+		for _, p := range up.evict {
+			for _, dv := range p.devices {
+				freed[deviceID(p.node, dv)] = true
+			}
+		}
+		ups = append(ups, up)
+	}
+	for _, p := range cleanup {
+		for _, dv := range devicesOf(p.pod, as) {
+			freed[deviceID(p.pod.Spec.NodeName, dv)] = true
+		}
+	}
+	for _, up := range ups {
+		if up.deferred == "" && slices.ContainsFunc(up.slots, func(s bindRecord) bool {
+			return slices.ContainsFunc(s.devices, func(dv int) bool { return freed[deviceID(s.node, dv)] })
+		}) {
+			up.deferred = "its devices are still held by pods being evicted"
+		}
+		if up.deferred != "" && len(up.slots) > 0 {
+			up.bind = nil
+			r.Deferred = append(r.Deferred, up.u.key)
+		}
+	}
+
+	// 1. Evictions and deletions.
+	for _, up := range ups {
+		for _, p := range up.evict {
+			cleanup = append(cleanup, deletion{pod: p.pod, why: up.evictWhy, up: up})
+		}
+		for _, p := range up.extra {
+			cleanup = append(cleanup, deletion{pod: p.pod, why: "extra", up: up})
+		}
+	}
+	h.deleteAll(ctx, cleanup, &r)
+
+	// 2. Binds, each unit all or nothing.
+	h.bindAll(ctx, ups, &r)
+
+	// 3. Patches, events, models.
+	h.patchAll(ctx, ups, &r)
+	for _, up := range ups {
+		h.recordDecision(up)
+	}
+	for _, u := range snap.waitingNoType {
+		msg := fmt.Sprintf("waiting: no GPU of the allowed types (%s) is offered", joinTypes(u.spec.types))
+		if h.state.said[u.key] != msg {
+			h.state.said[u.key] = msg
+			if obj := u.regarding(); obj != nil {
+				h.recorder.Eventf(obj, nil, corev1.EventTypeNormal, "Waiting", "Schedule", "%s", msg)
+			}
+		}
+	}
+	if h.cfg.Models != nil {
+		for _, d := range plan.Decisions {
+			h.cfg.Models.Publish(JobKey(d.Job), d)
+		}
+	}
+
+	// Metrics.
+	h.m.jobs.Reset()
+	h.m.gpus.Reset()
+	h.m.gpusOffered.Reset()
+	running := 0
+	for _, d := range plan.Decisions {
+		if d.To > 0 {
+			running++
+			h.m.gpus.WithLabelValues(string(d.Type)).Add(float64(d.To))
+		}
+	}
+	h.m.jobs.WithLabelValues("running").Set(float64(running))
+	h.m.jobs.WithLabelValues("waiting").Set(float64(len(plan.Decisions) - running + len(snap.waitingNoType)))
+	h.m.jobs.WithLabelValues("skipped").Set(float64(len(snap.skipped)))
+	for t, n := range snap.capacity {
+		h.m.gpusOffered.WithLabelValues(string(t)).Set(float64(n))
+	}
+	return r, nil
+}
+
+// planUnit decides which of the unit's pods the decision keeps, evicts and
+// binds where.
+func (h *Host) planUnit(u *unit, d scheduler.Decision) *unitPlan {
+	up := &unitPlan{u: u, d: d}
+	want := map[string]bool{}
+	if d.To > 0 {
+		for _, id := range d.Assignment.Devices {
+			want[id] = true
+		}
+	}
+	var bound, pending []*podInfo
+	for _, p := range u.pods {
+		if p.bound() {
+			bound = append(bound, p)
+		} else {
+			pending = append(pending, p)
+		}
+	}
+	var keep []*podInfo
+	same := len(u.held) == len(want) && !slices.ContainsFunc(u.held, func(id string) bool { return !want[id] })
+	if u.spec.kind == scheduler.Rigid {
+		if same {
+			keep = bound
+		}
+	} else {
+		for _, p := range bound {
+			if !slices.ContainsFunc(p.devices, func(dv int) bool { return !want[deviceID(p.node, dv)] }) {
+				keep = append(keep, p)
+			}
+		}
+	}
+	for _, p := range bound {
+		if !slices.Contains(keep, p) {
+			up.evict = append(up.evict, p)
+		}
+	}
+	switch d.Action {
+	case scheduler.Preempt:
+		up.evictWhy = "preempt"
+	case scheduler.Shrink:
+		up.evictWhy = "shrink"
+	default:
+		up.evictWhy = "move"
+	}
+	// Devices to fill: wanted, not held by a kept pod; per node, in index
+	// order, in pods' worth.
+	held := map[string]bool{}
+	for _, p := range keep {
+		for _, dv := range p.devices {
+			held[deviceID(p.node, dv)] = true
+		}
+	}
+	perNode := map[string][]int{}
+	for id := range want {
+		if held[id] {
+			continue
+		}
+		node, idx, ok := splitDeviceID(id)
+		if !ok {
+			up.deferred = "the plan names a device " + id + " the host does not know"
+			return up
+		}
+		perNode[node] = append(perNode[node], idx)
+	}
+	nodes := make([]string, 0, len(perNode))
+	for n := range perNode {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	for _, n := range nodes {
+		idx := perNode[n]
+		slices.Sort(idx)
+		if len(idx)%u.perPod != 0 {
+			up.deferred = fmt.Sprintf("the plan gives node %s %d GPUs, not a whole number of pods of %d", n, len(idx), u.perPod)
+			up.slots = nil
+			break
+		}
+		for i := 0; i < len(idx); i += u.perPod {
+			up.slots = append(up.slots, bindRecord{node: n, devices: slices.Clone(idx[i : i+u.perPod])})
+		}
+	}
+	up.targetPods = d.To / u.perPod
+	if d.To == 0 {
+		up.targetPods = u.size
+		if u.spec.kind != scheduler.Rigid {
+			up.targetPods = u.spec.minReplicas
+		}
+	}
+	if up.deferred == "" && len(up.slots) > 0 {
+		if len(pending) < len(up.slots) {
+			up.deferred = fmt.Sprintf("waiting for %d pods to be created (have %d)", len(up.slots), len(pending))
+		} else {
+			up.bind = pending[:len(up.slots)]
+		}
+	}
+	// Pending pods beyond the target (the Job controller's replacements
+	// after a shrink) are deleted once the Job's parallelism shows the
+	// target, so that only the pods the plan keeps remain.
+	if u.job != nil && u.spec.kind != scheduler.Rigid && u.job.Spec.Parallelism != nil && int(*u.job.Spec.Parallelism) == up.targetPods {
+		if n := len(keep) + len(pending) - up.targetPods; n > 0 {
+			from := max(len(pending)-n, len(up.bind))
+			up.extra = pending[from:]
+		}
+	}
+	return up
+}
+
+func splitDeviceID(id string) (string, int, bool) {
+	i := strings.LastIndexByte(id, '/')
+	if i <= 0 {
+		return "", 0, false
+	}
+	var n int
+	if _, err := fmt.Sscanf(id[i+1:], "%d", &n); err != nil {
+		return "", 0, false
+	}
+	return id[:i], n, true
+}
+
+func devicesOf(p *corev1.Pod, as assumed) []int {
+	if b, ok := as.binds[p.UID]; ok {
+		return b.devices
+	}
+	d, _ := parseDevices(p.Annotations[AnnotationDevices])
+	return d
+}
+
+// deletion is one pod the round removes.
+type deletion struct {
+	pod   *corev1.Pod
+	force bool // grace period 0 (the pod's node is gone)
+	why   string
+	up    *unitPlan
+}
+
+// deleteAll evicts (or, for lost nodes, force-deletes) the pods, in
+// parallel.
+func (h *Host) deleteAll(ctx context.Context, ds []deletion, r *Round) {
+	var mu sync.Mutex
+	h.parallel(ctx, len(ds), func(i int) {
+		d := ds[i]
+		p := d.pod
+		uid := p.UID
+		var err error
+		switch {
+		case d.force:
+			zero := int64(0)
+			err = h.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &uid}})
+		case d.why == "extra" || d.why == "conflict":
+			err = h.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		default:
+			err = h.cfg.Client.PolicyV1().Evictions(p.Namespace).Evict(ctx, &policyv1.Eviction{
+				ObjectMeta:    metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
+				DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}})
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			h.m.errors.WithLabelValues("evict").Inc()
+			h.log.Warn("evict failed", "pod", p.Namespace+"/"+p.Name, "why", d.why, "err", err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		h.state.deleting[uid] = time.Now()
+		r.Evictions++
+		h.m.evictions.WithLabelValues(d.why).Inc()
+		switch {
+		case d.force:
+			h.recorder.Eventf(p, nil, corev1.EventTypeWarning, "NodeNotReady", "Delete", "node %s is not ready: deleted so that the job restarts elsewhere", p.Spec.NodeName)
+		case d.why == "half-bound":
+			h.recorder.Eventf(p, nil, corev1.EventTypeWarning, "HalfBoundGang", "Evict", "its gang is not fully bound: evicted so that the gang restarts whole")
+		case d.why == "conflict", d.why == "extra":
+		default:
+			var related runtime.Object
+			if d.up != nil && d.up.u.job != nil {
+				related = d.up.u.job
+			}
+			h.recorder.Eventf(p, related, corev1.EventTypeNormal, eventReason(d.up.d.Action), "Evict", "%s", truncate(decisionText(d.up.d), 900))
+		}
+	})
+}
+
+// bindAll binds the planned pods in parallel; a unit with a failed bind
+// has its bound pods deleted (now, and retried next rounds until done).
+func (h *Host) bindAll(ctx context.Context, ups []*unitPlan, r *Round) {
+	type job struct {
+		up *unitPlan
+		k  int
+	}
+	var js []job
+	for _, up := range ups {
+		for k := range up.bind {
+			js = append(js, job{up, k})
+		}
+	}
+	ok := make([]bool, len(js))
+	var mu sync.Mutex
+	h.parallel(ctx, len(js), func(i int) {
+		up, k := js[i].up, js[i].k
+		mu.Lock()
+		failed := up.bindErr != nil
+		mu.Unlock()
+		if failed {
+			return // the gang is rolled back anyway
+		}
+		p, s := up.bind[k].pod, up.slots[k]
+		b := &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID,
+				Annotations: map[string]string{AnnotationDevices: formatDevices(s.devices)}},
+			Target: corev1.ObjectReference{Kind: "Node", Name: s.node},
+		}
+		err := ctx.Err()
+		if err == nil {
+			err = h.cfg.Client.CoreV1().Pods(p.Namespace).Bind(ctx, b, metav1.CreateOptions{})
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			if up.bindErr == nil {
+				up.bindErr = fmt.Errorf("bind %s to %s: %w", p.Name, s.node, err)
+			}
+			// The bind may have landed (a lost response): delete the pod too.
+			h.state.rollback[p.UID] = podRef{p.Namespace, p.Name, p.UID}
+			return
+		}
+		ok[i] = true
+		h.state.binds[p.UID] = timedBind{bindRecord: s, at: time.Now()}
+	})
+	for i, j := range js {
+		if j.up.bindErr == nil {
+			if ok[i] {
+				r.Binds++
+				h.m.binds.Inc()
+			}
+			continue
+		}
+		if ok[i] {
+			r.Binds++
+			h.m.binds.Inc()
+			p := j.up.bind[j.k].pod
+			h.state.rollback[p.UID] = podRef{p.Namespace, p.Name, p.UID}
+		}
+	}
+	for _, up := range ups {
+		if up.bindErr != nil {
+			n := 0
+			for range up.bind {
+				n++
+			}
+			r.BindFailures++
+			h.m.errors.WithLabelValues("bind").Inc()
+			h.log.Warn("gang bind failed; rolling back", "job", up.u.key, "err", up.bindErr)
+			if obj := up.u.regarding(); obj != nil {
+				h.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "BindFailed", "Bind", "%s; the %d pods of this round are deleted and the gang waits", truncate(up.bindErr.Error(), 700), n)
+			}
+		}
+	}
+	if len(h.state.rollback) > 0 && ctx.Err() == nil {
+		h.retryRollback(ctx, r)
+	}
+}
+
+// retryRollback deletes the pods the host owes a deletion (gangs whose
+// binds failed).
+func (h *Host) retryRollback(ctx context.Context, r *Round) {
+	refs := make([]podRef, 0, len(h.state.rollback))
+	for _, p := range h.state.rollback {
+		refs = append(refs, p)
+	}
+	slices.SortFunc(refs, func(a, b podRef) int { return cmp.Compare(a.namespace+"/"+a.name, b.namespace+"/"+b.name) })
+	var mu sync.Mutex
+	h.parallel(ctx, len(refs), func(i int) {
+		p := refs[i]
+		uid := p.uid
+		err := ctx.Err()
+		if err == nil {
+			err = h.cfg.Client.CoreV1().Pods(p.namespace).Delete(ctx, p.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			h.m.errors.WithLabelValues("delete").Inc()
+			return
+		}
+		delete(h.state.rollback, uid)
+		delete(h.state.binds, uid)
+		h.state.deleting[uid] = time.Now()
+		if err == nil {
+			r.Evictions++
+			h.m.evictions.WithLabelValues("rollback").Inc()
+		}
+	})
+}
+
+// patchAll writes each Job's annotations and (elastic Jobs) parallelism,
+// and each elastic pod group's target, where they differ.
+func (h *Host) patchAll(ctx context.Context, ups []*unitPlan, r *Round) {
+	type patch struct {
+		ns, name string
+		body     []byte
+	}
+	var ps []patch
+	for _, up := range ups {
+		u := up.u
+		if u.job == nil {
+			if u.spec.kind == scheduler.Rigid {
+				continue
+			}
+			want := fmt.Sprint(up.targetPods)
+			body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationTargetReplicas: want}}})
+			for _, p := range u.pods {
+				if p.pod.Annotations[AnnotationTargetReplicas] != want {
+					ps = append(ps, patch{p.pod.Namespace, p.pod.Name, body})
+				}
+			}
+			continue
+		}
+		ann := map[string]any{}
+		if up.d.Action != scheduler.Keep {
+			if t := annotationText(up.d); u.job.Annotations[AnnotationLastDecision] != t {
+				ann[AnnotationLastDecision] = t
+			}
+		}
+		if bp := batchPlanJSON(up.d.Batch); bp != u.job.Annotations[AnnotationBatchPlan] {
+			if bp == "" {
+				ann[AnnotationBatchPlan] = nil
+			} else {
+				ann[AnnotationBatchPlan] = bp
+			}
+		}
+		body := map[string]any{}
+		if len(ann) > 0 {
+			body["metadata"] = map[string]any{"annotations": ann}
+		}
+		if u.spec.kind != scheduler.Rigid && up.bindErr == nil {
+			if u.job.Spec.Parallelism == nil || int(*u.job.Spec.Parallelism) != up.targetPods {
+				body["spec"] = map[string]any{"parallelism": up.targetPods}
+			}
+		}
+		if len(body) == 0 {
+			continue
+		}
+		data, _ := json.Marshal(body)
+		ps = append(ps, patch{u.job.Namespace, u.job.Name, data})
+	}
+	var mu sync.Mutex
+	h.parallel(ctx, len(ps), func(i int) {
+		p := ps[i]
+		var err error
+		if err = ctx.Err(); err == nil {
+			if strings.Contains(string(p.body), AnnotationTargetReplicas) {
+				_, err = h.cfg.Client.CoreV1().Pods(p.ns).Patch(ctx, p.name, k8stypes.MergePatchType, p.body, metav1.PatchOptions{})
+			} else {
+				_, err = h.cfg.Client.BatchV1().Jobs(p.ns).Patch(ctx, p.name, k8stypes.MergePatchType, p.body, metav1.PatchOptions{})
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			if !apierrors.IsNotFound(err) {
+				h.m.errors.WithLabelValues("patch").Inc()
+				h.log.Warn("patch failed", "object", p.ns+"/"+p.name, "err", err)
+			}
+			return
+		}
+		r.Patches++
+	})
+}
+
+// recordDecision records a decision that changes something as an Event
+// on the unit, naming the pods it binds.
+func (h *Host) recordDecision(up *unitPlan) {
+	d := up.d
+	if d.Action == scheduler.Keep && len(up.bind) == 0 {
+		return
+	}
+	text := decisionText(d)
+	if up.bindErr == nil && len(up.bind) > 0 {
+		var b strings.Builder
+		b.WriteString("; bound ")
+		for k, p := range up.bind {
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s→%s[%s]", p.pod.Name, up.slots[k].node, formatDevices(up.slots[k].devices))
+		}
+		text += b.String()
+	} else if up.deferred != "" && len(up.slots) > 0 {
+		text += "; binds wait: " + up.deferred
+	}
+	if h.state.said[up.u.key] == text {
+		return
+	}
+	h.state.said[up.u.key] = text
+	if obj := up.u.regarding(); obj != nil {
+		h.recorder.Eventf(obj, nil, corev1.EventTypeNormal, eventReason(d.Action), "Schedule", "%s", truncate(text, 1000))
+	}
+}
+
+// pruneState forgets assumptions the informers now show (or that are
+// stale) and returns the ones left.
+func (h *Host) pruneState(pods []*corev1.Pod) assumed {
+	seen := make(map[k8stypes.UID]*corev1.Pod, len(pods))
+	for _, p := range pods {
+		seen[p.UID] = p
+	}
+	cutoff := time.Now().Add(-2 * time.Minute)
+	as := assumed{binds: map[k8stypes.UID]bindRecord{}, deleting: map[k8stypes.UID]bool{}}
+	for uid, b := range h.state.binds {
+		p := seen[uid]
+		if p == nil || p.Spec.NodeName != "" || b.at.Before(cutoff) {
+			delete(h.state.binds, uid)
+			continue
+		}
+		as.binds[uid] = b.bindRecord
+	}
+	for uid, at := range h.state.deleting {
+		p := seen[uid]
+		if p == nil || p.DeletionTimestamp != nil || at.Before(cutoff) {
+			delete(h.state.deleting, uid)
+			continue
+		}
+		as.deleting[uid] = true
+	}
+	for uid := range h.state.rollback {
+		as.deleting[uid] = true
+	}
+	return as
+}
+
+// parallel runs f(0..n-1) on up to BindWorkers goroutines.
+func (h *Host) parallel(ctx context.Context, n int, f func(int)) {
+	if n == 0 {
+		return
+	}
+	w := min(h.cfg.BindWorkers, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	_ = ctx
+}
+
+func eventReason(a scheduler.Action) string {
+	switch a {
+	case scheduler.Start:
+		return "Started"
+	case scheduler.Grow:
+		return "Grown"
+	case scheduler.Shrink:
+		return "Shrunk"
+	case scheduler.Move:
+		return "Moved"
+	case scheduler.Preempt:
+		return "Preempted"
+	case scheduler.Queue:
+		return "Waiting"
+	}
+	return "Kept"
+}
+
+// decisionText is a decision in words, for Events.
+func decisionText(d scheduler.Decision) string {
+	s := fmt.Sprintf("%s %d→%d", d.Action, d.From, d.To)
+	if d.To > 0 {
+		s += fmt.Sprintf(" %s on %d node(s)", d.Type, d.Nodes)
+	}
+	s += " (" + d.Reason.String() + ")"
+	if d.Message != "" {
+		s += ": " + d.Message
+	}
+	return s
+}
+
+// annotationText is the decision as goodsched.io/last-decision holds it.
+func annotationText(d scheduler.Decision) string { return truncate(decisionText(d), 1000) }
+
+// batchPlanJSON is goodsched.io/batch-plan's value: the plan's fields as
+// JSON, the goodput rounded to 4 significant digits so that a refitted
+// model does not rewrite it every round; "" for a zero plan.
+func batchPlanJSON(b goodput.BatchPlan) string {
+	if b.Batch == 0 && b.Local == 0 {
+		return ""
+	}
+	if b.Goodput != 0 && !math.IsNaN(b.Goodput) && !math.IsInf(b.Goodput, 0) {
+		p := math.Pow(10, 3-math.Floor(math.Log10(math.Abs(b.Goodput))))
+		b.Goodput = math.Round(b.Goodput*p) / p
+	} else {
+		b.Goodput = 0
+	}
+	data, err := json.Marshal(b)
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && (s[cut]&0xC0) == 0x80 {
+		cut--
+	}
+	return s[:cut] + "..."
+}

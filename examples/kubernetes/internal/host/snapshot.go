@@ -1,0 +1,540 @@
+package host
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler"
+)
+
+// podInfo is one pod of a unit as the round sees it.
+type podInfo struct {
+	pod     *corev1.Pod
+	node    string // "" = not bound
+	devices []int  // device indices on node, when bound
+}
+
+func (p *podInfo) bound() bool { return p.node != "" }
+
+// unit is one scheduled unit: a Job or a pod group.
+type unit struct {
+	key   JobKey
+	job   *batchv1.Job // nil for a pod group
+	group string       // group name, for a pod group
+	spec  jobSpec
+	// perPod is the GPU count of each pod.
+	perPod int
+	// size is the gang size in pods of a rigid unit.
+	size int
+	// pods are the unit's live pods (not terminating, not finished),
+	// bound ones first, then by creation time and name.
+	pods []*podInfo
+	// held are the device IDs its bound pods hold on offered nodes.
+	held []string
+	sj   scheduler.Job
+}
+
+// regarding returns the object Events about the unit are recorded on.
+func (u *unit) regarding() objectRef {
+	if u.job != nil {
+		return u.job
+	}
+	if len(u.pods) > 0 {
+		return u.pods[0].pod
+	}
+	return nil
+}
+
+// skippedUnit is a unit whose annotations or pods are malformed.
+type skippedUnit struct {
+	key JobKey
+	obj objectRef
+	err error
+}
+
+// snapshot is the scheduler's view of the cluster for one round.
+type snapshot struct {
+	cluster accel.Cluster
+	units   []*unit // sorted by key
+	current []placement.Assignment
+	// lost are bound pods of ours on nodes that are gone or NotReady: the
+	// host deletes them at once.
+	lost []*corev1.Pod
+	// broken are bound pods of gangs that are half bound (fewer live bound
+	// pods than the gang needs): the host evicts them so the gang restarts
+	// whole.
+	broken []*corev1.Pod
+	// conflicting are bound pods of ours whose devices another pod of ours
+	// already holds.
+	conflicting []*corev1.Pod
+	skipped     []skippedUnit
+	// waitingNoType are units whose allowed GPU types are not in the
+	// cluster this round.
+	waitingNoType []*unit
+	// offered reports, per node name, whether new pods may be bound there.
+	offered map[string]bool
+	// perType counts the devices offered per type (capacity).
+	capacity map[accel.TypeKey]int
+}
+
+// snapshotOptions are the parts of Config the mapping needs.
+type snapshotOptions struct {
+	schedulerName   string
+	namespace       string // "" = all
+	toleratedTaints []string
+	now             time.Time
+}
+
+// assumed overlays what the host did that the informers may not show yet.
+type assumed struct {
+	binds    map[types.UID]bindRecord // pod → binding the host made
+	deleting map[types.UID]bool       // pods the host evicted or deleted
+}
+
+type bindRecord struct {
+	node    string
+	devices []int
+}
+
+// gpuCount returns a pod spec's nvidia.com/gpu count: the sum of its
+// containers' limits (requests when no limit is set).
+func gpuCount(spec *corev1.PodSpec) int {
+	n := int64(0)
+	for _, c := range spec.Containers {
+		q, ok := c.Resources.Limits[ResourceGPU]
+		if !ok {
+			q, ok = c.Resources.Requests[ResourceGPU]
+		}
+		if ok {
+			n += q.Value()
+		}
+	}
+	return int(n)
+}
+
+// nodeReady reports the node's Ready condition.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// nodeSchedulable reports that new pods may go to the node: not cordoned
+// and without NoSchedule or NoExecute taints other than tolerated ones.
+func nodeSchedulable(n *corev1.Node, tolerated []string) bool {
+	if n.Spec.Unschedulable {
+		return false
+	}
+	for _, t := range n.Spec.Taints {
+		if (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && !slices.Contains(tolerated, t.Key) {
+			return false
+		}
+	}
+	return true
+}
+
+// nodeType returns the canonical type of a node's GPUs from GPU feature
+// discovery's labels.
+func nodeType(n *corev1.Node) (accel.TypeKey, string) {
+	product := n.Labels[LabelGPUProduct]
+	var mem uint64
+	if v, err := strconv.ParseUint(n.Labels[LabelGPUMemory], 10, 64); err == nil {
+		mem = v << 20
+	}
+	return accel.TypeFromProduct(product, mem), product
+}
+
+func podFinished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+func jobFinished(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func jobOwner(p *corev1.Pod) (types.UID, bool) {
+	for _, o := range p.OwnerReferences {
+		if o.Controller != nil && *o.Controller && o.Kind == "Job" {
+			return o.UID, true
+		}
+	}
+	return "", false
+}
+
+func deviceID(node string, idx int) string { return node + "/" + strconv.Itoa(idx) }
+
+// buildSnapshot maps the API objects to the scheduler's Input: offered
+// nodes and their free or held devices, one unit per Job and pod group,
+// and the placement in effect, rebuilt from the pods' nodes and device
+// annotations. It reads only what it is given.
+func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job, opt snapshotOptions, as assumed) *snapshot {
+	s := &snapshot{offered: map[string]bool{}, capacity: map[accel.TypeKey]int{}}
+	type nodeState struct {
+		node        *corev1.Node
+		gpus        int
+		ready       bool
+		schedulable bool
+		typ         accel.TypeKey
+		product     string
+		holder      map[int]*podInfo // device index → our live pod
+		removed     map[int]bool     // held by terminating or skipped pods
+		foreign     int              // GPUs used by other pods
+	}
+	ns := map[string]*nodeState{}
+	for _, n := range nodes {
+		q := n.Status.Allocatable[ResourceGPU]
+		st := &nodeState{node: n, gpus: int(q.Value()), ready: nodeReady(n), schedulable: nodeSchedulable(n, opt.toleratedTaints),
+			holder: map[int]*podInfo{}, removed: map[int]bool{}}
+		st.typ, st.product = nodeType(n)
+		ns[n.Name] = st
+	}
+
+	// Units: Jobs of ours first.
+	units := map[JobKey]*unit{}
+	byUID := map[types.UID]*unit{}
+	skipped := map[JobKey]bool{}
+	for _, j := range jobs {
+		if j.Spec.Template.Spec.SchedulerName != opt.schedulerName || jobFinished(j) || (j.Spec.Suspend != nil && *j.Spec.Suspend) {
+			continue
+		}
+		if opt.namespace != "" && j.Namespace != opt.namespace {
+			continue
+		}
+		key := JobKey(j.Namespace + "/" + j.Name)
+		u := &unit{key: key, job: j}
+		byUID[j.UID] = u
+		sp, err := parseSpec(j.Annotations)
+		if err == nil {
+			u.perPod = gpuCount(&j.Spec.Template.Spec)
+			err = checkPerPod(sp, u.perPod)
+		}
+		if err != nil {
+			s.skipped = append(s.skipped, skippedUnit{key: key, obj: j, err: err})
+			skipped[key] = true
+			continue
+		}
+		u.spec = sp
+		size := 1
+		if j.Spec.Parallelism != nil {
+			size = int(*j.Spec.Parallelism)
+		}
+		if j.Spec.Completions != nil {
+			size = min(size, int(*j.Spec.Completions)-int(j.Status.Succeeded))
+		}
+		u.size = max(size, 0)
+		units[key] = u
+	}
+
+	// Pods: ours go to their unit; the GPUs of all others are foreign.
+	type groupPods struct{ pods []*corev1.Pod }
+	groups := map[JobKey]*groupPods{}
+	var ours []*podInfo
+	unitOf := map[*podInfo]JobKey{}
+	for _, p := range pods {
+		if podFinished(p) {
+			continue
+		}
+		pi := &podInfo{pod: p, node: p.Spec.NodeName}
+		terminating := p.DeletionTimestamp != nil || as.deleting[p.UID]
+		if !pi.bound() {
+			if b, ok := as.binds[p.UID]; ok {
+				pi.node, pi.devices = b.node, b.devices
+			}
+		} else if v, ok := p.Annotations[AnnotationDevices]; ok {
+			if d, err := parseDevices(v); err == nil {
+				pi.devices = d
+			}
+		}
+		mine := p.Spec.SchedulerName == opt.schedulerName && (opt.namespace == "" || p.Namespace == opt.namespace)
+		var key JobKey
+		jobPod := false
+		if mine {
+			if uid, ok := jobOwner(p); ok {
+				if u, ok := byUID[uid]; ok {
+					key, jobPod = u.key, true
+				} else {
+					mine = false // its Job is not ours, finished or suspended
+				}
+			} else {
+				g := p.Labels[LabelGroup]
+				if g == "" {
+					g = p.Name // a lone pod is a group of one
+				}
+				key = JobKey(p.Namespace + "/" + g)
+				if units[key] != nil && units[key].job != nil {
+					mine = false // the name is a Job's; the Job wins
+				}
+			}
+		}
+		st := ns[pi.node]
+		if !mine || terminating {
+			if st != nil && pi.bound() {
+				if len(pi.devices) > 0 && validIndices(pi.devices, st.gpus) {
+					for _, d := range pi.devices {
+						st.removed[d] = true
+					}
+				} else {
+					st.foreign += gpuCount(&p.Spec)
+				}
+			}
+			continue
+		}
+		if !jobPod {
+			gp := groups[key]
+			if gp == nil {
+				gp = &groupPods{}
+				groups[key] = gp
+			}
+			gp.pods = append(gp.pods, p)
+		}
+		unitOf[pi] = key
+		ours = append(ours, pi)
+	}
+
+	// Pod groups become units.
+	for key, gp := range groups {
+		slices.SortFunc(gp.pods, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
+		first := gp.pods[0]
+		u := &unit{key: key, group: first.Labels[LabelGroup]}
+		if u.group == "" {
+			u.group = first.Name
+		}
+		sp, err := parseSpec(first.Annotations)
+		if err == nil {
+			u.perPod = gpuCount(&first.Spec)
+			for _, p := range gp.pods[1:] {
+				if gpuCount(&p.Spec) != u.perPod {
+					err = fmt.Errorf("%w: pods of group %q ask for different %s counts", ErrAnnotation, u.group, ResourceGPU)
+					break
+				}
+			}
+		}
+		if err == nil {
+			err = checkPerPod(sp, u.perPod)
+		}
+		u.size = len(gp.pods)
+		if v, ok := first.Annotations[AnnotationGroupSize]; ok && err == nil {
+			n, perr := strconv.Atoi(v)
+			if perr != nil || n < 1 {
+				err = fmt.Errorf("%w: %s=%q: want an integer ≥ 1", ErrAnnotation, AnnotationGroupSize, v)
+			} else {
+				u.size = n
+			}
+		}
+		if err != nil {
+			s.skipped = append(s.skipped, skippedUnit{key: key, obj: first, err: err})
+			skipped[key] = true
+			continue
+		}
+		u.spec = sp
+		units[key] = u
+	}
+
+	// Assign our pods to units; the bound ones claim their devices.
+	slices.SortFunc(ours, func(a, b *podInfo) int {
+		return cmp.Or(cmp.Compare(a.pod.CreationTimestamp.UnixNano(), b.pod.CreationTimestamp.UnixNano()), cmp.Compare(a.pod.Namespace, b.pod.Namespace), cmp.Compare(a.pod.Name, b.pod.Name))
+	})
+	for _, pi := range ours {
+		key := unitOf[pi]
+		u := units[key]
+		st := ns[pi.node]
+		if u == nil { // a skipped unit: its bound pods keep their GPUs
+			if st != nil && pi.bound() {
+				if len(pi.devices) > 0 && validIndices(pi.devices, st.gpus) {
+					for _, d := range pi.devices {
+						st.removed[d] = true
+					}
+				} else {
+					st.foreign += gpuCount(&pi.pod.Spec)
+				}
+			}
+			continue
+		}
+		if pi.bound() {
+			switch {
+			case st == nil || !st.ready:
+				s.lost = append(s.lost, pi.pod)
+				continue
+			case len(pi.devices) != u.perPod || !validIndices(pi.devices, st.gpus) || slices.ContainsFunc(pi.devices, func(d int) bool { return st.holder[d] != nil || st.removed[d] }):
+				s.conflicting = append(s.conflicting, pi.pod)
+				st.foreign += gpuCount(&pi.pod.Spec)
+				continue
+			}
+			for _, d := range pi.devices {
+				st.holder[d] = pi
+			}
+		}
+		u.pods = append(u.pods, pi)
+	}
+
+	// Build the cluster.
+	names := make([]string, 0, len(ns))
+	for n := range ns {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		st := ns[name]
+		if !st.ready || st.gpus <= 0 {
+			continue
+		}
+		s.offered[name] = st.schedulable
+		// Foreign GPUs take the highest free indices.
+		hide := map[int]bool{}
+		for i, left := st.gpus-1, st.foreign; i >= 0 && left > 0; i-- {
+			if st.holder[i] == nil && !st.removed[i] {
+				hide[i] = true
+				left--
+			}
+		}
+		node := accel.Node{Name: name}
+		for i := 0; i < st.gpus; i++ {
+			if st.removed[i] || hide[i] || (!st.schedulable && st.holder[i] == nil) {
+				continue
+			}
+			node.Devices = append(node.Devices, accel.Device{ID: deviceID(name, i), Node: name, Index: i,
+				Product: st.product, Type: st.typ, Healthy: true, NUMANode: -1})
+		}
+		if len(node.Devices) > 0 {
+			s.cluster.Nodes = append(s.cluster.Nodes, node)
+			s.capacity[st.typ] += len(node.Devices)
+		}
+	}
+
+	// Units become scheduler jobs; half-bound gangs are broken.
+	keys := make([]JobKey, 0, len(units))
+	for k := range units {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		u := units[k]
+		slices.SortStableFunc(u.pods, func(a, b *podInfo) int {
+			if a.bound() != b.bound() {
+				if a.bound() {
+					return -1
+				}
+				return 1
+			}
+			return 0
+		})
+		nb := 0
+		for _, p := range u.pods {
+			if p.bound() {
+				nb++
+			}
+		}
+		minPods := u.size
+		if u.spec.kind != scheduler.Rigid {
+			minPods = u.spec.minReplicas
+		}
+		if nb > 0 && nb < minPods {
+			for _, p := range u.pods[:nb] {
+				s.broken = append(s.broken, p.pod)
+			}
+			u.pods = u.pods[nb:]
+			nb = 0
+		}
+		for _, p := range u.pods[:nb] {
+			for _, d := range p.devices {
+				u.held = append(u.held, deviceID(p.node, d))
+			}
+		}
+		u.sj = u.toJob()
+		if len(u.sj.Types) > 0 {
+			var ok []accel.TypeKey
+			for _, t := range u.sj.Types {
+				if s.capacity[t] > 0 {
+					ok = append(ok, t)
+				}
+			}
+			if len(ok) == 0 {
+				s.waitingNoType = append(s.waitingNoType, u)
+				continue
+			}
+			u.sj.Types = ok
+		}
+		if u.sj.Kind == scheduler.Rigid && u.size == 0 {
+			continue // nothing to run (a Job with parallelism 0 or all completions done)
+		}
+		s.units = append(s.units, u)
+		if len(u.held) > 0 {
+			slices.Sort(u.held)
+			s.current = append(s.current, placement.Assignment{Job: string(u.key), Devices: u.held})
+		}
+	}
+	return s
+}
+
+func validIndices(idx []int, n int) bool {
+	for _, d := range idx {
+		if d < 0 || d >= n {
+			return false
+		}
+	}
+	return true
+}
+
+// checkPerPod checks a unit's GPUs per pod: at least one, and exactly one
+// for elastic and adaptive units (one replica per GPU).
+func checkPerPod(sp jobSpec, perPod int) error {
+	if perPod < 1 {
+		return fmt.Errorf("%w: the pod template asks for no %s", ErrAnnotation, ResourceGPU)
+	}
+	if sp.kind != scheduler.Rigid && perPod != 1 {
+		return fmt.Errorf("%w: %s=%s needs pods of one %s each, not %d", ErrAnnotation, AnnotationKind, sp.kind, ResourceGPU, perPod)
+	}
+	return nil
+}
+
+// toJob returns the unit as a scheduler.Job (without a measured model).
+func (u *unit) toJob() scheduler.Job {
+	sp := u.spec
+	j := scheduler.Job{ID: string(u.key), Weight: sp.weight, Priority: sp.priority, Kind: sp.kind,
+		NonPreemptible: !sp.preemptible, Types: slices.Clone(sp.types)}
+	if u.job != nil {
+		j.Submitted = u.job.CreationTimestamp.Time
+	} else if len(u.pods) > 0 {
+		j.Submitted = u.pods[0].pod.CreationTimestamp.Time
+	}
+	switch sp.kind {
+	case scheduler.Rigid:
+		n := u.size * u.perPod
+		j.Requested, j.MinReplicas, j.MaxReplicas = n, n, n
+	default:
+		j.Kind = scheduler.Elastic // Adaptive once a model is known
+		j.MinReplicas, j.MaxReplicas = sp.minReplicas, sp.maxReplicas
+		j.Requested = sp.minReplicas
+	}
+	return j
+}
+
+// objectRef is an API object Events can be recorded on.
+type objectRef = runtime.Object
+
+func joinTypes(ts []accel.TypeKey) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = string(t)
+	}
+	return strings.Join(s, ",")
+}
