@@ -9,14 +9,21 @@ import (
 // instead of exhausting memory.
 const maxDPCells = 10_000_000
 
-// quanta returns the work quantum and the number of quanta the job needs.
+// maxTopQuanta bounds the quanta in one full-scale slot (they index
+// int32 fields of the DP's choices): a job shorter than Resolution/2^30 of
+// such a slot gets fewer quanta than Resolution.
+const maxTopQuanta = 1 << 30
+
+// quanta returns the work quantum and the number of quanta the job needs:
+// Resolution quanta for the whole job, whatever its length against one
+// slot at full scale.
 func (p *problem) quanta() (delta float64, need int) {
 	res := p.opts.Resolution
 	if res == 0 {
 		res = 2000
 	}
 	top := p.work[len(p.work)-1]
-	delta = max(p.need/float64(res), top/256)
+	delta = max(p.need/float64(res), top/maxTopQuanta)
 	// Make the top scale a whole number of quanta, so that a job that fits
 	// at full scale still fits after rounding.
 	delta = top / math.Ceil(top/delta)
@@ -38,7 +45,11 @@ func (p *problem) dp() ([]alloc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.trim(a)
+	if p.opts.ChangeCostG > 0 {
+		p.trimChanges(a)
+	} else {
+		p.trim(a)
+	}
 	return a, nil
 }
 

@@ -15,7 +15,8 @@ type Method int
 const (
 	// Auto uses Greedy when there is no ChangeCostG and the greedy plan is
 	// provably within Tolerance of the optimum (always, for a concave
-	// curve), and DP otherwise.
+	// curve); otherwise it also runs DP and returns the cheaper of the two
+	// plans by carbon plus change cost (ties to DP).
 	Auto Method = iota
 	// Greedy is CarbonScaler's marginal allocation: repeatedly add the
 	// (slot, next scale) step with the most work per gram, over the scales
@@ -54,15 +55,16 @@ type PlanOptions struct {
 	// the job grows or resumes, and per device removed when it shrinks
 	// while still running (suspending and finishing are free): a stand-in
 	// for checkpoint and restart overhead. Zero means scale changes are
-	// free. A positive value makes Auto use DP.
+	// free. A positive value makes Auto run DP as well as the greedy.
 	ChangeCostG float64
 	// InitialScale is the job's scale before the first slot, for
 	// ChangeCostG. Zero means not running.
 	InitialScale int
 	// Method selects the solver; zero means Auto.
 	Method Method
-	// Resolution is the number of work quanta DP uses for the whole job;
-	// zero means 2000. Higher is closer to exact and slower.
+	// Resolution is the number of work quanta DP uses for the whole job,
+	// however short against one slot at full scale (down to 2^-30 of
+	// one); zero means 2000. Higher is closer to exact and slower.
 	Resolution int
 	// Tolerance is the relative gap to the proven lower bound within which
 	// Auto accepts the greedy plan for a curve that is not concave instead
@@ -227,10 +229,20 @@ func newProblem(forecast Series, c Curve, work float64, deadline time.Time, opts
 }
 
 // alloc is a slot's allocation as indices into problem.levels: upper
-// level j for fraction f, level j-1 for the rest; j = 0 is suspended.
+// level j for fraction f, level j-1 for the rest (suspended instead when
+// stop is set: the slot ends early); j = 0 is suspended.
 type alloc struct {
-	j int
-	f float64
+	j    int
+	f    float64
+	stop bool
+}
+
+// lower is the level index of the part of the slot after x.f.
+func (x alloc) lower() int {
+	if x.stop {
+		return 0
+	}
+	return x.j - 1
 }
 
 // Plan is the marginal planner of CarbonScaler: it decides the scale of an
@@ -255,18 +267,19 @@ func Plan(forecast Series, c Curve, work float64, deadline time.Time, opts PlanO
 		return Schedule{}, fmt.Errorf("%w: PlanOptions.Tolerance is NaN", ErrInvalid)
 	}
 	m := opts.Method
-	if m == Auto && (opts.ChangeCostG > 0 || tol < 0) {
+	if m == Auto && tol < 0 {
 		m = DP
 	}
+	var greedy Schedule
 	if m == Greedy || m == Auto {
 		a, bound, err := p.hullGreedy()
 		if err != nil {
 			return Schedule{}, err
 		}
-		s := p.schedule(a)
-		s.Method, s.Concave, s.BoundG = Greedy, concave, bound
-		if m == Greedy || s.CarbonG <= bound*(1+tol) {
-			return s, nil
+		greedy = p.schedule(a)
+		greedy.Method, greedy.Concave, greedy.BoundG = Greedy, concave, bound
+		if m == Greedy || (opts.ChangeCostG == 0 && greedy.CarbonG <= bound*(1+tol)) {
+			return greedy, nil
 		}
 	}
 	a, err := p.dp()
@@ -275,6 +288,10 @@ func Plan(forecast Series, c Curve, work float64, deadline time.Time, opts PlanO
 	}
 	s := p.schedule(a)
 	s.Method, s.Concave = DP, concave
+	if m == Auto && greedy.CarbonG+greedy.ChangeCostG < s.CarbonG+s.ChangeCostG {
+		// DP's quantised plan can lose to the greedy plan already at hand.
+		return greedy, nil
+	}
 	return s, nil
 }
 
@@ -283,14 +300,16 @@ func (p *problem) slotWork(x alloc) float64 {
 	if x.j == 0 {
 		return 0
 	}
-	return p.work[x.j-1] + x.f*(p.work[x.j]-p.work[x.j-1])
+	lo := x.lower()
+	return p.work[lo] + x.f*(p.work[x.j]-p.work[lo])
 }
 
 func (p *problem) slotKWh(x alloc) float64 {
 	if x.j == 0 {
 		return 0
 	}
-	return p.kwh[x.j-1] + x.f*(p.kwh[x.j]-p.kwh[x.j-1])
+	lo := x.lower()
+	return p.kwh[lo] + x.f*(p.kwh[x.j]-p.kwh[lo])
 }
 
 // schedule turns allocations into a Schedule.
@@ -301,7 +320,7 @@ func (p *problem) schedule(a []alloc) Schedule {
 		if x.j > 0 {
 			sl.Scale, sl.Lower, sl.Fraction = p.levels[x.j], p.levels[x.j], x.f
 			if x.f < 1 {
-				sl.Lower = p.levels[x.j-1]
+				sl.Lower = p.levels[x.lower()]
 			}
 		}
 		sl.Work = p.slotWork(x)
@@ -564,6 +583,88 @@ func (p *problem) trim(a []alloc) {
 		a[best].f = (have - excess) / dw
 		excess = 0
 	}
+}
+
+// trimChanges removes planned work beyond need under a change cost. Each
+// step takes, over every running slot, the cut with the largest saving in
+// carbon plus change cost: the slot's top step (whole, or a fraction of it
+// run at the scale below), or ending the slot early (its scale for part of
+// the slot, then suspended; or suspending it whole). A cut is charged for
+// the suspend, resume or shrink it adds before and after the slot, so only
+// cuts that lower the total are taken: the result never costs more than
+// the whole-scale plan it starts from.
+func (p *problem) trimChanges(a []alloc) {
+	total := 0.0
+	for _, x := range a {
+		total += p.slotWork(x)
+	}
+	excess := total - p.need
+	eps := p.need * 1e-12
+	for excess > eps {
+		best, bestSave := -1, 0.0
+		var bestY alloc
+		for t, x := range a {
+			if x.j == 0 || x.f < 1 {
+				continue
+			}
+			cur := p.localCost(a, t, x)
+			w := p.slotWork(x)
+			try := func(y alloc) {
+				if removed := w - p.slotWork(y); removed > excess+eps {
+					return
+				}
+				if save := cur - p.localCost(a, t, y); save > bestSave+1e-12*math.Abs(cur) {
+					best, bestSave, bestY = t, save, y
+				}
+			}
+			// The top step: dropped whole, or cut to remove the excess.
+			if dw := w - p.work[x.j-1]; dw <= excess {
+				try(alloc{j: x.j - 1, f: 1})
+			} else {
+				try(alloc{j: x.j, f: (dw - excess) / dw})
+			}
+			// Ending the slot early.
+			if x.j > 1 {
+				if w <= excess {
+					try(alloc{})
+				} else {
+					try(alloc{j: x.j, f: (w - excess) / w, stop: true})
+				}
+			}
+		}
+		if best < 0 {
+			return
+		}
+		excess -= p.slotWork(a[best]) - p.slotWork(bestY)
+		if bestY.j > 0 && bestY.f <= 0 {
+			bestY = alloc{j: bestY.lower(), f: 1}
+		}
+		a[best] = bestY
+	}
+}
+
+// localCost is slot t's carbon under x plus the change costs of the
+// transitions into, within and out of it, with the other slots as in a.
+func (p *problem) localCost(a []alloc, t int, x alloc) float64 {
+	first := func(y alloc) int { return p.levels[y.j] }
+	last := func(y alloc) int {
+		if y.j > 0 && y.f < 1 {
+			return p.levels[y.lower()]
+		}
+		return p.levels[y.j]
+	}
+	prev := p.opts.InitialScale
+	if t > 0 {
+		prev = last(a[t-1])
+	}
+	units := changeCost(prev, first(x))
+	if x.j > 0 && x.f < 1 {
+		units += changeCost(first(x), last(x))
+	}
+	if t+1 < len(a) {
+		units += changeCost(last(x), first(a[t+1]))
+	}
+	return p.slotKWh(x)*p.ci[t] + float64(units)*p.opts.ChangeCostG
 }
 
 // sortedSlots returns the indices of ci in ascending order, ties to
