@@ -1,0 +1,291 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/goodsched/goodsched/examples/kubernetes/client"
+	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
+	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/scheduler"
+)
+
+// fakeTokens makes a fake clientset answer TokenReviews: "tok-<pod>" is a
+// valid token of pod <pod> in namespace ns; anything else is rejected.
+func fakeTokens(cs *fake.Clientset, ns string, uids map[string]types.UID) {
+	cs.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		tr := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenReview).DeepCopy()
+		pod, ok := strings.CutPrefix(tr.Spec.Token, "tok-")
+		uid, known := uids[pod]
+		if !ok || !known || len(tr.Spec.Audiences) != 1 || tr.Spec.Audiences[0] != Audience {
+			tr.Status = authnv1.TokenReviewStatus{Authenticated: false, Error: "invalid bearer token"}
+			return true, tr, nil
+		}
+		tr.Status = authnv1.TokenReviewStatus{Authenticated: true, Audiences: []string{Audience}, User: authnv1.UserInfo{
+			Username: "system:serviceaccount:" + ns + ":trainer",
+			Extra:    map[string]authnv1.ExtraValue{extraPodName: {pod}, extraPodUID: {string(uid)}},
+		}}
+		return true, tr, nil
+	})
+}
+
+func jobPod(ns, name, job string, uid types.UID) *corev1.Pod {
+	ctrl := true
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job, UID: types.UID("job-" + job), Controller: &ctrl}}},
+		Spec: corev1.PodSpec{NodeName: "n1"}}
+}
+
+type fixture struct {
+	t  *testing.T
+	cs *fake.Clientset
+	s  *Server
+	h  http.Handler
+}
+
+func newFixture(t *testing.T, cfg Config) *fixture {
+	t.Helper()
+	pods := []runtime.Object{
+		jobPod("ml", "a-0", "a", "uid-a0"),
+		jobPod("ml", "b-0", "b", "uid-b0"),
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "g-0", UID: "uid-g0", Labels: map[string]string{host.LabelGroup: "g"}}},
+	}
+	cs := fake.NewClientset(pods...)
+	fakeTokens(cs, "ml", map[string]types.UID{"a-0": "uid-a0", "b-0": "uid-b0", "g-0": "uid-g0", "gone": "uid-gone"})
+	cfg.Client = cs
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, cs: cs, s: s, h: s}
+}
+
+func (f *fixture) post(token string, body any) (int, client.Response, string) {
+	f.t.Helper()
+	var b []byte
+	switch v := body.(type) {
+	case []byte:
+		b = v
+	default:
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	req := httptest.NewRequest(http.MethodPost, client.Path, bytes.NewReader(b))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	var resp client.Response
+	if rec.Code == http.StatusOK {
+		if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return rec.Code, resp, rec.Body.String()
+}
+
+var limits = goodput.Limits{InitBatch: 128, MaxBatch: 4096, MinLocal: 32, MaxLocal: 1024, Accumulation: true}
+
+func report(job string) client.Report {
+	return client.Report{Job: job, Limits: &limits,
+		Steps: []client.Steps{{Nodes: 1, Replicas: 1, Local: 128, Count: 10, OptimSeconds: 0.1, SyncSeconds: 0.001}},
+		Grad:  &goodput.GradStats{Sqr: 1, Var: 100}}
+}
+
+func (f *fixture) stateRV(job string) string {
+	f.t.Helper()
+	ns, _, _ := strings.Cut(job, "/")
+	cm, err := f.cs.CoreV1().ConfigMaps(ns).Get(context.Background(), StateName(job), metav1.GetOptions{})
+	if err != nil {
+		return "<none>"
+	}
+	return cm.ResourceVersion + "|" + cm.Data[StateKey]
+}
+
+func TestReportPersistsBeforeAck(t *testing.T) {
+	f := newFixture(t, Config{})
+	code, resp, body := f.post("tok-a-0", report("ml/a"))
+	if code != http.StatusOK {
+		t.Fatalf("code %d: %s", code, body)
+	}
+	if !resp.Adaptive || resp.Observations != 1 {
+		t.Fatalf("response %+v, want adaptive with 1 observation", resp)
+	}
+	cm, err := f.cs.CoreV1().ConfigMaps("ml").Get(context.Background(), StateName("ml/a"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("state not written before the ack: %v", err)
+	}
+	if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].Kind != "Job" || cm.OwnerReferences[0].Name != "a" {
+		t.Fatalf("state owners %+v, want the Job", cm.OwnerReferences)
+	}
+	st, err := decodeState(cm.Data[StateKey])
+	if err != nil || len(st.Configs) != 1 || st.Configs[0].OptimCount != 10 || st.Limits != limits {
+		t.Fatalf("stored state %+v (%v)", st, err)
+	}
+	if sp, ok := f.s.Speedup("ml/a"); !ok || sp.Speedup("", 1, 1) != 1 {
+		t.Fatalf("Speedup after a report: %v %v", sp, ok)
+	}
+	// A pod group's member reports for its group; no owner on the state.
+	if code, _, body := f.post("tok-g-0", report("ml/g")); code != http.StatusOK {
+		t.Fatalf("group report: %d %s", code, body)
+	}
+}
+
+func TestReportRefusals(t *testing.T) {
+	f := newFixture(t, Config{Rate: 1, Burst: 2})
+	if code, _, _ := f.post("tok-a-0", report("ml/a")); code != http.StatusOK {
+		t.Fatalf("first report: %d", code)
+	}
+	before := f.stateRV("ml/a")
+	bBefore := f.stateRV("ml/b")
+	big := bytes.Repeat([]byte(" "), client.MaxRequestBytes+1)
+	noLimits := report("ml/b")
+	noLimits.Limits = nil
+	badTimes := report("ml/a")
+	badTimes.Steps[0].OptimSeconds = -1
+	for _, c := range []struct {
+		name  string
+		token string
+		body  any
+		code  int
+	}{
+		{"missing token", "", report("ml/a"), http.StatusUnauthorized},
+		{"invalid token", "garbage", report("ml/a"), http.StatusUnauthorized},
+		{"foreign pod", "tok-b-0", report("ml/a"), http.StatusForbidden},
+		{"foreign namespace", "tok-a-0", report("other/a"), http.StatusForbidden},
+		{"deleted pod", "tok-gone", report("ml/a"), http.StatusUnauthorized},
+		{"too large", "tok-a-0", big, http.StatusRequestEntityTooLarge},
+		{"not json", "tok-a-0", []byte("{"), http.StatusBadRequest},
+		{"first report without limits", "tok-b-0", noLimits, http.StatusBadRequest},
+		{"negative time", "tok-a-0", badTimes, http.StatusBadRequest},
+	} {
+		if code, _, body := f.post(c.token, c.body); code != c.code {
+			t.Errorf("%s: code %d (%s), want %d", c.name, code, body, c.code)
+		}
+	}
+	if after := f.stateRV("ml/a"); after != before {
+		t.Errorf("refused reports changed job a's state:\n%s\n%s", before, after)
+	}
+	if after := f.stateRV("ml/b"); after != bBefore {
+		t.Errorf("refused reports changed job b's state")
+	}
+	// The rate limit: burst 2, one used above, one by "negative time"
+	// (authorised, then invalid), so the next is refused.
+	if code, _, _ := f.post("tok-a-0", report("ml/a")); code != http.StatusTooManyRequests {
+		t.Errorf("report over the rate: %d, want 429", code)
+	}
+}
+
+func TestStateRoundTripRefitsSameModel(t *testing.T) {
+	s := &State{Job: "ml/a", Limits: limits, Grad: goodput.GradStats{Sqr: 0.5, Var: 40}}
+	steps := []client.Steps{
+		{Nodes: 1, Replicas: 1, Local: 128, Count: 7, OptimSeconds: 0.1031, SyncSeconds: 0.0007},
+		{Nodes: 1, Replicas: 2, Local: 64, Count: 3, OptimSeconds: 0.0713, SyncSeconds: 0.011},
+		{Nodes: 1, Replicas: 2, Local: 64, Accum: 1, Count: 5, OptimSeconds: 0.0722, AccumCount: 5, AccumSeconds: 0.0601},
+		{Nodes: 2, Replicas: 8, Local: 96, Count: 11, OptimSeconds: 0.2133, SyncSeconds: 0.12},
+	}
+	for _, st := range steps {
+		if err := s.merge(&client.Report{Steps: []client.Steps{st}}, goodput.AnyType); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := encodeState(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := decodeState(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e1, c1 := fitState(s, Config{MaxReplicas: 64})
+	e2, c2 := fitState(back, Config{MaxReplicas: 64})
+	if c1 == nil || c2 == nil {
+		t.Fatal("no curve")
+	}
+	m1, _ := e1.Model(goodput.AnyType)
+	m2, _ := e2.Model(goodput.AnyType)
+	if m1 != m2 {
+		t.Fatalf("refit after a round trip differs:\n%+v\n%+v", m1, m2)
+	}
+	for r := 1; r <= 16; r++ {
+		if a, b := c1.Speedup("", (r+3)/4, r), c2.Speedup("", (r+3)/4, r); a != b {
+			t.Fatalf("speedup at %d: %v vs %v", r, a, b)
+		}
+	}
+	obs := back.Observations()[goodput.AnyType]
+	if len(obs) != 3 {
+		t.Fatalf("%d observations, want 3 (accum 0 and 1 pooled): %+v", len(obs), obs)
+	}
+	// (1,2,64) pools 3 steps at 0.0713 and 5 at 0.0722; its pass time comes
+	// from the measured accumulation passes.
+	if o := obs[1]; abs(o.OptimSeconds-(3*0.0713+5*0.0722)/8) > 1e-12 || abs(o.AccumSeconds-0.0601) > 1e-12 {
+		t.Fatalf("pooled observation %+v", o)
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func TestResponseHysteresis(t *testing.T) {
+	f := newFixture(t, Config{})
+	rep := report("ml/a")
+	rep.Steps = append(rep.Steps, client.Steps{Nodes: 1, Replicas: 2, Local: 128, Count: 4, OptimSeconds: 0.12, SyncSeconds: 0.02})
+	if code, _, body := f.post("tok-a-0", rep); code != http.StatusOK {
+		t.Fatal(body)
+	}
+	sp, ok := f.s.Speedup("ml/a")
+	if !ok {
+		t.Fatal("no model")
+	}
+	best := sp.(goodput.BatchPlanner).BatchPlan("", 1, 2)
+	f.s.Publish("ml/a", scheduler.Decision{Job: "ml/a", To: 2, Nodes: 1, Batch: best})
+	// A job already near the best plan keeps its own.
+	near := goodput.BatchPlan{Local: best.Local - 1, Accum: best.Accum, Batch: (best.Local - 1) * 2 * (best.Accum + 1)}
+	code, resp, _ := f.post("tok-a-0", client.Report{Job: "ml/a", Current: &near})
+	if code != http.StatusOK || resp.Plan.Local != near.Local || resp.Replicas != 2 {
+		t.Fatalf("near plan: code %d, response %+v, want to keep %+v", code, resp, near)
+	}
+	// A job far from it switches.
+	far := goodput.BatchPlan{Local: 32, Batch: 64}
+	_, resp, _ = f.post("tok-a-0", client.Report{Job: "ml/a", Current: &far})
+	if resp.Plan != best {
+		t.Fatalf("far plan: response %+v, want %+v", resp.Plan, best)
+	}
+}
+
+func TestTokenExpiryShortensCache(t *testing.T) {
+	now := time.Unix(1000, 0)
+	exp, ok := tokenExpiry("x." + b64(`{"exp":1010}`) + ".y")
+	if !ok || !exp.Equal(now.Add(10*time.Second)) {
+		t.Fatalf("expiry %v %v", exp, ok)
+	}
+	if _, ok := tokenExpiry("not-a-jwt"); ok {
+		t.Fatal("expiry of a non-JWT")
+	}
+}

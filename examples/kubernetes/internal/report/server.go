@@ -1,0 +1,571 @@
+// Package report is the scheduler side of goodsched's measurement loop: an
+// HTTPS endpoint where the pods of a job report their measured step times
+// and gradient statistics, and the host.ModelSource that turns those
+// measurements into each job's goodput models.
+//
+// Each report is authenticated with the pod's projected ServiceAccount
+// token (audience "goodsched") through the TokenReview API; the token's
+// pod-name claim must name a pod of the job the report is for (controlled by
+// the batch/v1 Job of that name, or labelled goodsched.io/group=<name>).
+// Missing, expired or invalid tokens get 401; a pod reporting for another
+// job gets 403; nothing is written for either. Request bodies are bounded
+// (client.MaxRequestBytes, 413) and each job's reports are rate limited
+// (429).
+//
+// A job's measurements are aggregated per (GPU type, nodes, replicas, local
+// batch, accumulation steps) as sums and counts in one ConfigMap per job
+// (StateName, labelled goodsched.io/report=state, owned by the Job so it is
+// deleted with it), written before the report is acknowledged: nothing
+// acknowledged is lost, and a restarted scheduler, or a new leader, watches
+// the same ConfigMaps and refits exactly the same models (a model is fitted
+// from a fresh goodput.Estimator fed the stored state alone).
+//
+// Host contract, in steps:
+//  1. New(Config) with a clientset; Start(ctx) runs the ConfigMap watch and
+//     returns once it has synced.
+//  2. Serve the endpoint with ServeTLS (certificate files from a mounted
+//     Secret, re-read when they change) or mount Server as an http.Handler.
+//  3. Pass the Server as host.Config's ModelSource: each round the host asks
+//     Speedup per job and calls Publish with the decision, which the next
+//     report's response carries back.
+package report
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/goodsched/goodsched/examples/kubernetes/client"
+	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
+	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/scheduler"
+)
+
+// Config configures New. Only Client is required.
+type Config struct {
+	// Client talks to the API server: TokenReviews (create), Pods (get),
+	// ConfigMaps (get, list, watch, create, update) and, with TypeOf,
+	// Nodes (get).
+	Client kubernetes.Interface
+	// Audience is the token audience required; "" = Audience.
+	Audience string
+	// TypeOf maps the reporting pod's Node to its canonical accelerator
+	// type, so that measurements are kept per GPU type; nil keeps one
+	// type-agnostic model per job (goodput.AnyType), as the simulator's
+	// default does.
+	TypeOf NodeType
+	// Rate and Burst limit each job's reports; 0 = 1 report/s and a burst
+	// of 20 (AdaptDL reports every 30 s).
+	Rate  rate.Limit
+	Burst int
+	// TokenCacheTTL is how long a reviewed token is trusted without a new
+	// TokenReview (never past its expiry); 0 = 30 s, negative = no cache.
+	TokenCacheTTL time.Duration
+	// MaxReplicas caps every job's exploration bound (0 = 64, as the
+	// simulator); Explore and Fit configure its Estimator (see
+	// goodput.EstimatorConfig).
+	MaxReplicas int
+	Explore     int
+	Fit         goodput.FitOptions
+	// Logger, if set, receives one line per refused report.
+	Logger *slog.Logger
+	// Now is the clock of the token cache and rate limiter; nil = time.Now.
+	Now func() time.Time
+}
+
+// Server is the report endpoint and the ModelSource built on it. It is
+// safe for concurrent use.
+type Server struct {
+	cfg    Config
+	auth   *authenticator
+	models *models
+
+	mu       sync.Mutex
+	limiters map[host.JobKey]*rate.Limiter
+	nodeType map[string]string
+
+	factory informers.SharedInformerFactory
+	cms     cache.SharedIndexInformer
+}
+
+var _ host.ModelSource = (*Server)(nil)
+
+// New validates cfg and returns a Server; call Start before serving.
+func New(cfg Config) (*Server, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("report: Config.Client is nil")
+	}
+	if cfg.Audience == "" {
+		cfg.Audience = Audience
+	}
+	if cfg.Rate < 0 || cfg.Burst < 0 || cfg.MaxReplicas < 0 || cfg.Explore < 0 {
+		return nil, errors.New("report: negative Config.Rate, Burst, MaxReplicas or Explore")
+	}
+	if cfg.Rate == 0 {
+		cfg.Rate = 1
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = 20
+	}
+	if cfg.TokenCacheTTL == 0 {
+		cfg.TokenCacheTTL = 30 * time.Second
+	}
+	if cfg.MaxReplicas == 0 {
+		cfg.MaxReplicas = 64
+	}
+	if err := cfg.Fit.Validate(); err != nil {
+		return nil, fmt.Errorf("report: Config.Fit: %w", err)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ttl := max(cfg.TokenCacheTTL, 0)
+	s := &Server{
+		cfg:      cfg,
+		auth:     &authenticator{client: cfg.Client, audience: cfg.Audience, ttl: ttl, now: cfg.Now, cache: map[[32]byte]cached{}},
+		models:   newModels(cfg),
+		limiters: map[host.JobKey]*rate.Limiter{},
+		nodeType: map[string]string{},
+	}
+	s.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = StateLabel + "=" + StateLabelValue }))
+	s.cms = s.factory.Core().V1().ConfigMaps().Informer()
+	_, err := s.cms.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { s.observeCM(o) },
+		UpdateFunc: func(_, o any) { s.observeCM(o) },
+		DeleteFunc: func(o any) {
+			if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			if cm, ok := o.(*corev1.ConfigMap); ok {
+				if job := cm.Annotations[JobAnnotation]; job != "" {
+					s.models.forget(host.JobKey(job))
+				}
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	return s, nil
+}
+
+// Start runs the watch of the state ConfigMaps until ctx is done and
+// returns once the existing ones are loaded.
+func (s *Server) Start(ctx context.Context) error {
+	s.factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), s.cms.HasSynced) {
+		return fmt.Errorf("report: state ConfigMaps did not sync: %w", context.Cause(ctx))
+	}
+	return nil
+}
+
+func (s *Server) observeCM(o any) {
+	cm, ok := o.(*corev1.ConfigMap)
+	if !ok {
+		return
+	}
+	job := cm.Annotations[JobAnnotation]
+	if job == "" {
+		return
+	}
+	if ns, _, _ := strings.Cut(job, "/"); ns != cm.Namespace || StateName(job) != cm.Name {
+		return // not where this job's state lives: ignore
+	}
+	st, err := decodeState(cm.Data[StateKey])
+	if err != nil {
+		s.cfg.Logger.Warn("report: undecodable state", "configmap", cm.Namespace+"/"+cm.Name, "err", err)
+		return
+	}
+	s.models.put(host.JobKey(job), parseRV(cm.ResourceVersion), st)
+}
+
+// Speedup implements host.ModelSource: the job's fitted goodput curve
+// (a *goodput.Curve) once it has reported a measured configuration.
+func (s *Server) Speedup(job host.JobKey) (goodput.Speedup, bool) { return s.models.Speedup(job) }
+
+// Publish implements host.ModelSource.
+func (s *Server) Publish(job host.JobKey, d scheduler.Decision) { s.models.Publish(job, d) }
+
+// State returns the job's latest known stored state, or nil.
+func (s *Server) State(job host.JobKey) *State { return s.models.state(job) }
+
+// Model returns the job's fitted model on typ (goodput.AnyType without
+// Config.TypeOf), refitting if the state changed.
+func (s *Server) Model(job host.JobKey, typ string) (goodput.Model, bool) {
+	est, _, ok := s.models.fit(job)
+	if !ok {
+		return goodput.Model{}, false
+	}
+	return est.Model(typ)
+}
+
+// MaxReplicas returns the job's exploration bound (0 without a model).
+func (s *Server) MaxReplicas(job host.JobKey) int {
+	est, _, ok := s.models.fit(job)
+	if !ok {
+		return 0
+	}
+	return est.MaxReplicas()
+}
+
+// ServeTLS serves the endpoint on addr with the certificate and key in
+// certFile and keyFile (re-read when they change, as a mounted Secret
+// rotates) until ctx is done.
+func (s *Server) ServeTLS(ctx context.Context, addr, certFile, keyFile string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return s.ServeTLSListener(ctx, ln, certFile, keyFile)
+}
+
+// ServeTLSListener is ServeTLS on a listener the caller opened.
+func (s *Server) ServeTLSListener(ctx context.Context, ln net.Listener, certFile, keyFile string) error {
+	kp := &keyPair{cert: certFile, key: keyFile}
+	if _, err := kp.get(nil); err != nil {
+		ln.Close()
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(client.Path, s)
+	srv := &http.Server{
+		Handler:           mux,
+		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: kp.get},
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          nil,
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		case <-done:
+		}
+	}()
+	err := srv.ServeTLS(ln, "", "")
+	close(done)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// keyPair loads a certificate and key, re-reading them when either file's
+// modification time changes.
+type keyPair struct {
+	cert, key string
+	mu        sync.Mutex
+	mod       [2]time.Time
+	checked   time.Time
+	pair      *tls.Certificate
+}
+
+func (k *keyPair) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := time.Now()
+	if k.pair != nil && now.Sub(k.checked) < 10*time.Second {
+		return k.pair, nil
+	}
+	k.checked = now
+	var mod [2]time.Time
+	for i, f := range []string{k.cert, k.key} {
+		st, err := os.Stat(f)
+		if err != nil {
+			if k.pair != nil {
+				return k.pair, nil
+			}
+			return nil, fmt.Errorf("report: TLS: %w", err)
+		}
+		mod[i] = st.ModTime()
+	}
+	if k.pair != nil && mod == k.mod {
+		return k.pair, nil
+	}
+	p, err := tls.LoadX509KeyPair(k.cert, k.key)
+	if err != nil {
+		if k.pair != nil {
+			return k.pair, nil
+		}
+		return nil, fmt.Errorf("report: TLS: %w", err)
+	}
+	k.pair, k.mod = &p, mod
+	return k.pair, nil
+}
+
+// httpError is a refusal with its status code.
+type httpError struct {
+	code int
+	err  error
+}
+
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, err error) {
+	s.cfg.Logger.Info("report refused", "code", code, "remote", r.RemoteAddr, "err", err)
+	if code == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="goodsched"`)
+	}
+	http.Error(w, err.Error(), code)
+}
+
+// ServeHTTP handles POST /v1/report.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		s.refuse(w, r, http.StatusMethodNotAllowed, errors.New("report: POST only"))
+		return
+	}
+	resp, herr := s.handle(r)
+	if herr != nil {
+		if herr.code == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		s.refuse(w, r, herr.code, herr.err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+func (s *Server) handle(r *http.Request) (client.Response, *httpError) {
+	ctx := r.Context()
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || strings.TrimSpace(token) == "" {
+		return client.Response{}, &httpError{http.StatusUnauthorized, fmt.Errorf("%w: no bearer token", ErrUnauthenticated)}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, client.MaxRequestBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return client.Response{}, &httpError{http.StatusRequestEntityTooLarge, fmt.Errorf("report: body over %d bytes", client.MaxRequestBytes)}
+		}
+		return client.Response{}, &httpError{http.StatusBadRequest, fmt.Errorf("report: read body: %w", err)}
+	}
+	id, err := s.auth.authenticate(ctx, strings.TrimSpace(token))
+	if err != nil {
+		return client.Response{}, classify(err)
+	}
+	var rep client.Report
+	if err := json.Unmarshal(body, &rep); err != nil {
+		return client.Response{}, &httpError{http.StatusBadRequest, fmt.Errorf("%w: %w", ErrBadReport, err)}
+	}
+	job := host.JobKey(rep.Job)
+	mem, err := authorize(ctx, s.cfg.Client, id, job)
+	if err != nil {
+		return client.Response{}, classify(err)
+	}
+	if !s.limiter(job).AllowN(s.cfg.Now(), 1) {
+		return client.Response{}, &httpError{http.StatusTooManyRequests, fmt.Errorf("report: job %s reports too often", job)}
+	}
+	prev := s.models.state(job)
+	if err := validateReport(&rep, prev == nil || prev.Limits.InitBatch == 0); err != nil {
+		return client.Response{}, &httpError{http.StatusBadRequest, err}
+	}
+	typ := goodput.AnyType
+	if s.cfg.TypeOf != nil && len(rep.Steps) > 0 {
+		t, err := s.typeOf(ctx, mem.node)
+		if err != nil {
+			return client.Response{}, &httpError{http.StatusServiceUnavailable, err}
+		}
+		typ = t
+	}
+	if len(rep.Steps) > 0 || rep.Grad != nil || rep.Limits != nil {
+		if err := s.persist(ctx, job, mem.owner, &rep, typ); err != nil {
+			return client.Response{}, classify(err)
+		}
+	}
+	return s.response(job, rep.Current), nil
+}
+
+// classify maps an error to its status code.
+func classify(err error) *httpError {
+	switch {
+	case errors.Is(err, ErrUnauthenticated):
+		return &httpError{http.StatusUnauthorized, err}
+	case errors.Is(err, ErrForbidden):
+		return &httpError{http.StatusForbidden, err}
+	case errors.Is(err, ErrBadReport):
+		return &httpError{http.StatusBadRequest, err}
+	}
+	return &httpError{http.StatusServiceUnavailable, err}
+}
+
+func (s *Server) limiter(job host.JobKey) *rate.Limiter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.limiters[job]
+	if l == nil {
+		if len(s.limiters) >= 100000 {
+			clear(s.limiters)
+		}
+		l = rate.NewLimiter(s.cfg.Rate, s.cfg.Burst)
+		s.limiters[job] = l
+	}
+	return l
+}
+
+func (s *Server) typeOf(ctx context.Context, node string) (string, error) {
+	if node == "" {
+		return goodput.AnyType, nil
+	}
+	s.mu.Lock()
+	t, ok := s.nodeType[node]
+	s.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	n, err := s.cfg.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("report: get node %s: %w", node, err)
+	}
+	t, ok = s.cfg.TypeOf(n)
+	if !ok {
+		t = goodput.AnyType
+	}
+	s.mu.Lock()
+	if len(s.nodeType) > 100000 {
+		clear(s.nodeType)
+	}
+	s.nodeType[node] = t
+	s.mu.Unlock()
+	return t, nil
+}
+
+// persist merges the report into the job's state ConfigMap, retrying on
+// conflicts, and records the written state before returning.
+func (s *Server) persist(ctx context.Context, job host.JobKey, owner *metav1.OwnerReference, rep *client.Report, typ string) error {
+	ns, _, _ := strings.Cut(string(job), "/")
+	name := StateName(string(job))
+	cms := s.cfg.Client.CoreV1().ConfigMaps(ns)
+	var cur *corev1.ConfigMap
+	if o, ok, _ := s.cms.GetStore().GetByKey(ns + "/" + name); ok {
+		cur = o.(*corev1.ConfigMap).DeepCopy()
+	}
+	for attempt := 0; attempt < 8; attempt++ {
+		st := &State{Job: string(job)}
+		if cur != nil {
+			if old, err := decodeState(cur.Data[StateKey]); err == nil && old.Job == string(job) {
+				st = old
+			}
+		}
+		if err := st.merge(rep, typ); err != nil {
+			return err
+		}
+		data, err := encodeState(st)
+		if err != nil {
+			return fmt.Errorf("report: encode: %w", err)
+		}
+		var out *corev1.ConfigMap
+		if cur == nil {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+				Name: name, Namespace: ns,
+				Labels:      map[string]string{StateLabel: StateLabelValue},
+				Annotations: map[string]string{JobAnnotation: string(job)},
+			}, Data: map[string]string{StateKey: data}}
+			if owner != nil {
+				cm.OwnerReferences = []metav1.OwnerReference{*owner}
+			}
+			out, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				cur, err = cms.Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return fmt.Errorf("report: get state: %w", err)
+				}
+				continue
+			}
+		} else {
+			cm := cur.DeepCopy()
+			if cm.Data == nil {
+				cm.Data = map[string]string{}
+			}
+			cm.Data[StateKey] = data
+			if cm.Labels == nil {
+				cm.Labels = map[string]string{}
+			}
+			cm.Labels[StateLabel] = StateLabelValue
+			if cm.Annotations == nil {
+				cm.Annotations = map[string]string{}
+			}
+			cm.Annotations[JobAnnotation] = string(job)
+			if owner != nil && len(cm.OwnerReferences) == 0 {
+				cm.OwnerReferences = []metav1.OwnerReference{*owner}
+			}
+			out, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				cur, err = cms.Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return fmt.Errorf("report: get state: %w", err)
+				}
+				continue
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("report: write state: %w", err)
+		}
+		s.models.put(job, parseRV(out.ResourceVersion), st)
+		return nil
+	}
+	return fmt.Errorf("report: state of %s: too many conflicting writes", job)
+}
+
+// response builds the answer: the last published decision's plan, kept at
+// the job's current plan unless the new one is more than 5% better.
+func (s *Server) response(job host.JobKey, current *goodput.BatchPlan) client.Response {
+	resp := client.Response{}
+	if st := s.models.state(job); st != nil {
+		resp.Observations = len(st.Configs)
+	}
+	est, _, adaptive := s.models.fit(job)
+	resp.Adaptive = adaptive
+	d, ok := s.models.decision(job)
+	if !ok {
+		return resp
+	}
+	resp.Replicas, resp.Nodes, resp.Type, resp.Plan = d.To, d.Nodes, string(d.Type), d.Batch
+	if current == nil || current.Local <= 0 || d.Batch.Local <= 0 || est == nil {
+		return resp
+	}
+	if current.Batch != current.Local*d.To*(current.Accum+1) {
+		return resp // the job does not run on the decided count yet
+	}
+	typ := string(d.Type)
+	if s.cfg.TypeOf == nil {
+		typ = goodput.AnyType
+	}
+	m, ok := est.Model(typ)
+	if !ok {
+		return resp
+	}
+	cur := *current
+	cur.Goodput = m.Goodput(d.Nodes, d.To, cur.Local, cur.Accum)
+	if !goodput.Switch(cur, d.Batch) {
+		resp.Plan = cur
+	}
+	return resp
+}
