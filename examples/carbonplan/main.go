@@ -101,7 +101,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.verify, "verify", false, "also compute the exact optimum (DP) and the LP lower bound")
 	fs.Float64Var(&o.forecastError, "error", 0, "also re-plan every slot with a noisy forecast: Gaussian error σ = e × mean (Let's Wait Awhile), e.g. 0.05")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the forecast noise for -error")
-	fs.IntVar(&o.resolution, "resolution", 4000, "work quanta for -verify's DP")
+	fs.IntVar(&o.resolution, "resolution", 4000, "work quanta for -verify's DP, 10..1000000")
 	fs.BoolVar(&o.json, "json", false, "print JSON")
 	fs.StringVar(&o.svg, "svg", "carbonplan.svg", "SVG (or .png) of intensity and scale over the first start's deadline window (empty: none; with -json, none unless set)")
 	if err := fs.Parse(args); err != nil {
@@ -148,8 +148,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"-pue must be finite and at least 1"}
 	case !(o.forecastError >= 0) || o.forecastError > 10:
 		return o, usageError{"-error must be between 0 and 10"}
-	case o.resolution < 10:
-		return o, usageError{"-resolution must be at least 10"}
+	case o.resolution < 10 || o.resolution > 1_000_000:
+		return o, usageError{"-resolution must be between 10 and 1000000"}
 	}
 	return o, nil
 }
@@ -398,7 +398,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		w, err := planWeek(s, c, o, ws)
 		if err != nil {
 			var ue usageError
-			if errors.As(err, &ue) || errors.Is(err, carbon.ErrInfeasible) {
+			if errors.As(err, &ue) || errors.Is(err, carbon.ErrInfeasible) || errors.Is(err, carbon.ErrInvalid) {
+				// Options the planner refuses are bad flags too.
 				return usageError{err.Error()}
 			}
 			return err

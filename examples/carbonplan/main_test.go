@@ -87,7 +87,7 @@ func TestFirstContact(t *testing.T) {
 	}
 	// Flag errors are usage errors (exit 2), including -pue Inf and a
 	// slot that would upsample past the series bound.
-	for _, args := range [][]string{{"-pue", "Inf"}, {"-pue", "NaN"}, {"-slot", "1ns"}, {"-slot", "1ms"}, {"-slot", "7m"}} {
+	for _, args := range [][]string{{"-pue", "Inf"}, {"-pue", "NaN"}, {"-slot", "1ns"}, {"-slot", "1ms"}, {"-slot", "7m"}, {"-resolution", "100000000", "-verify"}} {
 		var ue usageError
 		if err := run(append(args, "-svg", ""), io.Discard, io.Discard); !errors.As(err, &ue) {
 			t.Errorf("%v: %v is not a usage error", args, err)
