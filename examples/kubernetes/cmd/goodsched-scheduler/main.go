@@ -107,7 +107,7 @@ func run(args []string, stderr *os.File) error {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
-	models, serveReport, err := rep.setup(ctx, cs)
+	models, serveReport, err := rep.setup(ctx, cs, log)
 	if err != nil {
 		return err
 	}

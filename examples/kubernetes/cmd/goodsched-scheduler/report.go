@@ -2,37 +2,60 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
+	"log/slog"
 
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
+	"github.com/goodsched/goodsched/examples/kubernetes/internal/report"
 )
 
 // reportFlags configure the measurement loop's HTTPS report endpoint
 // (issue 15: examples/kubernetes/internal/report), served on a port and
 // Service of its own beside /metrics.
-//
-// TODO(issue 15): the measurement loop fills register and setup in: the
-// -report-addr, -tls-cert and -tls-key flags, a ModelSource for the host,
-// and the endpoint's server. Until then the scheduler runs without
-// measured models.
 type reportFlags struct {
 	addr, cert, key string
+	perType         bool
+	rate            float64
+	burst           int
 }
 
 // register adds the report endpoint's flags to fs.
 func (f *reportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.addr, "report-addr", "", "address of the HTTPS report endpoint of the measurement loop (empty = off)")
-	fs.StringVar(&f.cert, "tls-cert", "", "TLS certificate file of the report endpoint")
-	fs.StringVar(&f.key, "tls-key", "", "TLS key file of the report endpoint")
+	fs.StringVar(&f.cert, "tls-cert", "", "TLS certificate file of the report endpoint (a mounted Secret's tls.crt)")
+	fs.StringVar(&f.key, "tls-key", "", "TLS key file of the report endpoint (a mounted Secret's tls.key)")
+	fs.BoolVar(&f.perType, "report-per-type", true, "keep one goodput model per GPU type (from the reporting pod's node labels); false = one type-agnostic model per job")
+	fs.Float64Var(&f.rate, "report-rate", 1, "reports per second allowed per job")
+	fs.IntVar(&f.burst, "report-burst", 20, "burst of reports allowed per job")
 }
 
 // setup returns the ModelSource the host consults (nil = none) and a
 // function that serves the report endpoint until ctx is done (nil = no
-// endpoint). It runs before the host is built; serve gets the host (for
-// JobOfPod / PodsOfJob).
-func (f *reportFlags) setup(ctx context.Context, cs kubernetes.Interface) (models host.ModelSource, serve func(context.Context, *host.Host) error, err error) {
-	_, _ = ctx, cs
-	return nil, nil, nil
+// endpoint). It runs before the host is built.
+func (f *reportFlags) setup(ctx context.Context, cs kubernetes.Interface, log *slog.Logger) (models host.ModelSource, serve func(context.Context, *host.Host) error, err error) {
+	if f.addr == "" {
+		return nil, nil, nil
+	}
+	if f.cert == "" || f.key == "" {
+		return nil, nil, errors.New("-report-addr needs -tls-cert and -tls-key")
+	}
+	cfg := report.Config{Client: cs, Rate: rate.Limit(f.rate), Burst: f.burst, Logger: log}
+	if f.perType {
+		cfg.TypeOf = report.GPUTypeOfNode
+	}
+	srv, err := report.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return nil, nil, fmt.Errorf("report endpoint: %w", err)
+	}
+	return srv, func(ctx context.Context, _ *host.Host) error {
+		return srv.ServeTLS(ctx, f.addr, f.cert, f.key)
+	}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
 )
 
@@ -193,3 +195,18 @@ func authorize(ctx context.Context, cs kubernetes.Interface, id identity, job ho
 // NodeType returns the canonical accelerator type of a Node from GPU
 // feature discovery's labels, for Config.TypeOf.
 type NodeType func(node *corev1.Node) (string, bool)
+
+// GPUTypeOfNode is the NodeType of GPU feature discovery's labels, as the
+// host reads them: nvidia.com/gpu.product (and nvidia.com/gpu.memory in
+// MiB) through accel.TypeFromProduct; false for a node without the label.
+func GPUTypeOfNode(n *corev1.Node) (string, bool) {
+	product := n.Labels[host.LabelGPUProduct]
+	if product == "" {
+		return "", false
+	}
+	var mem uint64
+	if v, err := strconv.ParseUint(n.Labels[host.LabelGPUMemory], 10, 64); err == nil {
+		mem = v << 20
+	}
+	return string(accel.TypeFromProduct(product, mem)), true
+}
