@@ -35,22 +35,53 @@ func (p *problem) quanta() (delta float64, need int) {
 // Work per scale is rounded down to whole quanta, so the plan is never
 // short; trim then removes the excess.
 func (p *problem) dp() ([]alloc, error) {
-	var a []alloc
-	var err error
 	if p.opts.ChangeCostG > 0 {
-		a, err = p.dpChanges()
-	} else {
-		a, err = p.dpFractional()
+		plans, err := p.dpChanges()
+		if err != nil {
+			return nil, err
+		}
+		var best []alloc
+		bestCost := math.Inf(1)
+		for _, a := range plans {
+			p.trimChanges(a)
+			if c := p.totalCost(a); c < bestCost {
+				best, bestCost = a, c
+			}
+		}
+		return best, nil
 	}
+	a, err := p.dpFractional()
 	if err != nil {
 		return nil, err
 	}
-	if p.opts.ChangeCostG > 0 {
-		p.trimChanges(a)
-	} else {
-		p.trim(a)
-	}
+	p.trim(a)
 	return a, nil
+}
+
+// totalCost is the forecast carbon plus the change cost of allocations a
+// (the transitions as changes counts them).
+func (p *problem) totalCost(a []alloc) float64 {
+	var carbon float64
+	units := 0
+	prev := p.opts.InitialScale
+	for t, x := range a {
+		carbon += p.slotKWh(x) * p.ci[t]
+		units += changeCost(prev, p.levels[x.j])
+		prev = p.levels[x.j]
+		if x.j > 0 && x.f < 1 {
+			units += changeCost(prev, p.levels[x.lower()])
+			prev = p.levels[x.lower()]
+		}
+	}
+	return carbon + float64(units)*p.opts.ChangeCostG
+}
+
+// dpFinish is dpChanges' best plan that ends part way through slot t at
+// level j for fraction f, from state (level i, quanta q) of slot t-1.
+type dpFinish struct {
+	cost       float64
+	t, i, q, j int
+	f          float64
 }
 
 type dpChoice struct {
@@ -142,8 +173,11 @@ func (p *problem) wholeStep(t int, from, to []float64, ch []dpChoice, qk []int) 
 }
 
 // dpChanges solves with a change cost: the state is (scale, quanta), whole
-// scales only.
-func (p *problem) dpChanges() ([]alloc, error) {
+// scales only, plus the plans that finish part way through a slot (its
+// scale for the fraction the remaining quanta need, then suspended, which
+// is free, and nothing after): the trim could find those only from a
+// whole-scale optimum that had paid for the full slot.
+func (p *problem) dpChanges() ([][]alloc, error) {
 	n, L := len(p.ci), len(p.levels)
 	delta, Q := p.quanta()
 	if int64(n)*int64(L)*int64(Q+1) > maxDPCells {
@@ -155,6 +189,7 @@ func (p *problem) dpChanges() ([]alloc, error) {
 	}
 	inf := math.Inf(1)
 	cc := p.opts.ChangeCostG
+	fin := dpFinish{cost: inf, t: -1}
 	cur := make([][]float64, L)
 	next := make([][]float64, L)
 	for j := range L {
@@ -175,12 +210,24 @@ func (p *problem) dpChanges() ([]alloc, error) {
 			}
 		}
 		ci := p.ci[t]
+		// finish records a plan that ends in slot t at level j from state
+		// (i, q) of slot t-1 (i = -1: the start).
+		finish := func(c0 float64, i, q, j, from int) {
+			if j == 0 || q+qk[j] < Q || q >= Q {
+				return
+			}
+			f := min(float64(Q-q)*delta/p.work[j], 1)
+			if c := c0 + f*ci*p.kwh[j] + cc*float64(changeCost(from, p.levels[j])); c < fin.cost {
+				fin = dpFinish{cost: c, t: t, i: i, q: q, j: j, f: f}
+			}
+		}
 		for j := range L {
 			step := ci * p.kwh[j]
 			if t == 0 {
 				nq := min(qk[j], Q)
 				next[j][nq] = step + cc*float64(changeCost(p.opts.InitialScale, p.levels[j]))
 				prev[t][j][nq] = -1
+				finish(0, -1, 0, j, p.opts.InitialScale)
 				continue
 			}
 			for i := range L {
@@ -196,6 +243,9 @@ func (p *problem) dpChanges() ([]alloc, error) {
 						prev[t][j][nq] = int32(i)
 						prevQ[t][j][nq] = int32(q)
 					}
+					if nq == Q {
+						finish(row[q], i, q, j, p.levels[i])
+					}
 				}
 			}
 		}
@@ -207,17 +257,30 @@ func (p *problem) dpChanges() ([]alloc, error) {
 			bj, best = j, cur[j][Q]
 		}
 	}
-	if bj < 0 {
+	if bj < 0 && fin.t < 0 {
 		return nil, &InfeasibleError{Need: p.need, Fits: float64(n) * p.work[L-1], Slots: n}
 	}
-	a := make([]alloc, n)
-	q, j := Q, bj
-	for t := n - 1; t >= 0; t-- {
-		a[t] = alloc{j: j, f: 1}
-		pj, pq := int(prev[t][j][q]), int(prevQ[t][j][q])
-		j, q = pj, pq
+	// Both plans go to the trim: cutting the whole-scale optimum can beat
+	// the finishing plan (an early slot cut and the job resumed later).
+	path := func(a []alloc, last, j, q int) []alloc {
+		for t := last; t >= 0; t-- {
+			a[t] = alloc{j: j, f: 1}
+			pj, pq := int(prev[t][j][q]), int(prevQ[t][j][q])
+			j, q = pj, pq
+		}
+		return a
 	}
-	return a, nil
+	var plans [][]alloc
+	if bj >= 0 {
+		plans = append(plans, path(make([]alloc, n), n-1, bj, Q))
+	}
+	if fin.t >= 0 && fin.cost < best {
+		// Finish in slot fin.t; the slots after it stay suspended.
+		a := make([]alloc, n)
+		a[fin.t] = alloc{j: fin.j, f: fin.f, stop: fin.f < 1}
+		plans = append(plans, path(a, fin.t-1, fin.i, fin.q))
+	}
+	return plans, nil
 }
 
 // fractionalStep relaxes layer B of slot t with one fractional step from

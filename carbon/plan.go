@@ -589,7 +589,8 @@ func (p *problem) trim(a []alloc) {
 // step takes, over every running slot, the cut with the largest saving in
 // carbon plus change cost: the slot's top step (whole, or a fraction of it
 // run at the scale below), or ending the slot early (its scale for part of
-// the slot, then suspended; or suspending it whole). A cut is charged for
+// the slot, then suspended; or suspending it whole; or, for the slot where
+// DP finishes part way, finishing sooner). A cut is charged for
 // the suspend, resume or shrink it adds before and after the slot, so only
 // cuts that lower the total are taken: the result never costs more than
 // the whole-scale plan it starts from.
@@ -604,11 +605,21 @@ func (p *problem) trimChanges(a []alloc) {
 		best, bestSave := -1, 0.0
 		var bestY alloc
 		for t, x := range a {
-			if x.j == 0 || x.f < 1 {
+			if x.j == 0 || (x.f < 1 && !x.stop) {
 				continue
 			}
 			cur := p.localCost(a, t, x)
 			w := p.slotWork(x)
+			if x.f < 1 {
+				// A slot that already ends early (DP's finish) ends earlier.
+				if w > excess {
+					try := alloc{j: x.j, f: (w - excess) / p.work[x.j], stop: true}
+					if save := cur - p.localCost(a, t, try); save > bestSave+1e-12*math.Abs(cur) {
+						best, bestSave, bestY = t, save, try
+					}
+				}
+				continue
+			}
 			try := func(y alloc) {
 				if removed := w - p.slotWork(y); removed > excess+eps {
 					return
