@@ -6,11 +6,15 @@ import "errors"
 // index at fault, so test with errors.Is.
 var (
 	// ErrInvalid reports malformed input: a duplicate or empty job ID,
-	// MinReplicas > MaxReplicas, a negative count or weight, an unknown
-	// device in Input.Current, a bad Config.
+	// MinReplicas > MaxReplicas, a negative count or weight, an
+	// Input.Current entry (of any job, finished ones included) with an
+	// unknown or doubly held device or devices of two types, a bad
+	// Config (a typed nil policy, a negative or oversized knob), a nil
+	// *Scheduler.
 	ErrInvalid = errors.New("scheduler: invalid input")
 	// ErrUnknownType reports a job that asks for a device type the
-	// cluster does not have.
+	// cluster does not have, or whose Speedup keys a cluster type by
+	// another spelling (an alias such as "a100" for "a100-40gb").
 	ErrUnknownType = errors.New("scheduler: unknown device type")
 	// ErrBadSpeedup reports a Speedup that returned NaN, ±Inf or a
 	// negative value.
@@ -19,6 +23,8 @@ var (
 	// unknown job, a job twice, a count above the cluster's capacity).
 	ErrPolicy = errors.New("scheduler: bad policy output")
 	// ErrPlacement reports a Placer that failed or returned devices that
-	// do not exist or are used twice.
+	// do not exist or are used twice. A Placer that returns the context's
+	// error is not wrapped as ErrPlacement: errors.Is(err,
+	// context.DeadlineExceeded) (or context.Canceled) holds instead.
 	ErrPlacement = errors.New("scheduler: bad placement")
 )
