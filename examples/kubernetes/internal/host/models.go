@@ -27,3 +27,13 @@ type ModelSource interface {
 	// from the job can carry them back.
 	Publish(job JobKey, d scheduler.Decision)
 }
+
+// PriorSource is optionally implemented by a ModelSource that also models
+// the adaptive jobs that have not reported yet: for a job annotated
+// goodsched.io/kind=adaptive whose Speedup has no model, the host asks
+// Prior, and the job is Adaptive with that model when ok. (Pollux offers a
+// job that has never run one GPU: its exploration bound before the first
+// measurement.) Without it such a job is scheduled as elastic.
+type PriorSource interface {
+	Prior(job JobKey) (s goodput.Speedup, ok bool)
+}

@@ -129,6 +129,10 @@ func (h *Host) round(ctx context.Context) (Round, error) {
 		if h.cfg.Models != nil && u.spec.kind != scheduler.Rigid {
 			if s, ok := h.cfg.Models.Speedup(u.key); ok && s != nil {
 				j.Kind, j.Speedup = scheduler.Adaptive, s
+			} else if ps, isPS := h.cfg.Models.(PriorSource); isPS && u.spec.kind == scheduler.Adaptive {
+				if s, ok := ps.Prior(u.key); ok && s != nil {
+					j.Kind, j.Speedup = scheduler.Adaptive, s
+				}
 			}
 		}
 		in.Jobs = append(in.Jobs, j)

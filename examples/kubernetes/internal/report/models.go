@@ -156,3 +156,25 @@ func (m *models) decision(job host.JobKey) (scheduler.Decision, bool) {
 	d, ok := m.decisions[job]
 	return d, ok
 }
+
+// firstRun is the model of an adaptive job that has not reported yet: one
+// GPU, the Estimator's exploration bound before any run (Pollux's
+// maxProfiledReplicas rule), speedup 1 there and 0 elsewhere.
+type firstRun struct{}
+
+func (firstRun) Speedup(_ string, nodes, replicas int) float64 {
+	if nodes == 1 && replicas == 1 {
+		return 1
+	}
+	return 0
+}
+
+// Prior implements host.PriorSource: an adaptive job without measurements
+// is offered one GPU until its first report, as the simulator and Pollux
+// do; once it reported, Speedup's fitted curve takes over.
+func (m *models) Prior(job host.JobKey) (goodput.Speedup, bool) {
+	if _, _, ok := m.fit(job); ok {
+		return nil, false
+	}
+	return firstRun{}, true
+}

@@ -126,6 +126,9 @@ func (f *fixture) stateRV(job string) string {
 
 func TestReportPersistsBeforeAck(t *testing.T) {
 	f := newFixture(t, Config{})
+	if sp, ok := f.s.Prior("ml/a"); !ok || sp.Speedup("", 1, 1) != 1 || sp.Speedup("", 1, 2) != 0 {
+		t.Fatalf("Prior before any report: %v %v, want one GPU", sp, ok)
+	}
 	code, resp, body := f.post("tok-a-0", report("ml/a"))
 	if code != http.StatusOK {
 		t.Fatalf("code %d: %s", code, body)
@@ -146,6 +149,9 @@ func TestReportPersistsBeforeAck(t *testing.T) {
 	}
 	if sp, ok := f.s.Speedup("ml/a"); !ok || sp.Speedup("", 1, 1) != 1 {
 		t.Fatalf("Speedup after a report: %v %v", sp, ok)
+	}
+	if _, ok := f.s.Prior("ml/a"); ok {
+		t.Fatal("Prior after a report: want none (Speedup has the model)")
 	}
 	// A pod group's member reports for its group; no owner on the state.
 	if code, _, body := f.post("tok-g-0", report("ml/g")); code != http.StatusOK {

@@ -106,7 +106,10 @@ type Server struct {
 	cms     cache.SharedIndexInformer
 }
 
-var _ host.ModelSource = (*Server)(nil)
+var (
+	_ host.ModelSource = (*Server)(nil)
+	_ host.PriorSource = (*Server)(nil)
+)
 
 // New validates cfg and returns a Server; call Start before serving.
 func New(cfg Config) (*Server, error) {
@@ -204,6 +207,10 @@ func (s *Server) observeCM(o any) {
 // Speedup implements host.ModelSource: the job's fitted goodput curve
 // (a *goodput.Curve) once it has reported a measured configuration.
 func (s *Server) Speedup(job host.JobKey) (goodput.Speedup, bool) { return s.models.Speedup(job) }
+
+// Prior implements host.PriorSource: one GPU for an adaptive job that has
+// not reported a measurement yet.
+func (s *Server) Prior(job host.JobKey) (goodput.Speedup, bool) { return s.models.Prior(job) }
 
 // Publish implements host.ModelSource.
 func (s *Server) Publish(job host.JobKey, d scheduler.Decision) { s.models.Publish(job, d) }
