@@ -14,13 +14,22 @@ const maxDPCells = 10_000_000
 // such a slot gets fewer quanta than Resolution.
 const maxTopQuanta = 1 << 30
 
+// defaultResolution is the Resolution that 0 selects.
+const defaultResolution = 2000
+
 // quanta returns the work quantum and the number of quanta the job needs:
 // Resolution quanta for the whole job, whatever its length against one
-// slot at full scale.
-func (p *problem) quanta() (delta float64, need int) {
+// slot at full scale. cells is the DP's table cells per quantum; with the
+// default Resolution the quanta are reduced so the table stays within
+// maxDPCells (an explicit Resolution is honoured, and the DP refuses a
+// table too large).
+func (p *problem) quanta(cells int64) (delta float64, need int) {
 	res := p.opts.Resolution
 	if res == 0 {
-		res = 2000
+		res = defaultResolution
+		if fit := maxDPCells/max(cells, 1) - 2; fit < int64(res) {
+			res = int(max(fit, 1))
+		}
 	}
 	top := p.work[len(p.work)-1]
 	delta = max(p.need/float64(res), top/maxTopQuanta)
@@ -95,7 +104,7 @@ type dpChoice struct {
 // between two neighbouring scales (the exact optimum has at most one).
 func (p *problem) dpFractional() ([]alloc, error) {
 	n, L := len(p.ci), len(p.levels)
-	delta, Q := p.quanta()
+	delta, Q := p.quanta(int64(n) * 2)
 	if int64(n)*int64(Q+1)*2 > maxDPCells {
 		return nil, fmt.Errorf("%w: DP table of %d slots × %d quanta is too large; lower PlanOptions.Resolution", ErrInvalid, n, Q+1)
 	}
@@ -179,7 +188,7 @@ func (p *problem) wholeStep(t int, from, to []float64, ch []dpChoice, qk []int) 
 // whole-scale optimum that had paid for the full slot.
 func (p *problem) dpChanges() ([][]alloc, error) {
 	n, L := len(p.ci), len(p.levels)
-	delta, Q := p.quanta()
+	delta, Q := p.quanta(int64(n) * int64(L))
 	if int64(n)*int64(L)*int64(Q+1) > maxDPCells {
 		return nil, fmt.Errorf("%w: DP table of %d slots × %d scales × %d quanta is too large; lower PlanOptions.Resolution", ErrInvalid, n, L, Q+1)
 	}

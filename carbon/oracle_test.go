@@ -1,6 +1,7 @@
 package carbon
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -321,7 +322,7 @@ func TestResolutionShortJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, q := p.quanta(); q < res || q > res+1 {
+		if _, q := p.quanta(1); q < res || q > res+1 {
 			t.Errorf("Resolution %d: %d quanta", res, q)
 		}
 	}
@@ -344,4 +345,26 @@ func TestResolutionShortJob(t *testing.T) {
 		t.Errorf("default Resolution: %.4f%% above the exact optimum", 100*gaps[2])
 	}
 	t.Logf("gaps to the exact optimum by Resolution 20, 200, 2000, 20000: %.4g", gaps)
+}
+
+// TestDefaultResolutionFitsTable: with the default Resolution, a job on a
+// long horizon with a change cost gets fewer quanta rather than a DP table
+// over its bound (a short job's quanta used to be capped by the 1/256
+// floor, so honouring Resolution must not turn it into an error); an
+// explicit Resolution is still refused when the table is too large.
+func TestDefaultResolutionFitsTable(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	c := randConcave(r, 6)
+	s := randSeries(r, 1500)
+	work := c.WorkPerSecond[6] * 3600 * 0.3
+	opts := PlanOptions{ChangeCostG: 1, Method: DP}
+	got, err := Plan(s, c, work, s.End(), opts)
+	if err != nil {
+		t.Fatalf("default Resolution: %v", err)
+	}
+	checkSchedule(t, got, c, 1, 6, work, len(s.Values))
+	opts.Resolution = 2000
+	if _, err := Plan(s, c, work, s.End(), opts); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("explicit Resolution 2000 over 1500 slots × 7 scales: %v, want ErrInvalid", err)
+	}
 }

@@ -64,7 +64,10 @@ type PlanOptions struct {
 	Method Method
 	// Resolution is the number of work quanta DP uses for the whole job,
 	// however short against one slot at full scale (down to 2^-30 of
-	// one); zero means 2000. Higher is closer to exact and slower.
+	// one); zero means 2000, or fewer where the DP's table (slots ×
+	// quanta, × scales with ChangeCostG) would pass 10 million cells.
+	// Higher is closer to exact and slower; an explicit value whose table
+	// is too large is an error.
 	Resolution int
 	// Tolerance is the relative gap to the proven lower bound within which
 	// Auto accepts the greedy plan for a curve that is not concave instead
