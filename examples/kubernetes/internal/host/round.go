@@ -211,6 +211,9 @@ func (h *Host) round(ctx context.Context) (Round, error) {
 	h.patchAll(ctx, ups, &r)
 	for _, up := range ups {
 		h.recordDecision(up)
+		if up.d.Action != scheduler.Keep || up.deferred != "" {
+			h.log.Debug("decision", "job", up.u.key, "decision", decisionText(up.d), "bind", len(up.bind), "evict", len(up.evict), "deferred", up.deferred)
+		}
 	}
 	for _, u := range snap.waitingNoType {
 		msg := fmt.Sprintf("waiting: no GPU of the allowed types (%s) is offered", joinTypes(u.spec.types))
