@@ -361,6 +361,8 @@ func (e *engine) run(ctx context.Context, init []column, o cgOptions) (cgResult,
 		ms.add(c)
 	}
 	lambda := make([]float64, e.k)
+	prev := make([]float64, e.k)
+	restarts := 0
 	res := cgResult{ub: math.Inf(1), lambda: make([]float64, e.k)}
 	for it := 1; ; it++ {
 		if err := ctx.Err(); err != nil {
@@ -383,11 +385,33 @@ func (e *engine) run(ctx context.Context, init []column, o cgOptions) (cgResult,
 			copy(res.lambda, lambda)
 		}
 		gap := res.ub - res.lb
+		// The same prices as the previous round mean the master could not
+		// use the last column (its pivot was numerically unsafe): pricing
+		// again would return it again.
+		stalled := it > 1 && slices.Equal(lambda, prev)
 		if gap <= o.tol*max(math.Abs(res.ub), math.Abs(res.lb), 1e-300) ||
 			res.lb >= o.stopAbove || res.ub < o.stopBelow ||
-			phi-sigma <= 1e-10*ms.scale || it >= o.maxIter {
+			phi-sigma <= 1e-10*ms.scale || it >= o.maxIter || stalled && restarts >= 20 {
 			break
 		}
+		if stalled {
+			// Condense: restart the master from its current point as one
+			// explicit column, which drops the nearly parallel columns that
+			// made the basis ill-conditioned.
+			restarts++
+			x := make([]float64, e.n*e.k)
+			for i, mu := range ms.weights() {
+				if mu > 0 {
+					e.addX(&ms.cols[i], mu, x)
+				}
+			}
+			th := 0.0
+			if e.useTheta && e.v == nil {
+				th = res.lb
+			}
+			ms = newMaster(e.capac, e.explicitColumn(x, th))
+		}
+		copy(prev, lambda)
 		ms.add(col)
 	}
 	res.ub = max(res.ub, res.lb)

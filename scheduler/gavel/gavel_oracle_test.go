@@ -67,6 +67,12 @@ func gavelBase(p Problem, extra int) *lpRows {
 // maximise c·v s.t. G·v ≤ h, v ≥ 0 with gonum's simplex (slack basis when
 // h ≥ 0, else its Phase I).
 func (r *lpRows) maximise(c []float64) (float64, error) {
+	v, _, err := r.solve(c)
+	return v, err
+}
+
+// solve is maximise that also returns the optimal v.
+func (r *lpRows) solve(c []float64) (float64, []float64, error) {
 	rows := len(r.G)
 	A := mat.NewDense(rows, r.cols+rows, nil)
 	obj := make([]float64, r.cols+rows)
@@ -93,8 +99,11 @@ func (r *lpRows) maximise(c []float64) (float64, error) {
 			basic = append(basic, r.cols+i)
 		}
 	}
-	opt, _, err := lp.Simplex(obj, A, b, 1e-11, basic)
-	return -opt, err
+	opt, x, err := lp.Simplex(obj, A, b, 1e-11, basic)
+	if err != nil {
+		return 0, nil, err
+	}
+	return -opt, x[:r.cols], nil
 }
 
 // gavelProportional is proportional.py: x[j] = n_j/m, divided by the

@@ -138,7 +138,7 @@ func (ms *master) factor() error {
 			s += inv[i*r+j] * ms.capac[j]
 		}
 		s += inv[i*r+ms.k]
-		ms.xb[i] = max(s, 0)
+		ms.xb[i] = s
 	}
 	for i := range r {
 		var s float64
@@ -152,7 +152,11 @@ func (ms *master) factor() error {
 
 // solve runs primal simplex pivots from the current (feasible) basis to
 // optimality within a relative 1e-10: Dantzig pricing, Bland's rule after
-// degenerate pivots, and a pivot limit against numerical cycling.
+// degenerate pivots, and a pivot limit against numerical cycling. A pivot
+// that would make the basis singular or infeasible (rounding, with many
+// nearly parallel columns) is undone and its entering column set aside for
+// this solve, so the basis stays feasible: its value is always a valid
+// lower bound and its duals valid prices.
 func (ms *master) solve() error {
 	r := ms.k + 1
 	for q := range ms.inB {
@@ -161,16 +165,32 @@ func (ms *master) solve() error {
 	for _, q := range ms.basis {
 		ms.inB[q] = true
 	}
+	banned := make([]bool, ms.k+len(ms.cols))
 	eps := 1e-10 * ms.scale
 	degenerate := 0
-	for range 50 * (r + len(ms.cols)) {
+	if err := ms.factor(); err != nil || !ms.feasible() {
+		// The warm basis no longer fits (rounding); restart from the first
+		// column and the slacks, which always fit.
+		for j := range ms.k {
+			ms.basis[j] = j
+		}
+		ms.basis[ms.k] = ms.k
+		for q := range ms.inB {
+			ms.inB[q] = false
+		}
+		for _, q := range ms.basis {
+			ms.inB[q] = true
+		}
 		if err := ms.factor(); err != nil {
 			return err
 		}
+	}
+	ms.clip()
+	for range 50 * (r + len(ms.cols)) {
 		bland := degenerate > 8
 		enter, best := -1, eps
 		for q := range ms.k + len(ms.cols) {
-			if ms.inB[q] {
+			if ms.inB[q] || banned[q] {
 				continue
 			}
 			rc := ms.colVec(q, ms.vec)
@@ -188,37 +208,86 @@ func (ms *master) solve() error {
 			return nil
 		}
 		ms.colVec(enter, ms.vec)
+		var dmax float64
 		for i := range r {
 			var s float64
 			for j := range r {
 				s += ms.binv[i*r+j] * ms.vec[j]
 			}
 			ms.dir[i] = s
+			dmax = max(dmax, math.Abs(s))
+		}
+		// Harris' two-pass ratio test: the smallest ratio with the basic
+		// values relaxed by a rounding tolerance, then among the rows within
+		// it the largest pivot (tiny pivots make the next basis
+		// ill-conditioned); ties by basis index (Bland).
+		piv := 1e-9 * max(dmax, 1)
+		bound := math.Inf(1)
+		for i := range r {
+			if ms.dir[i] > piv {
+				bound = min(bound, (ms.xb[i]+1e-12)/ms.dir[i])
+			}
 		}
 		leave, ratio := -1, math.Inf(1)
 		for i := range r {
-			if ms.dir[i] > 1e-11 {
-				t := ms.xb[i] / ms.dir[i]
-				if t < ratio-1e-15 || (t <= ratio+1e-15 && leave >= 0 && ms.basis[i] < ms.basis[leave]) {
-					leave, ratio = i, t
+			if d := ms.dir[i]; d > piv && ms.xb[i]/d <= bound {
+				if leave < 0 || d > ms.dir[leave]*(1+1e-12) || (d >= ms.dir[leave]*(1-1e-12) && ms.basis[i] < ms.basis[leave]) {
+					leave, ratio = i, max(ms.xb[i]/d, 0)
 				}
 			}
 		}
 		if leave < 0 {
-			return errMaster // unbounded: impossible with Σμ = 1
+			banned[enter] = true // unbounded is impossible with Σμ = 1: rounding
+			continue
 		}
+		old := ms.basis[leave]
+		ms.inB[old] = false
+		ms.basis[leave] = enter
+		ms.inB[enter] = true
+		if err := ms.factor(); err != nil || !ms.feasible() {
+			ms.basis[leave] = old
+			ms.inB[enter] = false
+			ms.inB[old] = true
+			banned[enter] = true
+			if err := ms.factor(); err != nil {
+				return err
+			}
+			ms.clip()
+			continue
+		}
+		ms.clip()
 		if ratio < 1e-14 {
 			degenerate++
 		} else {
 			degenerate = 0
 		}
-		ms.inB[ms.basis[leave]] = false
-		ms.basis[leave] = enter
-		ms.inB[enter] = true
 	}
 	// Pivot limit (numerical cycling): the basis is still feasible, so its
 	// value is a valid lower bound and its duals valid prices.
-	return ms.factor()
+	return nil
+}
+
+// feasible reports whether the basic solution is non-negative within
+// rounding, measured on the scale of the capacities (the columns that
+// start a level may overuse a type by rounding noise).
+func (ms *master) feasible() bool {
+	top := 1.0
+	for _, c := range ms.capac {
+		top = max(top, c)
+	}
+	for _, v := range ms.xb {
+		if v < -1e-6*top {
+			return false
+		}
+	}
+	return true
+}
+
+// clip sets the rounding-level negative basic values to 0.
+func (ms *master) clip() {
+	for i, v := range ms.xb {
+		ms.xb[i] = max(v, 0)
+	}
 }
 
 // value returns the master objective at the current basis.
@@ -238,12 +307,21 @@ func (ms *master) prices(lambda []float64) (sigma float64) {
 	return ms.y[ms.k]
 }
 
-// weights returns, for each stored column, its weight μ in the current basis.
+// weights returns, for each stored column, its weight μ in the current
+// basis, rescaled to sum to 1 (rounding can leave Σμ a hair off, and the
+// demand rows hold for convex combinations only).
 func (ms *master) weights() []float64 {
 	mu := make([]float64, len(ms.cols))
+	var sum float64
 	for p, q := range ms.basis {
 		if q >= ms.k {
-			mu[q-ms.k] = ms.xb[p]
+			mu[q-ms.k] = max(ms.xb[p], 0)
+			sum += mu[q-ms.k]
+		}
+	}
+	if sum > 0 {
+		for i := range mu {
+			mu[i] /= sum
 		}
 	}
 	return mu

@@ -29,7 +29,10 @@ type Settings struct {
 	// Seed seeds POP's random split (the same seed gives the same split).
 	Seed uint64
 	// MaxLevels bounds the water-filling levels of MaxMinFairness with
-	// WaterFilling set (0 = 8); the last level freezes every job left.
+	// WaterFilling set (0 = no bound: each level freezes at least one job,
+	// so there are at most as many levels as jobs, and as many as the
+	// leximin allocation has distinct shares); the last level freezes
+	// every job left.
 	MaxLevels int
 }
 
@@ -45,7 +48,7 @@ func (s *Settings) orDefault() Settings {
 		o.MaxIterations = 2000
 	}
 	if o.MaxLevels <= 0 {
-		o.MaxLevels = 8
+		o.MaxLevels = math.MaxInt
 	}
 	return o
 }
@@ -189,9 +192,11 @@ type MaxMinFairness struct {
 	// problem. Use Problem.NormalizedShares to measure X on the real one.
 	HeterogeneityBlind bool
 	// WaterFilling, after the minimum is maximised, freezes the jobs that
-	// cannot do better and raises the others in turn (multi-level
-	// max-min, Gavel's max_min_fairness_water_filling without its
-	// entity weights). Objective and Bound still refer to the first level.
+	// cannot do better and raises the others in turn until every job is
+	// frozen: the leximin allocation (multi-level max-min, Gavel's
+	// max_min_fairness_water_filling without its entity weights).
+	// Objective is X's smallest share (the first level) and Bound the
+	// first level's bound; Settings.MaxLevels can cap the levels.
 	WaterFilling bool
 	// EqualTimeShares is goodsched's earlier variant: no scale factor, and
 	// each job normalised by its equal-share throughput
@@ -240,11 +245,11 @@ func (o MaxMinFairness) solve(ctx context.Context, p *Problem, s Settings) (Solu
 		return Solution{}, err
 	}
 	d := o.demands(in)
-	sol, lambda, err := solveLevel(ctx, in, d, s)
+	sol, _, err := solveLevel(ctx, in, d, s)
 	if err != nil || !o.WaterFilling {
 		return sol, err
 	}
-	return waterFill(ctx, in, d, sol, lambda, s)
+	return waterFill(ctx, in, d, sol, s)
 }
 
 // solveLevel maximises θ with demands θ·d, using POP for large inputs.
@@ -348,80 +353,164 @@ func pop(ctx context.Context, in *instance, d []float64, parts int, s Settings) 
 	return x, lam, iters, nil
 }
 
-// waterFill raises, level by level, the jobs that are not bottlenecked.
-func waterFill(ctx context.Context, in *instance, d []float64, first Solution, lambda []float64, s Settings) (Solution, error) {
+// waterFill raises, level by level, the jobs that are not bottlenecked
+// (leximin): after each level θ it freezes exactly the jobs that cannot
+// exceed θ while every other job keeps its floor, and raises the rest.
+//
+// Which jobs can rise is decided by LPs, not by reading prices: maximise
+// Σ share over a candidate set C with every job held at its floor. If some
+// job of C ends above its floor it can rise (leave C, repeat); if none
+// does, no job of C can rise (were one able to, a small step towards an
+// allocation where it does would raise the sum), so C is frozen. Each
+// level freezes at least one job. Every allocation kept meets all floors,
+// so X's smallest share is the reported Objective.
+func waterFill(ctx context.Context, in *instance, d []float64, first Solution, s Settings) (Solution, error) {
 	n, k := in.n, in.k
-	f := make([]float64, n)
-	dd := append([]float64(nil), d...)
+	sol := first
+	if !(first.Objective > 0) {
+		return sol, nil // no job can run: nothing to raise
+	}
+	// Work in units of the first level, so levels are of order 1.
+	ds := make([]float64, n)
+	for m := range n {
+		ds[m] = d[m] * first.Objective
+	}
 	x := make([]float64, n*k)
 	for m, row := range first.X {
 		copy(x[m*k:], row)
 	}
-	sol := first
-	th := first.Objective
-	for lvl := 2; lvl <= s.MaxLevels+1; lvl++ {
-		// Freeze the jobs whose demand has a positive price at the optimum.
-		e := newEngine(n, k, in.a, in.scale, in.capac, nil, f, dd, true)
-		e.hulls(lambda)
-		frozen := 0
-		for _, strict := range []bool{true, false} {
-			for m := range n {
-				if dd[m] == 0 {
-					continue
-				}
-				if lvl > s.MaxLevels || e.bottleneck(m, f[m]+th*dd[m], strict) {
-					f[m] = th * dd[m]
-					dd[m] = 0
-					frozen++
-				}
-			}
-			if frozen > 0 {
-				break
-			}
+	share := func(x []float64, m int) float64 {
+		var t float64
+		for j := range k {
+			t += in.a[m*k+j] * x[m*k+j]
 		}
-		active := 0
-		for m := range n {
-			if dd[m] > 0 {
-				active++
-			}
-		}
-		if frozen == 0 || active == 0 {
-			break
-		}
-		e = newEngine(n, k, in.a, in.scale, in.capac, nil, f, dd, true)
-		res, err := e.run(ctx, []column{e.explicitColumn(x, level(in, x, f, dd))},
-			cgOptions{tol: s.Tolerance, maxIter: s.MaxIterations, stopAbove: math.Inf(1), stopBelow: math.Inf(-1)})
-		if err != nil {
+		return t / ds[m]
+	}
+	const rise = 1e-7 // relative margin above the floor that counts as rising
+	tol := min(s.Tolerance, 1e-9)
+	f := make([]float64, n)   // floors of frozen jobs (throughput)
+	dd := slices.Clone(ds)    // demands of active jobs (0 = frozen)
+	th := level(in, x, f, dd) // ≥ 1 up to rounding
+	zero := make([]float64, n)
+	active := n
+	for lvl := 1; active > 0; lvl++ {
+		if err := ctx.Err(); err != nil {
 			return Solution{}, err
 		}
-		sol.Iterations += res.iters
-		sol.Levels = lvl
-		x = res.x
-		lambda = res.lambda
-		th = level(in, x, f, dd)
+		if lvl > 1 {
+			e := newEngine(n, k, in.a, in.scale, in.capac, nil, f, dd, true)
+			res, err := e.run(ctx, []column{e.explicitColumn(x, level(in, x, f, dd))},
+				cgOptions{tol: tol, maxIter: s.MaxIterations, stopAbove: math.Inf(1), stopBelow: math.Inf(-1)})
+			if err != nil {
+				return Solution{}, err
+			}
+			sol.Iterations += res.iters
+			sol.Levels = lvl
+			if lv := level(in, res.x, f, dd); lv >= th {
+				x, th = res.x, lv
+			}
+		}
+		if lvl >= s.MaxLevels {
+			break // freeze every job left at th
+		}
+		// Candidates: the active jobs x holds at the level.
+		floor := make([]float64, n)
+		cand := make([]bool, n)
+		nc := 0
+		for m := range n {
+			floor[m] = f[m] + th*dd[m]
+			if dd[m] > 0 && share(x, m) <= th*(1+rise) {
+				cand[m] = true
+				nc++
+			}
+		}
+		for nc > 0 {
+			v := make([]float64, n*k)
+			for m := range n {
+				if cand[m] {
+					for j := range k {
+						v[m*k+j] = in.a[m*k+j] / (ds[m] * float64(nc))
+					}
+				}
+			}
+			e := newEngine(n, k, in.a, in.scale, in.capac, v, floor, zero, false)
+			res, err := e.run(ctx, []column{e.explicitColumn(x, 0)},
+				cgOptions{tol: tol, maxIter: s.MaxIterations, stopAbove: math.Inf(1), stopBelow: math.Inf(-1)})
+			if err != nil {
+				return Solution{}, err
+			}
+			sol.Iterations += res.iters
+			left := 0
+			for m := range n {
+				if cand[m] && share(res.x, m) > th*(1+rise) {
+					cand[m] = false
+					nc--
+					left++
+				}
+			}
+			if left == 0 {
+				break
+			}
+			if meetsFloors(in, res.x, floor) {
+				x = res.x // a feasible allocation with more jobs above the level
+			}
+		}
+		if nc == 0 { // rounding: freeze the job x holds lowest
+			lo, at := math.Inf(1), -1
+			for m := range n {
+				if dd[m] > 0 {
+					if sh := share(x, m); sh < lo {
+						lo, at = sh, m
+					}
+				}
+			}
+			cand[at] = true
+		}
+		for m := range n {
+			if cand[m] {
+				f[m], dd[m] = floor[m], 0
+				active--
+			}
+		}
 	}
-	sol.X = finishX(in, in.capac, x)
+	for m := range n { // freeze what MaxLevels left
+		if dd[m] > 0 {
+			f[m], dd[m] = f[m]+th*dd[m], 0
+		}
+	}
+	rows := finishX(in, in.capac, x)
+	sol.X = rows
+	// Objective: X's smallest share (the first level, up to rounding).
+	flat := make([]float64, n*k)
+	for m, r := range rows {
+		copy(flat[m*k:], r)
+	}
+	sol.Objective = level(in, flat, nil, d)
+	sol.Gap = gapOf(sol.Objective, sol.Bound)
 	return sol, nil
 }
 
-// bottleneck reports whether raising job m's demand beyond dm costs
-// capacity at the prices of the last hulls: its cost curve has a positive
-// left slope at dm (strict) or a positive right slope (not strict).
-func (e *engine) bottleneck(m int, dm float64, strict bool) bool {
-	base := m * (e.k + 1)
-	L := int(e.hn[m])
-	ht, hc := e.ht[base:base+L], e.hc[base:base+L]
-	const eps = 1e-9
-	if dm >= ht[L-1]*(1-eps) {
-		return true // at its fastest mix
-	}
-	for i := 1; i < L; i++ {
-		if strict && dm > ht[i-1]*(1+eps) && dm <= ht[i]*(1+eps) ||
-			!strict && dm >= ht[i-1]*(1-eps) && dm < ht[i] {
-			return (hc[i]-hc[i-1])/(ht[i]-ht[i-1]) > eps
+// meetsFloors reports whether x gives every job at least floor (within
+// rounding) and fits capacity.
+func meetsFloors(in *instance, x, floor []float64) bool {
+	k := in.k
+	use := make([]float64, k)
+	for m := range in.n {
+		var t float64
+		for j := range k {
+			t += in.a[m*k+j] * x[m*k+j]
+			use[j] += in.scale[m] * x[m*k+j]
+		}
+		if t < floor[m]*(1-1e-12) {
+			return false
 		}
 	}
-	return false
+	for j, u := range use {
+		if u > in.capac[j]*(1+1e-12) {
+			return false
+		}
+	}
+	return true
 }
 
 // MinMakespan minimises the time until every job finishes (Gavel's
