@@ -30,6 +30,10 @@ type Round struct {
 	// took, apply included.
 	Start    time.Time
 	Duration time.Duration
+	// Snapshot, Schedule and Apply split Duration: building the Input from
+	// the informers, the scheduler's Schedule call, and the API writes
+	// (with the rollbacks owed from earlier rounds).
+	Snapshot, Schedule, Apply time.Duration
 	// Plan is the scheduler's plan (empty when Schedule failed).
 	Plan scheduler.Plan
 	// Binds counts pods bound; BindFailures binds that failed (their
@@ -63,16 +67,17 @@ type unitPlan struct {
 }
 
 // round runs one round under ctx.
-func (h *Host) round(ctx context.Context) (Round, error) {
+func (h *Host) round(ctx context.Context) (r Round, err error) {
 	h.roundMu.Lock()
 	defer h.roundMu.Unlock()
-	r := Round{Start: time.Now()}
+	r = Round{Start: time.Now()}
 	defer func() {
 		r.Duration = time.Since(r.Start)
 		h.m.roundDuration.Observe(r.Duration.Seconds())
 		h.m.rounds.Inc()
 	}()
 	h.retryRollback(ctx, &r)
+	t0 := time.Now()
 
 	nodes, err := h.nodes.List(labels.Everything())
 	if err != nil {
@@ -138,6 +143,8 @@ func (h *Host) round(ctx context.Context) (Round, error) {
 		in.Jobs = append(in.Jobs, j)
 		byKey[u.key] = u
 	}
+	t1 := time.Now()
+	r.Snapshot = t1.Sub(t0)
 	var plan scheduler.Plan
 	if len(in.Jobs) > 0 {
 		plan, err = h.sched.Schedule(ctx, in)
@@ -159,6 +166,9 @@ func (h *Host) round(ctx context.Context) (Round, error) {
 		}
 	}
 	r.Plan = plan
+	t2 := time.Now()
+	r.Schedule = t2.Sub(t1)
+	defer func() { r.Apply = time.Since(t2) }()
 
 	// Plan the apply: which pods go, which bind where.
 	ups := make([]*unitPlan, 0, len(plan.Decisions))

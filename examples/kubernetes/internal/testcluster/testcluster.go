@@ -132,7 +132,8 @@ func Start(t testing.TB, opts Options, users ...string) *Cluster {
 			"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
 			"--service-account-private-key-file", filepath.Join(dir, "sa.key"),
 			"--root-ca-file", filepath.Join(dir, "ca.crt"),
-			"--concurrent-job-syncs=20", "--concurrent-gc-syncs=20", "-v=1")
+			"--concurrent-job-syncs=20", "--concurrent-gc-syncs=20",
+			"--kube-api-qps=1000", "--kube-api-burst=2000", "-v=1")
 	}
 	if opts.Kwok {
 		c.spawn("kwok", filepath.Join(assets, "kwok"),
