@@ -106,6 +106,16 @@ type Policy interface {
 	Allocate(ctx context.Context, in Input) ([]Target, error)
 }
 
+// RoundLength is an optional interface of a Policy that is designed for a
+// round length of its own, such as Gavel's 6-minute rounds: a host that
+// calls Allocate on a clock (scheduler/sim does) uses it when it is given
+// no round length. Check for it with a type assertion.
+type RoundLength interface {
+	// RoundLength returns the time between calls to Allocate the policy
+	// is designed for (> 0).
+	RoundLength() time.Duration
+}
+
 // Action is what the host must do for a job.
 type Action int
 

@@ -30,7 +30,9 @@
 //	                    oracle), fifo, gavel (max-min fairness, oracle
 //	                    throughputs), gavel-blind (the same, heterogeneity-
 //	                    blind) (default goodput,tiresias,optimus)
-//	-interval D         scheduling round, 1s to 24h (default 60s)
+//	-interval D         scheduling round, 1s to 24h (default 0: each
+//	                    policy's own, 60 s, or 6 minutes for gavel and
+//	                    gavel-blind, Gavel's round)
 //	-profiles DIRS      extra profile directories (comma-separated), searched
 //	                    before the embedded Pollux traces; e.g. Sia's
 //	                    per-type traces
@@ -99,7 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&o.jobs, "jobs", 10000, "jobs to take from the -philly trace")
 	fl.StringVar(&o.cluster, "cluster", "16x4:t4", "cluster spec")
 	fl.StringVar(&o.policies, "policies", "goodput,tiresias,optimus", "comma-separated policies: goodput, goodput-blind, tiresias, optimus, fifo, gavel, gavel-blind")
-	fl.DurationVar(&o.interval, "interval", 60*time.Second, "scheduling round")
+	fl.DurationVar(&o.interval, "interval", 0, "scheduling round (0 = each policy's own: 60s, 6m for gavel and gavel-blind)")
 	fl.StringVar(&o.profiles, "profiles", "", "extra profile directories, comma-separated, searched before the embedded Pollux traces")
 	fl.Float64Var(&o.interference, "interference", 0, "slowdown of distributed jobs sharing a node, in [0,1)")
 	fl.IntVar(&o.explore, "explore", goodput.DefaultExplore, "goodput jobs may grow to this many times the most GPUs they have run on (Pollux: 2)")
@@ -183,7 +185,7 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usage("-cluster: %v", err)
 	}
-	if o.interval < time.Second || o.interval > sim.MaxInterval {
+	if o.interval != 0 && (o.interval < time.Second || o.interval > sim.MaxInterval) {
 		return usage("-interval %v is outside [1s, %v]", o.interval, sim.MaxInterval)
 	}
 	if !(o.interference >= 0 && o.interference < 1) {

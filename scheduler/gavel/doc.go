@@ -54,7 +54,10 @@
 //     jobs' goodput models) and an Objective.
 //  2. Each round, call Allocate (directly or through scheduler.Scheduler)
 //     with the jobs, the cluster, the assignments in effect (Input.Current)
-//     and the round's logical time Input.Now, non-decreasing.
+//     and the round's logical time Input.Now, non-decreasing. Rounds are
+//     meant to be Policy.RoundLength apart (Config.RoundLength, 6 minutes
+//     as in Gavel; scheduler/sim uses it unless told otherwise): a job
+//     rotated out pays a restart, so short rounds multiply restarts.
 //  3. The Policy credits the jobs in Current with the time since the last
 //     call on their devices' type, solves for X and returns one Target per
 //     job: a type and the job's gang size, or Count 0 to wait this round.

@@ -56,9 +56,17 @@ type Config struct {
 	// Settings tunes each solve (zero = defaults).
 	Settings Settings
 	// ResetInterval is the least time between resets of the time-share
-	// counters, which happen when the set of jobs changes (0 = 32 minutes,
-	// Gavel's 1920 s).
+	// counters (0 = 32 minutes, Gavel's 1920 s). As in Gavel, a reset is
+	// due once the set of jobs has changed (an arrival or a completion)
+	// and happens at the first round at least ResetInterval after the
+	// previous reset, whether or not the set changed again in that round.
 	ResetInterval time.Duration
+	// RoundLength is the round this policy is designed for, reported by
+	// its RoundLength method (scheduler.RoundLength) to hosts that call it
+	// on a clock (0 = 6 minutes, Gavel's time_per_iteration of 360 s). With
+	// 6-minute rounds a job that is rotated out pays its restart once per
+	// 6 minutes of its share, not once a minute.
+	RoundLength time.Duration
 	// StepsLeft estimates a job's remaining steps for MinMakespan,
 	// FinishTimeFairness and SLOs, given its best throughput (nil =
 	// job.RemainingWork × best, RemainingWork being seconds at that rate,
@@ -116,6 +124,19 @@ type roundState struct {
 	lastReset time.Time
 	jobSet    []string
 	jobs      map[string]*jobCounters
+	// resetDue records that the job set changed since the last reset
+	// (Gavel's need_to_update_allocation).
+	resetDue bool
+	// iso is Gavel's finish-time bookkeeping per job: cumulative isolated
+	// time, and the steps left and isolated throughput of the last round.
+	iso map[string]*isoCounters
+}
+
+// isoCounters is one job's cumulative isolated time (finish-time fairness).
+type isoCounters struct {
+	elapsed   time.Duration
+	stepsLeft float64
+	rate      float64
 }
 
 // jobCounters is a job's time received per type and in all since the last reset.
@@ -124,13 +145,22 @@ type jobCounters struct {
 	total    time.Duration
 }
 
-var _ scheduler.Policy = (*Policy)(nil)
+var (
+	_ scheduler.Policy      = (*Policy)(nil)
+	_ scheduler.RoundLength = (*Policy)(nil)
+)
 
 // NewPolicy returns a Policy for cfg. It fails with ErrInvalid on a bad
 // configuration.
 func NewPolicy(cfg Config) (*Policy, error) {
 	if cfg.ResetInterval < 0 {
 		return nil, fmt.Errorf("%w: ResetInterval = %v", ErrInvalid, cfg.ResetInterval)
+	}
+	if cfg.RoundLength < 0 {
+		return nil, fmt.Errorf("%w: RoundLength = %v", ErrInvalid, cfg.RoundLength)
+	}
+	if cfg.RoundLength == 0 {
+		cfg.RoundLength = 360 * time.Second
 	}
 	if !(cfg.StayBonus >= 0) || math.IsInf(cfg.StayBonus, 0) {
 		return nil, fmt.Errorf("%w: StayBonus = %v", ErrInvalid, cfg.StayBonus)
@@ -153,6 +183,10 @@ func NewPolicy(cfg Config) (*Policy, error) {
 	}
 	return &Policy{cfg: cfg, st: roundState{jobs: map[string]*jobCounters{}}}, nil
 }
+
+// RoundLength implements scheduler.RoundLength: Config.RoundLength (6
+// minutes by default, Gavel's round).
+func (p *Policy) RoundLength() time.Duration { return p.cfg.RoundLength }
 
 // Reset forgets the time-share history, as if the policy were new.
 func (p *Policy) Reset() {
@@ -382,10 +416,51 @@ func (r *round) solve(ctx context.Context) error {
 		}
 		obj = c
 	}
+	if f, ok := obj.(FinishTimeFairness); ok && f.IsolatedElapsed == nil && !f.EqualTimeShares {
+		f.IsolatedElapsed = r.isolatedElapsed()
+		obj = f
+	}
 	r.obj = obj
 	var err error
 	r.sol, err = Solve(ctx, r.prob, obj, &r.p.cfg.Settings)
 	return err
+}
+
+// isolatedElapsed applies Gavel's finish-time bookkeeping: each job's
+// cumulative isolated time grows by the steps it did since the last round
+// over its isolated throughput then, from 0 at arrival. It records this
+// round's steps left and isolated throughput for the next round.
+func (r *round) isolatedElapsed() []time.Duration {
+	st := &r.p.st
+	if st.iso == nil {
+		st.iso = map[string]*isoCounters{}
+	}
+	rates, err := r.prob.IsolatedThroughput()
+	out := make([]time.Duration, len(r.rows))
+	live := make(map[string]bool, len(r.rows))
+	for m, i := range r.rows {
+		id := r.in.Jobs[i].ID
+		live[id] = true
+		c := st.iso[id]
+		if c == nil {
+			c = &isoCounters{stepsLeft: r.prob.StepsLeft[m]}
+			st.iso[id] = c
+		}
+		if done := c.stepsLeft - r.prob.StepsLeft[m]; done > 0 && c.rate > 0 {
+			c.elapsed += time.Duration(done / c.rate * float64(time.Second))
+		}
+		c.stepsLeft = r.prob.StepsLeft[m]
+		if err == nil {
+			c.rate = rates[m]
+		}
+		out[m] = c.elapsed
+	}
+	for _, id := range slices.Sorted(maps.Keys(st.iso)) {
+		if !live[id] {
+			delete(st.iso, id)
+		}
+	}
+	return out
 }
 
 // rank lists the candidates, one per row and type with a share, in the
@@ -485,6 +560,12 @@ func (r *round) keep(i, j int) bool {
 	return true
 }
 
+// onCurrent reports whether input job i runs now on a whole gang of type j.
+func (r *round) onCurrent(i, j int) bool {
+	id := r.in.Jobs[i].ID
+	return r.curType[id] == r.types[j].key && len(r.curDevs[id]) == r.scale[i]
+}
+
 // pin keeps the running non-preemptible jobs on their devices and returns
 // the devices left per type.
 func (r *round) pin() []int {
@@ -532,7 +613,9 @@ func (r *round) packChosen() {
 			continue
 		}
 		c := r.cands[r.choice[i]-1]
-		if c.stays && r.keep(i, c.typ) {
+		// Lease extension (Gavel): a job given its current type again keeps
+		// its devices when they are free, and so is not restarted.
+		if r.onCurrent(i, c.typ) && r.keep(i, c.typ) {
 			r.placed[i] = c.typ + 1
 		} else {
 			movers = append(movers, i)
@@ -572,8 +655,7 @@ func (r *round) replay() {
 			continue
 		}
 		j := r.placed[i] - 1
-		id := r.in.Jobs[i].ID
-		if r.pinned[i] != 0 || r.curType[id] == r.types[j].key && len(r.curDevs[id]) == r.scale[i] && r.keep(i, j) {
+		if r.pinned[i] != 0 || r.onCurrent(i, j) && r.keep(i, j) {
 			continue
 		}
 		rest = append(rest, i)
@@ -598,7 +680,7 @@ func (r *round) explain() {
 		c := r.cands[r.choice[i]-1]
 		t := &r.types[c.typ]
 		reason := scheduler.ReasonObjective
-		if c.stays {
+		if c.stays || r.onCurrent(i, c.typ) {
 			reason = scheduler.ReasonUnchanged
 		}
 		r.targets[i] = scheduler.Target{Job: r.in.Jobs[i].ID, Type: t.key, Count: r.scale[i], MaxNodes: nodesFor(r.scale[i], t.perNode),
@@ -645,10 +727,11 @@ func (p *Policy) credit(in scheduler.Input, curType map[string]accel.TypeKey) {
 			}
 		}
 	}
-	changed := !slices.Equal(ids, st.jobSet)
-	if changed && (!st.started || in.Now.Sub(st.lastReset) >= p.cfg.ResetInterval) {
+	st.resetDue = st.resetDue || !slices.Equal(ids, st.jobSet)
+	if st.resetDue && (!st.started || in.Now.Sub(st.lastReset) >= p.cfg.ResetInterval) {
 		st.jobs = map[string]*jobCounters{}
 		st.lastReset = in.Now
+		st.resetDue = false
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.jobs)) {
 		if _, ok := slices.BinarySearch(ids, id); !ok {

@@ -95,7 +95,9 @@ type Config struct {
 	// computed from the ground truth, as the published Optimus+Oracle
 	// baseline has. Adaptive jobs always learn from measurements.
 	Oracle bool
-	// Interval is the scheduling round (default 60 s), 1 s to MaxInterval.
+	// Interval is the scheduling round, 1 s to MaxInterval (default: the
+	// Policy's own round length when it implements scheduler.RoundLength,
+	// as Gavel's 6-minute rounds do, else 60 s).
 	Interval time.Duration
 	// Interference slows every distributed job that shares a node with
 	// another distributed job by this fraction, in [0, 1) (default 0).
@@ -224,6 +226,9 @@ func (c *Config) validate() error {
 	}
 	if c.Interval == 0 {
 		c.Interval = 60 * time.Second
+		if rl, ok := c.Policy.(scheduler.RoundLength); ok && c.Scheduler == nil && rl.RoundLength() > 0 {
+			c.Interval = rl.RoundLength()
+		}
 	}
 	if c.Interval < time.Second || c.Interval > MaxInterval {
 		return fmt.Errorf("%w: Interval %v is outside [1s, %v]", ErrInvalid, c.Interval, MaxInterval)
