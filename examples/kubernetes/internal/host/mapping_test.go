@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -387,6 +389,18 @@ func TestRoundOnceWithFakeClientset(t *testing.T) {
 	}
 	if d, ok := models.published["ns/el"]; !ok || d.To != 2 || d.Batch.Local != 32 {
 		t.Errorf("published %+v", models.published)
+	}
+	rec := httptest.NewRecorder()
+	h.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusOK {
+		t.Errorf("/healthz: %d", rec.Code)
+	}
+	rec = httptest.NewRecorder()
+	h.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, want := range []string{"goodsched_binds_total 2", `goodsched_gpus_allocated{type="a100-40gb"} 2`, `goodsched_jobs{state="running"} 1`, "goodsched_round_duration_seconds_count 1"} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 	if _, err := New(Config{}); !errors.Is(err, ErrConfig) {
 		t.Errorf("New without Client: %v", err)
