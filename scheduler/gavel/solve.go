@@ -59,7 +59,7 @@ type Solution struct {
 	X [][]float64
 	// Objective is the policy's objective achieved by X: the minimum
 	// normalised share (max-min), the largest ρ (finish-time fairness), the
-	// makespan in seconds (min makespan), or normalised steps per unit cost
+	// makespan in seconds (min makespan), or throughput per unit price
 	// (cost).
 	Objective float64
 	// Bound is a proven bound on the optimum from duality: no allocation
