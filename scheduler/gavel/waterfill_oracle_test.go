@@ -235,6 +235,18 @@ func TestWaterFillingMatchesLeximinOracle(t *testing.T) {
 		if lo := minOf(got); lo < sol.Objective*(1-1e-9) {
 			t.Errorf("trial %d (n=%d k=%d): X's smallest share %.9g is below the Objective %.9g", trial, n, k, lo, sol.Objective)
 		}
+		if trial%10 == 0 { // a capped run stays feasible and keeps its promise too
+			capped, err := Solve(context.Background(), p, MaxMinFairness{WaterFilling: true}, &Settings{MaxLevels: 2})
+			if err != nil {
+				t.Fatalf("trial %d MaxLevels 2: %v", trial, err)
+			}
+			sh, _ := p.NormalizedShares(capped.X)
+			if err := p.CheckAllocation(capped.X, 1e-9); err != nil || minOf(sh) < capped.Objective*(1-1e-9) ||
+				gapOf(capped.Objective, sol.Objective) > 1e-7 {
+				t.Errorf("trial %d MaxLevels 2: %v, smallest share %.9g, Objective %.9g (uncapped %.9g)",
+					trial, err, minOf(sh), capped.Objective, sol.Objective)
+			}
+		}
 		slices.Sort(got)
 		slices.Sort(want)
 		d := 0.0
