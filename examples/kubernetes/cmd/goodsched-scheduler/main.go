@@ -72,8 +72,8 @@ func run(args []string, stderr *os.File) error {
 	leaseName := fs.String("lease-name", host.DefaultLeaseName, "name of the leader-election Lease")
 	identity := fs.String("identity", os.Getenv("POD_NAME"), "identity in the Lease (empty = host name)")
 	metricsAddr := fs.String("metrics-addr", ":8080", "address of /metrics and /healthz")
-	qps := fs.Float64("kube-api-qps", 200, "API requests per second (client-side limit)")
-	burst := fs.Int("kube-api-burst", 400, "API request burst")
+	qps := fs.Float64("kube-api-qps", 500, "API requests per second (client-side limit; a round writes about 1.5 per pod it binds)")
+	burst := fs.Int("kube-api-burst", 2000, "API request burst (a round that binds more pods than this is slowed to -kube-api-qps)")
 	workers := fs.Int("bind-workers", host.DefaultBindWorkers, "API writes a round makes at once")
 	tolerated := fs.String("tolerated-taints", host.ResourceGPU, "comma-separated taint keys whose NoSchedule taints do not hide GPU nodes")
 	var rep reportFlags

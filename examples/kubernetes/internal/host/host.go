@@ -58,7 +58,7 @@ var (
 // its documented default.
 type Config struct {
 	// Client talks to the API server (required). Its rate limits are the
-	// caller's; the binary sets QPS 200, burst 400.
+	// caller's; the binary sets QPS 500, burst 2000.
 	Client kubernetes.Interface
 	// SchedulerName is the spec.schedulerName of the pods this host
 	// schedules; "" = "goodsched".

@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
@@ -34,7 +35,16 @@ func TestIntegrationTwoTypesThreeJobsBoundOnRightNodes(t *testing.T) {
 		gpuJob("gang", 2, 4, map[string]string{host.AnnotationGPUTypes: "a100-40gb"}))
 
 	log := &requestLog{}
-	h := newHost(t, host.Config{Client: schedulerClient(t, c, log), Interval: time.Second, MinInterval: 200 * time.Millisecond})
+	cs := schedulerClient(t, c, log)
+	// deploy/rbac.yaml is least privilege: no secrets, no pod creation.
+	if _, err := cs.CoreV1().Secrets(testNS).List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the scheduler may list secrets: %v", err)
+	}
+	if _, err := cs.CoreV1().Pods(testNS).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the scheduler may create pods: %v", err)
+	}
+	h := newHost(t, host.Config{Client: cs, Interval: time.Second, MinInterval: 200 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
@@ -414,4 +424,57 @@ func TestIntegrationMalformedAnnotationsWarnAndSkip(t *testing.T) {
 		})
 	}
 	t.Logf("events: %q", jobEvents(t, c, "Job", "bad-bounds"))
+}
+
+// TestIntegrationPodGroupsBindAsGangs checks pod groups (pods sharing the
+// goodsched.io/group label, made by any controller): a rigid group of 3
+// waits until its third pod exists and then binds whole; an elastic group
+// gets its target in goodsched.io/target-replicas on its pods and runs the
+// pods it has.
+func TestIntegrationPodGroupsBindAsGangs(t *testing.T) {
+	c := startCluster(t)
+	createNodes(t, c, gpuNode("n0", productA100, 8, true))
+	ctx := context.Background()
+	mk := func(name, group string, ann map[string]string) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: map[string]string{host.LabelGroup: group}, Annotations: ann},
+			Spec: gpuJob("x", 1, 1, nil).Spec.Template.Spec}
+		if _, err := c.Client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	groupPods := func(group string) []corev1.Pod {
+		l, err := c.Client.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{LabelSelector: host.LabelGroup + "=" + group})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Items
+	}
+	gang := map[string]string{host.AnnotationGroupSize: "3"}
+	mk("g-0", "g", gang)
+	mk("g-1", "g", gang)
+	el := map[string]string{host.AnnotationKind: "elastic", host.AnnotationMaxReplicas: "4"}
+	mk("e-0", "e", el)
+	mk("e-1", "e", el)
+	h, hctx := startHost(t, host.Config{Client: schedulerClient(t, c, &requestLog{})})
+	driveUntil(t, hctx, h, 30*time.Second, "elastic group bound with its target published", func() (bool, string) {
+		ps := groupPods("e")
+		ok := boundCount(ps) == 2
+		for _, p := range ps {
+			ok = ok && p.Annotations[host.AnnotationTargetReplicas] == "4"
+		}
+		return ok, fmt.Sprint(nodesOf(ps))
+	})
+	for range 3 {
+		if _, err := h.RoundOnce(hctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b := boundCount(groupPods("g")); b != 0 {
+		t.Fatalf("%d pods of the rigid group of 3 bound with only 2 created", b)
+	}
+	mk("g-2", "g", gang)
+	driveUntil(t, hctx, h, 30*time.Second, "rigid group bound whole", func() (bool, string) {
+		ps := groupPods("g")
+		return boundCount(ps) == 3, fmt.Sprint(nodesOf(ps))
+	})
 }

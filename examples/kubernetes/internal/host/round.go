@@ -349,7 +349,13 @@ func (h *Host) planUnit(u *unit, d scheduler.Decision) *unitPlan {
 		}
 	}
 	if up.deferred == "" && len(up.slots) > 0 {
-		if len(pending) < len(up.slots) {
+		if len(pending) < len(up.slots) && u.job == nil && u.spec.kind != scheduler.Rigid && len(pending) > 0 && len(keep)+len(pending) >= u.spec.minReplicas {
+			// An elastic pod group whose controller has not followed the
+			// target yet: bind the pods there are (the target annotation
+			// asks for the rest).
+			up.slots = up.slots[:len(pending)]
+			up.bind = pending
+		} else if len(pending) < len(up.slots) {
 			up.deferred = fmt.Sprintf("waiting for %d pods to be created (have %d)", len(up.slots), len(pending))
 		} else {
 			up.bind = pending[:len(up.slots)]

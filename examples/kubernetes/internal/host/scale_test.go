@@ -13,6 +13,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/testcluster"
@@ -75,7 +77,7 @@ func TestIntegrationScale1000Nodes500Jobs(t *testing.T) {
 	tPods := time.Now()
 
 	log := &requestLog{}
-	h, hctx := startHost(t, host.Config{Client: schedulerClient(t, c, log), BindWorkers: 64})
+	h, hctx := startHost(t, host.Config{Client: schedulerClientUnlimited(t, c, log), BindWorkers: 128})
 	waitFor(t, time.Minute, "the host's informers see the pods", func() (bool, string) {
 		n := 0
 		for i := range jobs {
@@ -231,3 +233,17 @@ func procStatus(field string) string {
 }
 
 var _ = batchv1.JobNameLabel
+
+// schedulerClientUnlimited is schedulerClient without client-side rate
+// limiting (the API server's priority and fairness still applies).
+func schedulerClientUnlimited(t *testing.T, c *testcluster.Cluster, log *requestLog) kubernetes.Interface {
+	t.Helper()
+	cfg := rest.CopyConfig(c.UserConfig("scheduler"))
+	cfg.WrapTransport = log.wrap
+	cfg.QPS = -1
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
