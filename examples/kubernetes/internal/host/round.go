@@ -234,6 +234,19 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 			}
 		}
 	}
+	// Forget what was said about units that are gone (finished, deleted).
+	live := make(map[JobKey]bool, len(ups)+len(snap.waitingNoType))
+	for _, up := range ups {
+		live[up.u.key] = true
+	}
+	for _, u := range snap.waitingNoType {
+		live[u.key] = true
+	}
+	for k := range h.state.said {
+		if !live[k] {
+			delete(h.state.said, k)
+		}
+	}
 	if h.cfg.Models != nil {
 		for _, d := range plan.Decisions {
 			h.cfg.Models.Publish(JobKey(d.Job), d)
