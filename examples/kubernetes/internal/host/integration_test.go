@@ -234,6 +234,15 @@ func TestIntegrationShrinkKeepsThePlannedPods(t *testing.T) {
 	if all := allPods(t, c, "elastic"); len(all) != 2 {
 		t.Errorf("%d pods exist, want 2: %v", len(all), nodesOf(all))
 	}
+	for _, p := range before {
+		if slices.Contains(kept, p.Name) {
+			continue
+		}
+		waitFor(t, 10*time.Second, "Shrunk Event on evicted pod "+p.Name, func() (bool, string) {
+			ev := strings.Join(jobEvents(t, c, "Pod", p.Name), "; ")
+			return strings.Contains(ev, "Normal Shrunk"), ev
+		})
+	}
 }
 
 // TestIntegrationAPIServerDownMidGangNoHalfBoundGang kills kube-apiserver
