@@ -21,8 +21,10 @@ import (
 	authv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/goodsched/goodsched/examples/kubernetes/client"
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
@@ -37,6 +39,7 @@ type env struct {
 	t      *testing.T
 	c      *testcluster.Cluster
 	cs     kubernetes.Interface
+	srvCS  kubernetes.Interface
 	url    string
 	caFile string
 	dir    string
@@ -45,9 +48,16 @@ type env struct {
 }
 
 func startEnv(t *testing.T) *env {
-	c := testcluster.Start(t, testcluster.Options{})
-	e := &env{t: t, c: c, cs: c.Client, dir: t.TempDir()}
+	c := testcluster.Start(t, testcluster.Options{}, "reporter")
 	ctx := context.Background()
+	grantReportRBAC(t, c, "reporter")
+	cs, err := kubernetes.NewForConfig(c.UserConfig("reporter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server runs as a user holding exactly deploy/report-rbac.yaml;
+	// the test sets up objects as the admin.
+	e := &env{t: t, c: c, cs: c.Client, srvCS: cs, dir: t.TempDir()}
 	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ml"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +82,7 @@ func startEnv(t *testing.T) *env {
 
 func (e *env) startServer() {
 	t := e.t
-	srv, err := report.New(report.Config{Client: e.cs, Rate: 100, Burst: 100})
+	srv, err := report.New(report.Config{Client: e.srvCS, Rate: 100, Burst: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +104,39 @@ func (e *env) startServer() {
 	e.srv, e.url = srv, "https://"+ln.Addr().String()
 	e.cancel = func() { cancel(); <-done }
 	t.Cleanup(e.cancel)
+}
+
+// grantReportRBAC creates deploy/report-rbac.yaml's ClusterRole and binds
+// it to user.
+func grantReportRBAC(t *testing.T, c *testcluster.Cluster, user string) {
+	t.Helper()
+	data, err := os.ReadFile("../../deploy/report-rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, doc := range strings.Split(string(data), "\n---") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatal(err)
+		}
+		if meta.Kind != "ClusterRole" {
+			continue
+		}
+		var r rbacv1.ClusterRole
+		if err := yaml.Unmarshal([]byte(doc), &r); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &r, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name + "-test"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: r.Name}}
+		if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func write(t *testing.T, path string, data []byte) {
