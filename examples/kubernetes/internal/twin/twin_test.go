@@ -225,7 +225,7 @@ func (tw *twin) startHost() {
 				}
 				t.Logf("pods: %d, terminating %d, bound %d", len(all), term, bound)
 				for _, p := range all {
-					if p.DeletionTimestamp != nil && time.Since(p.DeletionTimestamp.Time) > 2*time.Second {
+					if p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil && time.Since(p.DeletionTimestamp.Time) > 2*time.Second {
 						t.Logf("  stuck %s node %q phase %s finalizers %v deleted %v ago grace %v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Finalizers, time.Since(p.DeletionTimestamp.Time), *p.DeletionGracePeriodSeconds)
 					}
 				}
