@@ -16,7 +16,7 @@
 // A Node offers its allocatable nvidia.com/gpu, of the canonical type that
 // accel.TypeFromProduct gives GPU feature discovery's nvidia.com/gpu.product
 // label (nvidia.com/gpu.memory separates variants). NotReady nodes are not
-// offered (pods of ours bound there are deleted at once, and their gangs
+// offered (pods of ours bound there are evicted at once, and their gangs
 // restart elsewhere); cordoned nodes and nodes with NoSchedule or
 // NoExecute taints (other than Config.ToleratedTaints) keep only the GPUs
 // our running pods hold; GPUs used by other schedulers' pods, and by
@@ -27,8 +27,8 @@
 // Each round (every Config.Interval, and early on relevant informer
 // events, at most once per Config.MinInterval) the host:
 //
-//  1. retries the deletions it owes (pods of a gang whose bind failed),
-//     deletes pods of ours on NotReady nodes and evicts the pods of gangs
+//  1. retries the evictions it owes (pods of a gang whose bind failed),
+//     evicts pods of ours on NotReady nodes with a grace period of 0 and evicts the pods of gangs
 //     found half bound (after a crash, say);
 //  2. builds the Input from its informers only (no per-pod GET): the
 //     cluster as above, one Job per unit, and Current from the pods actually
@@ -41,11 +41,12 @@
 //     the pod gets the DisruptionTarget condition) the pods whose devices
 //     the plan frees; binds pending pods through the binding subresource, a
 //     unit's binds all or nothing (if any fails, the pods of the unit that
-//     did bind are deleted so their controller recreates them); for an
+//     did bind are evicted so their controller recreates them); for an
 //     elastic Job patches spec.parallelism to the planned count, in the same
 //     patch as the goodsched.io/last-decision and goodsched.io/batch-plan
-//     annotations, and deletes pending pods beyond the target that the Job
-//     controller may create; pods are bound onto devices freed this round
+//     annotations, and evicts pending pods beyond the target that the Job
+//     controller may create (every removal is an Eviction, never a plain
+//     DELETE, so a Job's podFailurePolicy can ignore it); pods are bound onto devices freed this round
 //     only once the pods that held them are gone;
 //  5. records each decision that changes something as an Event on the Job
 //     (one per decision, naming the pods it binds, to stay within two API

@@ -414,7 +414,25 @@ type deletion struct {
 	up    *unitPlan
 }
 
-// deleteAll evicts (or, for lost nodes, force-deletes) the pods, in
+// evict removes one pod through the Eviction API, never a plain DELETE:
+// the API server then marks the pod with the DisruptionTarget condition, so
+// a Job whose podFailurePolicy ignores DisruptionTarget (deploy's samples
+// do) does not count the pods goodsched frees as failures towards its
+// backoffLimit. force sets a grace period of 0, for pods on lost nodes.
+// The UID precondition keeps a replacement pod of the same name safe.
+func (h *Host) evict(ctx context.Context, ns, name string, uid k8stypes.UID, force bool) error {
+	opts := &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+	if force {
+		zero := int64(0)
+		opts.GracePeriodSeconds = &zero
+	}
+	return h.cfg.Client.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Namespace: ns, Name: name},
+		DeleteOptions: opts,
+	})
+}
+
+// deleteAll evicts the pods (for lost nodes with a grace period of 0), in
 // parallel.
 func (h *Host) deleteAll(ctx context.Context, ds []deletion, r *Round) {
 	var mu sync.Mutex
@@ -422,18 +440,7 @@ func (h *Host) deleteAll(ctx context.Context, ds []deletion, r *Round) {
 		d := ds[i]
 		p := d.pod
 		uid := p.UID
-		var err error
-		switch {
-		case d.force:
-			zero := int64(0)
-			err = h.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &uid}})
-		case d.why == "extra" || d.why == "conflict":
-			err = h.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		default:
-			err = h.cfg.Client.PolicyV1().Evictions(p.Namespace).Evict(ctx, &policyv1.Eviction{
-				ObjectMeta:    metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
-				DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}})
-		}
+		err := h.evict(ctx, p.Namespace, p.Name, uid, d.force)
 		if err != nil && !apierrors.IsNotFound(err) {
 			h.m.errors.WithLabelValues("evict").Inc()
 			h.log.Warn("evict failed", "pod", p.Namespace+"/"+p.Name, "why", d.why, "err", err)
@@ -554,7 +561,7 @@ func (h *Host) retryRollback(ctx context.Context, r *Round) {
 		uid := p.uid
 		err := ctx.Err()
 		if err == nil {
-			err = h.cfg.Client.CoreV1().Pods(p.namespace).Delete(ctx, p.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			err = h.evict(ctx, p.namespace, p.name, uid, false)
 		}
 		mu.Lock()
 		defer mu.Unlock()
