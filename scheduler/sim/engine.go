@@ -822,13 +822,13 @@ func (e *engine) chooseBatch(j *job, plan goodput.BatchPlan) {
 		}
 		j.plan = goodput.BatchPlan{}
 		b := max(j.app.InitBatch, lo*replicas)
-		j.local, j.accum = splitBatch(b, replicas, lo, hi, j.app.MaxBatch, replicas == 1 && b > j.app.InitBatch)
+		j.local, j.accum = SplitBatch(b, replicas, lo, hi, j.app.MaxBatch, replicas == 1 && b > j.app.InitBatch)
 		j.batch = j.local * replicas * (j.accum + 1)
 		return
 	}
 	b := j.fixedBatch()
 	maxB := max(j.app.MaxBatch, b)
-	j.local, j.accum = splitBatch(b, replicas, lo, hi, maxB, replicas == 1 && b > j.app.InitBatch)
+	j.local, j.accum = SplitBatch(b, replicas, lo, hi, maxB, replicas == 1 && b > j.app.InitBatch)
 	j.batch = j.local * replicas * (j.accum + 1)
 }
 

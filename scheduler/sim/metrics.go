@@ -202,7 +202,7 @@ func (e *engine) isolated(j *job) float64 {
 		return 0
 	}
 	b := j.fixedBatch()
-	local, accum := splitBatch(b, r, lo, hi, max(app.MaxBatch, b), r == 1 && b > app.InitBatch)
+	local, accum := SplitBatch(b, r, lo, hi, max(app.MaxBatch, b), r == 1 && b > app.InitBatch)
 	step, sync, ok := app.StepTime(typ, counts, float64(local))
 	if !ok || !(step > 0) {
 		return 0

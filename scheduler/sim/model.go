@@ -124,7 +124,7 @@ func oracleIterSeconds(app *Application, typ accel.TypeKey, batch, replicas, per
 	if !ok {
 		return 0
 	}
-	local, accum := splitBatch(batch, replicas, lo, hi, app.MaxBatch, true)
+	local, accum := SplitBatch(batch, replicas, lo, hi, app.MaxBatch, true)
 	var counts []int
 	for left := replicas; left > 0; left -= perNode {
 		counts = append(counts, min(left, perNode))
@@ -136,12 +136,12 @@ func oracleIterSeconds(app *Application, typ accel.TypeKey, batch, replicas, per
 	return step + float64(accum)*(step-sync)
 }
 
-// splitBatch splits a fixed total batch over replicas as the Pollux
+// SplitBatch splits a fixed total batch over replicas as the Pollux
 // simulator does for jobs with a target batch size: per-device batch
 // ceil(batch/replicas), split into passes of at most maxLocal, at least
 // two passes on a single device whose batch exceeds the initial one
 // (forceAccum), and capped so that the total stays within maxBatch.
-func splitBatch(batch, replicas, minLocal, maxLocal, maxBatch int, forceAccum bool) (local, accum int) {
+func SplitBatch(batch, replicas, minLocal, maxLocal, maxBatch int, forceAccum bool) (local, accum int) {
 	const eps = 1e-8
 	l := int(math.Ceil(float64(batch)/float64(replicas) - eps))
 	accum = max(int(math.Ceil(float64(l)/float64(maxLocal)-eps))-1, 0)

@@ -410,7 +410,7 @@ func (tr *trainer) setPlan(p goodput.BatchPlan) {
 	reps := tr.replicas()
 	if tr.fixed() {
 		b := tr.app.FixedBatch
-		tr.local, tr.accum = splitBatch(b, reps, tr.lo, tr.hi, max(tr.app.MaxBatch, b), reps == 1 && b > tr.app.InitBatch)
+		tr.local, tr.accum = sim.SplitBatch(b, reps, tr.lo, tr.hi, max(tr.app.MaxBatch, b), reps == 1 && b > tr.app.InitBatch)
 		tr.plan = goodput.BatchPlan{}
 		return
 	}
@@ -421,22 +421,7 @@ func (tr *trainer) setPlan(p goodput.BatchPlan) {
 	}
 	tr.plan = goodput.BatchPlan{}
 	b := max(tr.app.InitBatch, tr.lo*reps)
-	tr.local, tr.accum = splitBatch(b, reps, tr.lo, tr.hi, tr.app.MaxBatch, reps == 1 && b > tr.app.InitBatch)
-}
-
-// splitBatch is the simulator's split of a total batch over replicas.
-func splitBatch(batch, replicas, minLocal, maxLocal, maxBatch int, forceAccum bool) (local, accum int) {
-	const eps = 1e-8
-	l := int(math.Ceil(float64(batch)/float64(replicas) - eps))
-	accum = max(int(math.Ceil(float64(l)/float64(maxLocal)-eps))-1, 0)
-	if replicas == 1 && forceAccum {
-		accum = max(1, accum)
-	}
-	local = int(math.Ceil(float64(l)/float64(accum+1) - eps))
-	if c := replicas * (accum + 1); maxBatch > 0 && local > maxBatch/c {
-		local = maxBatch / c
-	}
-	return max(local, 1), accum
+	tr.local, tr.accum = sim.SplitBatch(b, reps, tr.lo, tr.hi, tr.app.MaxBatch, reps == 1 && b > tr.app.InitBatch)
 }
 
 func (tr *trainer) limits() goodput.Limits {
