@@ -55,6 +55,13 @@ const (
 	// goodput.BatchPlan's fields: {"batch","local","accum","goodput"}. It is
 	// absent while the job has no batch plan.
 	AnnotationBatchPlan = "goodsched.io/batch-plan"
+	// AnnotationRestarts (written by the host on the Job, in the same patch
+	// as AnnotationLastDecision) counts the times the host re-allocated
+	// the running Job: each applied grow, shrink, move or preemption. It is
+	// the job's scheduler.Job.Restarts, which the goodput policy's restart
+	// penalty reads, and it survives a scheduler restart or a leader
+	// change. A value that is not a non-negative integer counts as 0.
+	AnnotationRestarts = "goodsched.io/restarts"
 	// AnnotationTargetReplicas (written by the host on every pod of an
 	// elastic pod group) is the pod count the plan gives the group, for the
 	// group's controller to follow.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -176,6 +177,7 @@ func TestIntegrationShrinkKeepsThePlannedPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	restartsBefore := j.Annotations[host.AnnotationRestarts]
 	j.Annotations[host.AnnotationMaxReplicas] = "2"
 	if _, err := c.Client.BatchV1().Jobs(testNS).Update(ctx, j, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -219,6 +221,12 @@ func TestIntegrationShrinkKeepsThePlannedPods(t *testing.T) {
 	}
 	if *j.Spec.Parallelism != 2 {
 		t.Errorf("parallelism %d, want 2", *j.Spec.Parallelism)
+	}
+	// The shrink restarted the running job once: the count the goodput
+	// policy's restart penalty reads went up by one, in the Job's patch.
+	n, _ := strconv.Atoi(restartsBefore)
+	if got, want := j.Annotations[host.AnnotationRestarts], strconv.Itoa(n+1); got != want {
+		t.Errorf("%s = %q after the shrink, want %q (was %q)", host.AnnotationRestarts, got, want, restartsBefore)
 	}
 	// More rounds and time for the Job controller: still exactly the kept
 	// pods, nothing pending beside them.

@@ -163,8 +163,9 @@ func TestSnapshotJobsBecomeSchedulerJobs(t *testing.T) {
 	jobs := []*batchv1.Job{
 		job("rigid", 3, 2, nil),
 		job("elastic", 2, 1, map[string]string{AnnotationKind: "elastic", AnnotationMinReplicas: "2", AnnotationMaxReplicas: "6",
-			AnnotationWeight: "2.5", AnnotationPriority: "5", AnnotationPreemptible: "false", AnnotationGPUTypes: "t4, a100"}),
-		job("adaptive", 1, 1, map[string]string{AnnotationKind: "adaptive"}),
+			AnnotationWeight: "2.5", AnnotationPriority: "5", AnnotationPreemptible: "false", AnnotationGPUTypes: "t4, a100",
+			AnnotationRestarts: "3"}),
+		job("adaptive", 1, 1, map[string]string{AnnotationKind: "adaptive", AnnotationRestarts: "-1"}),
 		job("wide-elastic", 1, 2, map[string]string{AnnotationKind: "elastic"}),
 		done, suspended, other, partly,
 	}
@@ -183,7 +184,7 @@ func TestSnapshotJobsBecomeSchedulerJobs(t *testing.T) {
 	}
 	want := map[string]scheduler.Job{
 		"ns/rigid":    {ID: "ns/rigid", Kind: scheduler.Rigid, Requested: 6, MinReplicas: 6, MaxReplicas: 6, Weight: 1},
-		"ns/elastic":  {ID: "ns/elastic", Kind: scheduler.Elastic, Requested: 2, MinReplicas: 2, MaxReplicas: 6, Weight: 2.5, Priority: 5, NonPreemptible: true, Types: []accel.TypeKey{"a100-40gb", "t4"}},
+		"ns/elastic":  {ID: "ns/elastic", Kind: scheduler.Elastic, Requested: 2, MinReplicas: 2, MaxReplicas: 6, Weight: 2.5, Priority: 5, NonPreemptible: true, Types: []accel.TypeKey{"a100-40gb", "t4"}, Restarts: 3},
 		"ns/adaptive": {ID: "ns/adaptive", Kind: scheduler.Elastic, Requested: 1, MinReplicas: 1, Weight: 1},
 		"ns/partly":   {ID: "ns/partly", Kind: scheduler.Rigid, Requested: 1, MinReplicas: 1, MaxReplicas: 1, Weight: 1},
 		"ns/g":        {ID: "ns/g", Kind: scheduler.Rigid, Requested: 3, MinReplicas: 3, MaxReplicas: 3, Weight: 1},
@@ -205,7 +206,8 @@ func TestSnapshotJobsBecomeSchedulerJobs(t *testing.T) {
 		}
 		g.Submitted = time.Time{}
 		if g.ID != w.ID || g.Kind != w.Kind || g.Requested != w.Requested || g.MinReplicas != w.MinReplicas || g.MaxReplicas != w.MaxReplicas ||
-			g.Weight != w.Weight || g.Priority != w.Priority || g.NonPreemptible != w.NonPreemptible || !slices.Equal(g.Types, w.Types) {
+			g.Weight != w.Weight || g.Priority != w.Priority || g.NonPreemptible != w.NonPreemptible || !slices.Equal(g.Types, w.Types) ||
+			g.Restarts != w.Restarts {
 			t.Errorf("%s:\n got %+v\nwant %+v", id, g, w)
 		}
 	}

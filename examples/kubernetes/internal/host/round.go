@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -608,6 +609,9 @@ func (h *Host) patchAll(ctx context.Context, ups []*unitPlan, r *Round) {
 				ann[AnnotationLastDecision] = t
 			}
 		}
+		if restarted(up) {
+			ann[AnnotationRestarts] = strconv.Itoa(restartsOf(u.job) + 1)
+		}
 		if bp := batchPlanJSON(up.d.Batch); bp != u.job.Annotations[AnnotationBatchPlan] {
 			if bp == "" {
 				ann[AnnotationBatchPlan] = nil
@@ -652,6 +656,22 @@ func (h *Host) patchAll(ctx context.Context, ups []*unitPlan, r *Round) {
 		}
 		r.Patches++
 	})
+}
+
+// restarted reports whether the round re-allocates a running job: a
+// grow, shrink, move or preemption of which the round evicts or binds
+// pods. A grow still waiting for its pods (or for devices being freed),
+// or rolled back after a failed bind, is decided again next round and
+// counted then.
+func restarted(up *unitPlan) bool {
+	if up.d.From == 0 || up.bindErr != nil || (len(up.evict) == 0 && len(up.bind) == 0) {
+		return false
+	}
+	switch up.d.Action {
+	case scheduler.Grow, scheduler.Shrink, scheduler.Move, scheduler.Preempt:
+		return true
+	}
+	return false
 }
 
 // recordDecision records a decision that changes something as an Event

@@ -513,6 +513,7 @@ func (u *unit) toJob() scheduler.Job {
 		NonPreemptible: !sp.preemptible, Types: slices.Clone(sp.types)}
 	if u.job != nil {
 		j.Submitted = u.job.CreationTimestamp.Time
+		j.Restarts = restartsOf(u.job)
 	} else if len(u.pods) > 0 {
 		j.Submitted = u.pods[0].pod.CreationTimestamp.Time
 	}
@@ -526,6 +527,16 @@ func (u *unit) toJob() scheduler.Job {
 		j.Requested = sp.minReplicas
 	}
 	return j
+}
+
+// restartsOf reads a Job's AnnotationRestarts (0 when absent or not a
+// non-negative integer).
+func restartsOf(job *batchv1.Job) int {
+	n, err := strconv.Atoi(job.Annotations[AnnotationRestarts])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // objectRef is an API object Events can be recorded on.
