@@ -1,6 +1,8 @@
 package report
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -118,7 +120,7 @@ func fitState(s *State, cfg Config) (*goodput.Estimator, *goodput.Curve) {
 	if err != nil {
 		return nil, nil
 	}
-	for _, typ := range sortedKeys(obs) {
+	for _, typ := range slices.Sorted(maps.Keys(obs)) {
 		if est.ObserveBatch(typ, obs[typ]) != nil {
 			return nil, nil
 		}

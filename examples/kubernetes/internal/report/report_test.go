@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -287,7 +288,7 @@ func TestResponseHysteresis(t *testing.T) {
 
 func TestTokenExpiryShortensCache(t *testing.T) {
 	now := time.Unix(1000, 0)
-	exp, ok := tokenExpiry("x." + b64(`{"exp":1010}`) + ".y")
+	exp, ok := tokenExpiry("x." + base64.RawURLEncoding.EncodeToString([]byte(`{"exp":1010}`)) + ".y")
 	if !ok || !exp.Equal(now.Add(10*time.Second)) {
 		t.Fatalf("expiry %v %v", exp, ok)
 	}
