@@ -20,34 +20,43 @@ var refShapes = []genOpts{
 // fitness at least the reference genetic search's on every instance.
 func TestGoodputVsReference(t *testing.T) {
 	if testing.Short() || raceEnabled {
-		t.Skip("slow; single-goroutine, so -race adds nothing")
+		t.Skip("slow; single-goroutine, so -race adds nothing (.ci/run runs it without -race)")
 	}
 	ctx := context.Background()
-	fast, _ := New(Config{Policy: Goodput{}})
-	fastRP, _ := New(Config{Policy: Goodput{}, Placer: RoundPlacer{}})
+	mustNew := func(cfg Config) *Scheduler {
+		t.Helper()
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// fitness schedules in with s and returns the plan's fitness.
+	fitness := func(s *Scheduler, in Input) float64 {
+		t.Helper()
+		p, err := s.Schedule(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Goodput{}.Fitness(in, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	fast := mustNew(Config{Policy: Goodput{}})
+	fastRP := mustNew(Config{Policy: Goodput{}, Placer: RoundPlacer{}})
 	for si, sh := range refShapes {
 		for seed := uint64(0); seed < 3; seed++ {
 			in := genInput(seed+100*uint64(si), sh)
 			ga := Genetic{Seed: seed, Population: 50, Generations: 50}
-			ref, _ := New(Config{Policy: ga})
-			refRP, _ := New(Config{Policy: ga, Placer: RoundPlacer{}})
-			pf, err := fast.Schedule(ctx, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pr, err := ref.Schedule(ctx, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ff, _ := Goodput{}.Fitness(in, pf)
-			fr, _ := Goodput{}.Fitness(in, pr)
+			ref := mustNew(Config{Policy: ga})
+			refRP := mustNew(Config{Policy: ga, Placer: RoundPlacer{}})
+			ff, fr := fitness(fast, in), fitness(ref, in)
 			t.Logf("shape %d seed %d: own layouts: fast %.5f reference %.5f", si, seed, ff, fr)
 			// Both realised by the same placement round: the fast policy
 			// must never be worse.
-			pf, _ = fastRP.Schedule(ctx, in)
-			pr, _ = refRP.Schedule(ctx, in)
-			ffRP, _ := Goodput{}.Fitness(in, pf)
-			frRP, _ := Goodput{}.Fitness(in, pr)
+			ffRP, frRP := fitness(fastRP, in), fitness(refRP, in)
 			t.Logf("shape %d seed %d: placement round: fast %.5f reference %.5f", si, seed, ffRP, frRP)
 			if ffRP < frRP*(1-1e-9) {
 				t.Errorf("shape %d seed %d: fast fitness %.6f < reference %.6f", si, seed, ffRP, frRP)
