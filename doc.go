@@ -1,7 +1,10 @@
 // Package goodsched decides how deep-learning jobs share a cluster of
 // accelerators. It computes decisions; the host orchestrator applies them.
-// There is no daemon, no database and no global state, and the library
-// starts no goroutines of its own.
+// There is no daemon, no database and no global state, and the decision
+// path (Schedule, Optimize, Plan, Solve) starts no goroutines. Two calls
+// start goroutines that end with them: accel/nvml's Inventory.Health
+// watches NVML events until its context ends or Close is called, and
+// scheduler/sim's RunAll runs simulations in parallel until it returns.
 //
 // The packages, from the bottom up (imports point down only):
 //

@@ -4,9 +4,9 @@
 // slot to meet its deadline at least carbon, a per-slot capacity envelope
 // for a cluster's elastic work, and energy and emission accounting.
 //
-// It imports none of goodsched's other packages; the scheduler and the
-// examples connect it to goodput speedup curves (CurveFromSpeedup) and to
-// accel's energy counters (EnergyFromCounters).
+// It imports none of goodsched's other packages; hosts and the examples
+// connect it to goodput speedup curves (CurveFromSpeedup) and to accel's
+// energy counters (EnergyFromCounters).
 //
 // # Host contract
 //
@@ -35,7 +35,9 @@
 //     much work fits.
 //  5. Apply the first slot, and at the next slot boundary call
 //     Replanner.Next again with the remaining work; for a whole cluster,
-//     give the scheduler a ClusterEnvelope (devices per slot) to honour.
+//     ClusterEnvelope gives the devices per slot that flexible work may
+//     use. The scheduler package does not read it yet: a host caps its
+//     delay-tolerant jobs' MaxReplicas with it before each round.
 //  6. Account what ran: EnergyFromPower or EnergyFromCounters (wraps and
 //     resets handled explicitly), then Emissions with the true intensity
 //     and PUE: g = Σ P·Δt·CI / 3.6e6 × PUE, plus a per-unit-of-work

@@ -8,8 +8,9 @@ import (
 
 // Envelope is a per-slot capacity envelope: how many devices elastic work
 // may use in each slot (Google's virtual capacity curves, CarbonFlex's
-// provisioning). The scheduler honours it by capping elastic allocations
-// at Devices[i] during slot i. It is a plain value.
+// provisioning). A host honours it by capping its delay-tolerant jobs'
+// allocations at Devices[i] during slot i (the scheduler package does not
+// read envelopes yet). It is a plain value.
 type Envelope struct {
 	// Start and Step locate the slots.
 	Start time.Time
