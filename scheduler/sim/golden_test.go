@@ -45,7 +45,8 @@ func transcript(r Result) []byte {
 }
 
 // TestGoldenScenarios replays the first 40 jobs of Pollux workload-6 on a
-// 4×4 T4 cluster through the rigid and elastic baselines and compares the
+// 4×4 T4 cluster through the rigid and elastic baselines and the goodput
+// policy with adaptive jobs, and compares the
 // transcripts with testdata/golden. Run with -update after an intended
 // change in the simulator's mechanics or in the baselines.
 func TestGoldenScenarios(t *testing.T) {
@@ -60,6 +61,9 @@ func TestGoldenScenarios(t *testing.T) {
 		{"optimus-oracle", Config{Policy: scheduler.Optimus{}, Mode: Elastic, Oracle: true}},
 		{"tiresias-spread-interference", Config{Policy: scheduler.Tiresias{}, Placer: spreadPlacer{}, Mode: Rigid, Interference: 0.25}},
 		{"tiresias-faults", Config{Policy: scheduler.Tiresias{}, Mode: Rigid, Faults: Faults{MTBF: 4 * 3600e9, Seed: 1}}},
+		// Pollux's path: adaptive jobs learn their goodput models online
+		// from what they measure and the goodput policy sizes them.
+		{"goodput-adaptive", Config{Policy: scheduler.Goodput{}, Mode: Adaptive}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
