@@ -88,6 +88,9 @@ type Steps struct {
 	// gradient synchronisation; without accumulation passes it gives the
 	// pass time OptimSeconds − SyncSeconds.
 	SyncSeconds float64 `json:"sync_seconds,omitempty"`
+	// SyncCount is how many steps SyncSeconds averages; the Meter keeps it
+	// for Restore, and it is not sent.
+	SyncCount int `json:"-"`
 }
 
 // Report is one report from a job's pod.
@@ -211,7 +214,9 @@ func (c *Client) Job() string { return c.job }
 
 // Report posts r (its Job is set to the client's) and returns the
 // endpoint's answer. A refusal is a *StatusError (401: bad token, 403: the
-// pod is not the job's, 429: too many reports, 413: too large).
+// pod is not the job's, 429: too many reports, 413: too large). A 503 (a
+// replica that is not the leader) is retried, up to LeaderTries posts in
+// all, each on a new connection.
 func (c *Client) Report(ctx context.Context, r Report) (Response, error) {
 	tok, err := os.ReadFile(c.tokenFile)
 	if err != nil {
@@ -222,27 +227,55 @@ func (c *Client) Report(ctx context.Context, r Report) (Response, error) {
 	if err != nil {
 		return Response{}, fmt.Errorf("goodsched client: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return Response{}, fmt.Errorf("goodsched client: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return Response{}, fmt.Errorf("goodsched client: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return Response{}, fmt.Errorf("goodsched client: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return Response{}, &StatusError{Code: resp.StatusCode, Body: string(data)}
+	var data []byte
+	for try := 1; ; try++ {
+		code, d, err := c.post(ctx, body, strings.TrimSpace(string(tok)))
+		if err != nil {
+			return Response{}, err
+		}
+		data = d
+		if code == http.StatusOK {
+			break
+		}
+		// 503: this replica is not the leader. The Service picks a
+		// replica per connection, so retry on a new one, briefly.
+		if code != http.StatusServiceUnavailable || try == LeaderTries {
+			return Response{}, &StatusError{Code: code, Body: string(data)}
+		}
+		c.http.CloseIdleConnections()
+		select {
+		case <-ctx.Done():
+			return Response{}, fmt.Errorf("goodsched client: %w", ctx.Err())
+		case <-time.After(time.Duration(try) * 50 * time.Millisecond):
+		}
 	}
 	var out Response
 	if err := json.Unmarshal(data, &out); err != nil {
 		return Response{}, fmt.Errorf("goodsched client: response: %w", err)
 	}
 	return out, nil
+}
+
+// LeaderTries is how many times Report posts while the scheduler answers
+// 503 (a replica that is not the leader), each on a new connection.
+const LeaderTries = 8
+
+// post sends one report and returns the status and body.
+func (c *Client) post(ctx context.Context, body []byte, token string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, fmt.Errorf("goodsched client: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("goodsched client: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, nil, fmt.Errorf("goodsched client: %w", err)
+	}
+	return resp.StatusCode, data, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,22 @@ func TestMeterTakeAggregates(t *testing.T) {
 	}
 	if len(m.Take()) != 0 {
 		t.Error("Take twice returned the same measurements")
+	}
+	// A failed report's measurements go back and merge with new ones.
+	m.Restore(got)
+	m.Optim(a, 200*time.Millisecond, 20*time.Millisecond)
+	again := m.Take()
+	if len(again) != 2 {
+		t.Fatalf("after Restore: %+v", again)
+	}
+	if g := again[0]; g.Count != 3 || !near(g.OptimSeconds, 0.2) || !near(g.SyncSeconds, 0.02) || g.SyncCount != 3 {
+		t.Errorf("shape a after Restore: %+v", g)
+	}
+	if g := again[1]; g.AccumCount != 1 || !near(g.AccumSeconds, 0.05) || g.Count != 1 {
+		t.Errorf("shape b after Restore: %+v", g)
+	}
+	if data, _ := json.Marshal(again[0]); strings.Contains(string(data), "ync_count") {
+		t.Errorf("SyncCount is sent: %s", data)
 	}
 }
 
@@ -93,5 +110,50 @@ func TestNewValidates(t *testing.T) {
 		if _, err := client.New(cfg); err == nil {
 			t.Errorf("New(%+v): no error", cfg)
 		}
+	}
+}
+
+// TestReportRetriesNonLeaderOnNewConnection checks that a 503 (a replica
+// that is not the leader) is retried on a new connection until the leader
+// answers, and that a replica that never leads gives up after LeaderTries.
+func TestReportRetriesNonLeaderOnNewConnection(t *testing.T) {
+	var posts int
+	conns := map[string]bool{}
+	leaderAfter := 3
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts++
+		conns[r.RemoteAddr] = true
+		if posts <= leaderAfter {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "report: this replica is not the leader", http.StatusServiceUnavailable)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(client.Response{Replicas: 4})
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	caFile, tokFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "token")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokFile, []byte("tok"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(client.Config{URL: srv.URL, Job: "ml/a", TokenFile: tokFile, CAFile: caFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Report(context.Background(), client.Report{})
+	if err != nil || resp.Replicas != 4 {
+		t.Fatalf("Report = %+v, %v; want the leader's answer", resp, err)
+	}
+	if posts != leaderAfter+1 || len(conns) != posts {
+		t.Errorf("%d posts on %d connections, want %d on as many", posts, len(conns), leaderAfter+1)
+	}
+	posts, leaderAfter = 0, 1<<30
+	_, err = c.Report(context.Background(), client.Report{})
+	var se *client.StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusServiceUnavailable || posts != client.LeaderTries {
+		t.Errorf("with no leader: %v after %d posts, want a 503 StatusError after %d", err, posts, client.LeaderTries)
 	}
 }

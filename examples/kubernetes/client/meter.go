@@ -82,7 +82,7 @@ func (m *Meter) Take() []Steps {
 			st.AccumCount, st.AccumSeconds = a.accumN, a.accumSum/float64(a.accumN)
 		}
 		if a.syncN > 0 {
-			st.SyncSeconds = a.syncSum / float64(a.syncN)
+			st.SyncSeconds, st.SyncCount = a.syncSum/float64(a.syncN), a.syncN
 		}
 		out = append(out, st)
 		delete(m.acc, s)
@@ -91,4 +91,21 @@ func (m *Meter) Take() []Steps {
 		return cmp.Or(cmp.Compare(a.Nodes, b.Nodes), cmp.Compare(a.Replicas, b.Replicas), cmp.Compare(a.Local, b.Local), cmp.Compare(a.Accum, b.Accum))
 	})
 	return out
+}
+
+// Restore puts back what Take returned when the report carrying it
+// failed (a network error, a 429 or 503), so that the next report sends
+// it: no measurement is lost to a refused report.
+func (m *Meter) Restore(steps []Steps) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, st := range steps {
+		a := m.get(Shape{Nodes: st.Nodes, Replicas: st.Replicas, Local: st.Local, Accum: st.Accum})
+		a.optimN += st.Count
+		a.optimSum += st.OptimSeconds * float64(st.Count)
+		a.accumN += st.AccumCount
+		a.accumSum += st.AccumSeconds * float64(st.AccumCount)
+		a.syncN += st.SyncCount
+		a.syncSum += st.SyncSeconds * float64(st.SyncCount)
+	}
 }

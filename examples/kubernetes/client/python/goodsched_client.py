@@ -125,6 +125,10 @@ class Response:
         self.observations = int(d.get("observations", 0))
 
 
+LEADER_TRIES = 8
+"""How many times Client.report posts while the scheduler answers 503."""
+
+
 class ReportError(Exception):
     """A refused report: code is the HTTP status (401 bad token, 403 not a
     pod of the job, 413 too large, 429 too often, 400 bad content)."""
@@ -167,7 +171,8 @@ class Client:
         if limits is not None:
             body["limits"] = limits.to_json()
         if steps:
-            body["steps"] = list(steps)
+            # Keys starting with "_" are the Meter's own (for restore).
+            body["steps"] = [{k: v for k, v in d.items() if not k.startswith("_")} for d in steps]
         if grad is not None:
             body["grad"] = {"sqr": float(grad[0]), "var": float(grad[1])}
         if current:
@@ -175,13 +180,19 @@ class Client:
         data = json.dumps(body).encode()
         if len(data) > MAX_REQUEST_BYTES:
             raise ValueError("report of %d bytes is over the endpoint's limit" % len(data))
-        req = urllib.request.Request(self.url, data=data, method="POST", headers={
-            "Content-Type": "application/json", "Authorization": "Bearer " + token})
-        try:
-            with self._opener.open(req, timeout=self.timeout_s) as resp:
-                return Response(json.loads(resp.read(1 << 20).decode()))
-        except urllib.error.HTTPError as e:
-            raise ReportError(e.code, e.read(4096).decode(errors="replace")) from None
+        for attempt in range(1, LEADER_TRIES + 1):
+            req = urllib.request.Request(self.url, data=data, method="POST", headers={
+                "Content-Type": "application/json", "Authorization": "Bearer " + token})
+            try:
+                with self._opener.open(req, timeout=self.timeout_s) as resp:
+                    return Response(json.loads(resp.read(1 << 20).decode()))
+            except urllib.error.HTTPError as e:
+                err = ReportError(e.code, e.read(4096).decode(errors="replace"))
+            # 503: a replica that is not the leader. Each urllib request is
+            # a new connection, so the Service may pick another replica.
+            if err.code != 503 or attempt == LEADER_TRIES:
+                raise err
+            time.sleep(0.05 * attempt)
 
 
 class Meter:
@@ -246,11 +257,27 @@ class Meter:
                 if a[2]:
                     d["accum_count"], d["accum_seconds"] = a[2], a[3] / a[2]
                 if a[4]:
-                    d["sync_seconds"] = a[5] / a[4]
+                    d["sync_seconds"], d["_sync_count"] = a[5] / a[4], a[4]
                 out.append(d)
             for d in out:
                 del self._acc[(d["nodes"], d["replicas"], d["local"], d["accum"])]
         return out
+
+
+    def restore(self, steps):
+        """Puts back measurements take() returned that could not be
+        reported, so that the next report carries them."""
+        with self._lock:
+            for d in steps:
+                a = self._get((d["nodes"], d["replicas"], d["local"], d["accum"]))
+                a[0] += d["count"]
+                a[1] += d["optim_seconds"] * d["count"]
+                if d.get("accum_count"):
+                    a[2] += d["accum_count"]
+                    a[3] += d["accum_seconds"] * d["accum_count"]
+                if d.get("_sync_count"):
+                    a[4] += d["_sync_count"]
+                    a[5] += d["sync_seconds"] * d["_sync_count"]
 
 
 class GradientNoiseScale:
@@ -356,7 +383,11 @@ class TorchGradientNoise:
         """Folds the step's statistics into the estimate and returns stats()."""
         torch, dist = self._torch, self._dist
         world = dist.get_world_size()
-        local = torch.tensor([self._local], dtype=torch.float64)
+        # NCCL reduces only GPU tensors; gloo takes CPU ones.
+        device = "cpu"
+        if dist.get_backend() == "nccl":
+            device = torch.device("cuda", torch.cuda.current_device())
+        local = torch.tensor([self._local], dtype=torch.float64, device=device)
         dist.all_reduce(local)
         mean_local = float(local) / world
         total = self._total
@@ -385,6 +416,7 @@ class Loop:
         self._last = None
         self._grad = None
         self.last_response = None
+        self.last_error = None
 
     @classmethod
     def from_env(cls, limits, **kw):
@@ -425,7 +457,15 @@ class Loop:
             return self.plan
         self._last = now
         steps = self.meter.take()
-        resp = self.client.report(limits=self.limits, steps=steps, grad=self._grad, current=self.plan)
+        try:
+            resp = self.client.report(limits=self.limits, steps=steps, grad=self._grad, current=self.plan)
+        except (ReportError, OSError) as e:
+            # Keep training on the plan we have; the measurements go with
+            # the next report.
+            self.meter.restore(steps)
+            self.last_error = e
+            return self.plan
+        self.last_error = None
         self.last_response = resp
         if resp.plan and (resp.replicas in (0, self.replicas)):
             self.plan = resp.plan

@@ -104,7 +104,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         srv = self.server
         body = self.rfile.read(int(self.headers["Content-Length"]))
         srv.requests.append((self.path, self.headers.get("Authorization"), json.loads(body)))
-        code, payload = srv.answer
+        code, payload = srv.answers.pop(0) if srv.answers else srv.answer
         data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
         self.send_response(code)
         self.send_header("Content-Length", str(len(data)))
@@ -117,6 +117,7 @@ class ClientTest(unittest.TestCase):
         self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.srv.requests = []
         self.srv.answer = (200, {})
+        self.srv.answers = []
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(os.path.join(TESTDATA, "server.crt"), os.path.join(TESTDATA, "server.key"))
         self.srv.socket = ctx.wrap_socket(self.srv.socket, server_side=True)
@@ -165,6 +166,27 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(cm.exception.code, 403)
         self.assertIn("not a pod of job", str(cm.exception))
 
+    def test_non_leader_is_retried(self):
+        # Two 503s (replicas that do not lead), then the leader's answer.
+        self.srv.answers = [(503, "not the leader"), (503, "not the leader")]
+        self.srv.answer = (200, {"replicas": 4})
+        self.assertEqual(self.client.report().replicas, 4)
+        self.assertEqual(len(self.srv.requests), 3)
+        # No leader at all: the 503 is raised after LEADER_TRIES posts.
+        self.srv.requests, self.srv.answer = [], (503, "not the leader")
+        with self.assertRaises(gc.ReportError) as cm:
+            self.client.report()
+        self.assertEqual(cm.exception.code, 503)
+        self.assertEqual(len(self.srv.requests), gc.LEADER_TRIES)
+
+    def test_meter_keys_stay_local(self):
+        m = gc.Meter()
+        m.optim((1, 1, 64, 0), 0.1, sync_seconds=0.01)
+        self.client.report(steps=m.take())
+        sent = self.srv.requests[0][2]["steps"][0]
+        self.assertNotIn("_sync_count", sent)
+        self.assertAlmostEqual(sent["sync_seconds"], 0.01)
+
     def test_untrusted_certificate_is_rejected(self):
         url = "https://127.0.0.1:%d" % self.srv.server_address[1]
         ctx = ssl.create_default_context()  # system roots: the test CA is not among them
@@ -190,7 +212,10 @@ class FakeClient:
 
     def report(self, **kw):
         self.calls.append(kw)
-        return gc.Response(self.responses.pop(0))
+        r = self.responses.pop(0)
+        if isinstance(r, Exception):
+            raise r
+        return gc.Response(r)
 
 
 class LoopTest(unittest.TestCase):
@@ -218,6 +243,27 @@ class LoopTest(unittest.TestCase):
         now[0] = 62
         self.assertEqual(loop.maybe_report(), gc.Plan(1024, 256, 1, 1.0))
         self.assertEqual(fc.calls[2]["current"], gc.Plan(1024, 256, 1, 1.0))
+
+    def test_failed_report_keeps_measurements(self):
+        now = [0.0]
+        fc = FakeClient([gc.ReportError(503, "not the leader"), OSError("connection refused"),
+                         {"plan": {"batch": 256, "local": 128, "accum": 0}, "replicas": 2}])
+        limits = gc.Limits(128, max_batch=4096, min_local=32, max_local=256)
+        loop = gc.Loop(fc, limits, nodes=1, replicas=2, period_s=30, clock=lambda: now[0])
+        loop.meter.optim(loop.shape(), 0.1, sync_seconds=0.02)
+        self.assertEqual(loop.maybe_report(), gc.Plan(128, 64, 0))  # refused: the plan stays
+        self.assertIsInstance(loop.last_error, gc.ReportError)
+        loop.meter.optim(loop.shape(), 0.3, sync_seconds=0.04)
+        now[0] = 31
+        loop.maybe_report()  # the network fails: still nothing lost
+        now[0] = 62
+        self.assertEqual(loop.maybe_report(), gc.Plan(256, 128, 0))
+        self.assertIsNone(loop.last_error)
+        steps = fc.calls[2]["steps"]
+        self.assertEqual(len(steps), 1)
+        self.assertEqual(steps[0]["count"], 2)
+        self.assertAlmostEqual(steps[0]["optim_seconds"], 0.2)
+        self.assertAlmostEqual(steps[0]["sync_seconds"], 0.03)
 
 
 if __name__ == "__main__":

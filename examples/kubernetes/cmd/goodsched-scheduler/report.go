@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/kubernetes"
@@ -44,7 +45,11 @@ func (f *reportFlags) setup(ctx context.Context, cs kubernetes.Interface, log *s
 	if f.cert == "" || f.key == "" {
 		return nil, nil, errors.New("-report-addr needs -tls-cert and -tls-key")
 	}
-	cfg := report.Config{Client: cs, Rate: rate.Limit(f.rate), Burst: f.burst, Logger: log}
+	// Only the leader's answers carry the current plan; the host exists
+	// once serve is called.
+	var leader atomic.Pointer[host.Host]
+	cfg := report.Config{Client: cs, Rate: rate.Limit(f.rate), Burst: f.burst, Logger: log,
+		Leader: func() bool { h := leader.Load(); return h != nil && h.IsLeader() }}
 	if f.perType {
 		cfg.TypeOf = report.GPUTypeOfNode
 	}
@@ -55,7 +60,8 @@ func (f *reportFlags) setup(ctx context.Context, cs kubernetes.Interface, log *s
 	if err := srv.Start(ctx); err != nil {
 		return nil, nil, fmt.Errorf("report endpoint: %w", err)
 	}
-	return srv, func(ctx context.Context, _ *host.Host) error {
+	return srv, func(ctx context.Context, h *host.Host) error {
+		leader.Store(h)
 		return srv.ServeTLS(ctx, f.addr, f.cert, f.key)
 	}, nil
 }

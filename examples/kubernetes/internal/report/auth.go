@@ -91,7 +91,9 @@ func (a *authenticator) authenticate(ctx context.Context, token string) (identit
 		}
 		return identity{}, fmt.Errorf("%w: %s", ErrUnauthenticated, msg)
 	}
-	if len(st.Audiences) > 0 && !contains(st.Audiences, a.audience) {
+	// An authenticated review without audiences means the token is for
+	// the API server's own audience, not ours: refuse it too.
+	if !contains(st.Audiences, a.audience) {
 		return identity{}, fmt.Errorf("%w: token is not for audience %q", ErrUnauthenticated, a.audience)
 	}
 	parts := strings.Split(st.User.Username, ":")
@@ -181,7 +183,13 @@ func authorize(ctx context.Context, cs kubernetes.Interface, id identity, job ho
 	if pod.UID != id.podUID {
 		return member{}, fmt.Errorf("%w: pod %s/%s was replaced", ErrUnauthenticated, ns, id.pod)
 	}
-	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/") && ref.Name == name {
+	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/") {
+		// A Job's pod reports for its Job only, whatever labels its
+		// template carries (the host never makes a Job's pod a group
+		// member either).
+		if ref.Name != name {
+			return member{}, fmt.Errorf("%w: pod %s/%s belongs to job %s/%s, not %s", ErrForbidden, ns, id.pod, ns, ref.Name, job)
+		}
 		r := *ref
 		r.Controller, r.BlockOwnerDeletion = nil, nil
 		return member{node: pod.Spec.NodeName, owner: &r}, nil

@@ -145,10 +145,16 @@ func (m *models) Speedup(job host.JobKey) (goodput.Speedup, bool) {
 	return c, true
 }
 
-// Publish implements host.ModelSource.
+// Publish implements host.ModelSource. It keeps the decisions of jobs
+// that can report (those with stored state or a batch plan) and drops the
+// rest, so that rigid and elastic jobs that never report do not pile up.
 func (m *models) Publish(job host.JobKey, d scheduler.Decision) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.jobs[job] == nil && d.Batch.Local == 0 {
+		delete(m.decisions, job)
+		return
+	}
 	m.decisions[job] = d
 }
 

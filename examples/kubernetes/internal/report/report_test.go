@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,8 +67,13 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 		jobPod("ml", "b-0", "b", "uid-b0"),
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "g-0", UID: "uid-g0", Labels: map[string]string{host.LabelGroup: "g"}}},
 	}
+	// A pod of Job a whose template also carries group g's label: it is
+	// Job a's pod only.
+	a1 := jobPod("ml", "a-1", "a", "uid-a1")
+	a1.Labels = map[string]string{host.LabelGroup: "g"}
+	pods = append(pods, a1)
 	cs := fake.NewClientset(pods...)
-	fakeTokens(cs, "ml", map[string]types.UID{"a-0": "uid-a0", "b-0": "uid-b0", "g-0": "uid-g0", "gone": "uid-gone"})
+	fakeTokens(cs, "ml", map[string]types.UID{"a-0": "uid-a0", "a-1": "uid-a1", "b-0": "uid-b0", "g-0": "uid-g0", "gone": "uid-gone"})
 	cfg.Client = cs
 	s, err := New(cfg)
 	if err != nil {
@@ -181,6 +188,7 @@ func TestReportRefusals(t *testing.T) {
 		{"missing token", "", report("ml/a"), http.StatusUnauthorized},
 		{"invalid token", "garbage", report("ml/a"), http.StatusUnauthorized},
 		{"foreign pod", "tok-b-0", report("ml/a"), http.StatusForbidden},
+		{"job pod with another group's label", "tok-a-1", report("ml/g"), http.StatusForbidden},
 		{"foreign namespace", "tok-a-0", report("other/a"), http.StatusForbidden},
 		{"deleted pod", "tok-gone", report("ml/a"), http.StatusUnauthorized},
 		{"too large", "tok-a-0", big, http.StatusRequestEntityTooLarge},
@@ -202,6 +210,63 @@ func TestReportRefusals(t *testing.T) {
 	// (authorised, then invalid), so the next is refused.
 	if code, _, _ := f.post("tok-a-0", report("ml/a")); code != http.StatusTooManyRequests {
 		t.Errorf("report over the rate: %d, want 429", code)
+	}
+}
+
+// TestTokenWithoutOurAudienceIsRefused: an authenticated review whose
+// status names no audience is for the API server's own audience, not
+// goodsched's.
+func TestTokenWithoutOurAudienceIsRefused(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.cs.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		tr := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenReview).DeepCopy()
+		if tr.Spec.Token != "api-server-token" {
+			return false, nil, nil
+		}
+		tr.Status = authnv1.TokenReviewStatus{Authenticated: true, User: authnv1.UserInfo{
+			Username: "system:serviceaccount:ml:trainer",
+			Extra:    map[string]authnv1.ExtraValue{extraPodName: {"a-0"}, extraPodUID: {"uid-a0"}},
+		}}
+		return true, tr, nil
+	})
+	if code, _, body := f.post("api-server-token", report("ml/a")); code != http.StatusUnauthorized {
+		t.Errorf("token without audiences: %d (%s), want 401", code, body)
+	}
+	if rv := f.stateRV("ml/a"); rv != "<none>" {
+		t.Errorf("refused report wrote state %s", rv)
+	}
+}
+
+// TestNonLeaderAnswers503 checks that a replica that does not lead refuses
+// reports with 503 and writes nothing, and answers once it leads.
+func TestNonLeaderAnswers503(t *testing.T) {
+	var leading atomic.Bool
+	f := newFixture(t, Config{Leader: leading.Load})
+	if code, _, _ := f.post("tok-a-0", report("ml/a")); code != http.StatusServiceUnavailable {
+		t.Fatalf("non-leader: %d, want 503", code)
+	}
+	if rv := f.stateRV("ml/a"); rv != "<none>" {
+		t.Fatalf("non-leader wrote state %s", rv)
+	}
+	leading.Store(true)
+	if code, _, body := f.post("tok-a-0", report("ml/a")); code != http.StatusOK {
+		t.Fatalf("leader: %d (%s)", code, body)
+	}
+}
+
+// TestPublishKeepsOnlyReportingJobs: decisions of jobs that cannot report
+// (no state, no batch plan) are not kept, so they do not pile up.
+func TestPublishKeepsOnlyReportingJobs(t *testing.T) {
+	f := newFixture(t, Config{})
+	for i := range 100 {
+		f.s.Publish(host.JobKey(fmt.Sprintf("ml/rigid-%d", i)), scheduler.Decision{To: 1})
+	}
+	f.s.Publish("ml/adaptive", scheduler.Decision{To: 2, Batch: goodput.BatchPlan{Batch: 256, Local: 128}})
+	f.s.models.mu.Lock()
+	n := len(f.s.models.decisions)
+	f.s.models.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d decisions kept, want 1 (the adaptive job's)", n)
 	}
 }
 

@@ -89,6 +89,13 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock of the token cache and rate limiter; nil = time.Now.
 	Now func() time.Time
+	// Leader, if set, says whether this replica leads (host.Host.IsLeader).
+	// Only the leader runs rounds, so only its answers carry the current
+	// plan: the others refuse every report with 503 and Retry-After before
+	// anything is written, and clients retry on a new connection (the
+	// Service then reaches another replica). nil = always answer, for a
+	// single replica.
+	Leader func() bool
 }
 
 // Server is the report endpoint and the ModelSource built on it. It is
@@ -346,6 +353,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		s.refuse(w, r, http.StatusMethodNotAllowed, errors.New("report: POST only"))
+		return
+	}
+	if s.cfg.Leader != nil && !s.cfg.Leader() {
+		w.Header().Set("Retry-After", "1")
+		s.refuse(w, r, http.StatusServiceUnavailable, errors.New("report: this replica is not the leader; retry on a new connection"))
 		return
 	}
 	resp, herr := s.handle(r)
