@@ -13,7 +13,10 @@
 // rigid gang of spec.parallelism pods. Each pod asks for nvidia.com/gpu in
 // its resources; the pods of an elastic or adaptive Job ask for one each.
 //
-// A Node offers its allocatable nvidia.com/gpu, of the canonical type that
+// A Node offers its allocatable nvidia.com/gpu (device indices range over
+// its capacity; what allocatable lacks, unhealthy GPUs or all of them while
+// the device plugin restarts, is not offered, and our pods there keep
+// running), of the canonical type that
 // accel.TypeFromProduct gives GPU feature discovery's nvidia.com/gpu.product
 // label (nvidia.com/gpu.memory separates variants). NotReady nodes are not
 // offered (pods of ours bound there are evicted at once, and their gangs

@@ -431,3 +431,47 @@ func (linearPlan) Speedup(_ string, _, replicas int) float64 { return float64(re
 func (linearPlan) BatchPlan(_ string, _, replicas int) goodput.BatchPlan {
 	return goodput.BatchPlan{Batch: 32 * replicas, Local: 32, Goodput: 123.456}
 }
+
+// TestSnapshotAllocatableDropKeepsRunningPods: while the device plugin
+// restarts (allocatable 0) or marks a GPU unhealthy (allocatable 7 of 8),
+// our pods on high indices keep running (they are not conflicting) and no
+// free GPU beyond allocatable is offered.
+func TestSnapshotAllocatableDropKeepsRunningPods(t *testing.T) {
+	el := job("el", 2, 1, map[string]string{AnnotationKind: "elastic"})
+	pods := []*corev1.Pod{pod("el-0", el, 1, "a", "7"), pod("el-1", el, 1, "b", "7")}
+	drop := func(alloc int64) func(*corev1.Node) {
+		return func(n *corev1.Node) {
+			n.Status.Allocatable[ResourceGPU] = *resource.NewQuantity(alloc, resource.DecimalSI)
+		}
+	}
+	nodes := []*corev1.Node{node("a", "NVIDIA-A100-SXM4-40GB", 8, drop(0)), node("b", "NVIDIA-A100-SXM4-40GB", 8, drop(7))}
+	s := buildSnapshot(nodes, pods, []*batchv1.Job{el}, opts(), assumed{})
+	if len(s.conflicting) != 0 {
+		t.Errorf("conflicting %v, want none", s.conflicting)
+	}
+	if len(s.current) != 1 || !slices.Equal(s.current[0].Devices, []string{"a/7", "b/7"}) {
+		t.Errorf("current %v, want el on a/7 and b/7", s.current)
+	}
+	// a offers only its held GPU; b offers 7 of 8 (its held one included).
+	if got := deviceIDs(s.cluster, "a"); !slices.Equal(got, []string{"a/7"}) {
+		t.Errorf("node a offers %v, want [a/7]", got)
+	}
+	if got := len(deviceIDs(s.cluster, "b")); got != 7 {
+		t.Errorf("node b offers %d GPUs, want 7", got)
+	}
+}
+
+// TestSnapshotJobWithoutItsTypeKeepsItsGPUs: a running Job whose allowed
+// types are no longer offered waits, and the GPUs its pods hold are offered
+// to no one else.
+func TestSnapshotJobWithoutItsTypeKeepsItsGPUs(t *testing.T) {
+	el := job("el", 1, 1, map[string]string{AnnotationKind: "elastic", AnnotationGPUTypes: "t4"})
+	s := buildSnapshot([]*corev1.Node{node("a", "NVIDIA-A100-SXM4-40GB", 2)}, []*corev1.Pod{pod("el-0", el, 1, "a", "1")},
+		[]*batchv1.Job{el}, opts(), assumed{})
+	if len(s.waitingNoType) != 1 {
+		t.Fatalf("waitingNoType %d, want the Job", len(s.waitingNoType))
+	}
+	if got := deviceIDs(s.cluster, "a"); !slices.Equal(got, []string{"a/0"}) {
+		t.Errorf("node a offers %v, want only the free a/0", got)
+	}
+}

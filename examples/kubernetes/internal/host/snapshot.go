@@ -198,11 +198,18 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 		holder      map[int]*podInfo // device index → our live pod
 		removed     map[int]bool     // held by terminating or skipped pods
 		foreign     int              // GPUs used by other pods
+		unhealthy   int              // capacity the device plugin does not offer now
 	}
 	ns := map[string]*nodeState{}
 	for _, n := range nodes {
-		q := n.Status.Allocatable[ResourceGPU]
-		st := &nodeState{node: n, gpus: int(q.Value()), ready: nodeReady(n), schedulable: nodeSchedulable(n, opt.toleratedTaints),
+		// Device indices range over the node's capacity; what allocatable
+		// lacks of it (GPUs the device plugin marks unhealthy, or all of
+		// them while it restarts) is hidden like foreign GPUs, so that our
+		// pods on those indices keep running instead of looking conflicting.
+		alloc, capacity := n.Status.Allocatable[ResourceGPU], n.Status.Capacity[ResourceGPU]
+		gpus := int(alloc.Value())
+		total := max(gpus, int(capacity.Value()))
+		st := &nodeState{node: n, gpus: total, unhealthy: total - gpus, ready: nodeReady(n), schedulable: nodeSchedulable(n, opt.toleratedTaints),
 			holder: map[int]*podInfo{}, removed: map[int]bool{}}
 		st.typ, st.product = nodeType(n)
 		ns[n.Name] = st
@@ -400,7 +407,7 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 		s.offered[name] = st.schedulable
 		// Foreign GPUs take the highest free indices.
 		hide := map[int]bool{}
-		for i, left := st.gpus-1, st.foreign; i >= 0 && left > 0; i-- {
+		for i, left := st.gpus-1, st.foreign+st.unhealthy; i >= 0 && left > 0; i-- {
 			if st.holder[i] == nil && !st.removed[i] {
 				hide[i] = true
 				left--
@@ -468,6 +475,9 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 				}
 			}
 			if len(ok) == 0 {
+				// Its running pods (if any) keep their GPUs: offer them to
+				// no one else.
+				s.withhold(u.held)
 				s.waitingNoType = append(s.waitingNoType, u)
 				continue
 			}
@@ -548,4 +558,22 @@ func joinTypes(ts []accel.TypeKey) string {
 		s[i] = string(t)
 	}
 	return strings.Join(s, ",")
+}
+
+// withhold takes devices (by ID) out of the offered cluster.
+func (s *snapshot) withhold(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	for i := range s.cluster.Nodes {
+		n := &s.cluster.Nodes[i]
+		n.Devices = slices.DeleteFunc(n.Devices, func(d accel.Device) bool {
+			if slices.Contains(ids, d.ID) {
+				s.capacity[d.Type]--
+				return true
+			}
+			return false
+		})
+	}
+	s.cluster.Nodes = slices.DeleteFunc(s.cluster.Nodes, func(n accel.Node) bool { return len(n.Devices) == 0 })
 }
