@@ -22,6 +22,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -50,7 +51,6 @@ type env struct {
 func startEnv(t *testing.T) *env {
 	c := testcluster.Start(t, testcluster.Options{}, "reporter")
 	ctx := context.Background()
-	grantReportRBAC(t, c, "reporter")
 	cs, err := kubernetes.NewForConfig(c.UserConfig("reporter"))
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +63,12 @@ func startEnv(t *testing.T) *env {
 	}
 	if _, err := e.cs.CoreV1().ServiceAccounts("ml").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "trainer"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	grantReportRBAC(t, c, "reporter", "ml")
+	// It writes ConfigMaps only where granted: not in kube-system.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}
+	if _, err := cs.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the report RBAC lets the scheduler create a ConfigMap in kube-system: %v", err)
 	}
 	ca, caKey, err := testcluster.SelfSignedCA("report-ca")
 	if err != nil {
@@ -106,35 +112,51 @@ func (e *env) startServer() {
 	t.Cleanup(e.cancel)
 }
 
-// grantReportRBAC creates deploy/report-rbac.yaml's ClusterRole and binds
-// it to user.
-func grantReportRBAC(t *testing.T, c *testcluster.Cluster, user string) {
+// grantReportRBAC creates deploy/report-rbac.yaml's ClusterRoles and
+// bindings, and deploy/report-namespace-rbac.yaml's RoleBinding in
+// namespace ns, with user as their subject: the user holds exactly what
+// the manifests grant.
+func grantReportRBAC(t *testing.T, c *testcluster.Cluster, user, ns string) {
 	t.Helper()
-	data, err := os.ReadFile("../../deploy/report-rbac.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	for _, doc := range strings.Split(string(data), "\n---") {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	for _, file := range []string{"../../deploy/report-rbac.yaml", "../../deploy/report-namespace-rbac.yaml"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if meta.Kind != "ClusterRole" {
-			continue
-		}
-		var r rbacv1.ClusterRole
-		if err := yaml.Unmarshal([]byte(doc), &r); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &r, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name + "-test"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: r.Name}}
-		if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+		for _, doc := range strings.Split(string(data), "\n---") {
+			var meta metav1.TypeMeta
+			if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+				t.Fatal(err)
+			}
+			switch meta.Kind {
+			case "ClusterRole":
+				var r rbacv1.ClusterRole
+				if err := yaml.Unmarshal([]byte(doc), &r); err != nil {
+					t.Fatal(err)
+				}
+				_, err = c.Client.RbacV1().ClusterRoles().Create(ctx, &r, metav1.CreateOptions{})
+			case "ClusterRoleBinding":
+				var b rbacv1.ClusterRoleBinding
+				if err := yaml.Unmarshal([]byte(doc), &b); err != nil {
+					t.Fatal(err)
+				}
+				b.Subjects = subjects
+				_, err = c.Client.RbacV1().ClusterRoleBindings().Create(ctx, &b, metav1.CreateOptions{})
+			case "RoleBinding":
+				var b rbacv1.RoleBinding
+				if err := yaml.Unmarshal([]byte(doc), &b); err != nil {
+					t.Fatal(err)
+				}
+				b.Namespace, b.Subjects = ns, subjects
+				_, err = c.Client.RbacV1().RoleBindings(ns).Create(ctx, &b, metav1.CreateOptions{})
+			default:
+				t.Fatalf("%s: unexpected kind %q", file, meta.Kind)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
