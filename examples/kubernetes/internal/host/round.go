@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -338,12 +339,7 @@ func (h *Host) planUnit(u *unit, d scheduler.Decision) *unitPlan {
 		}
 		perNode[node] = append(perNode[node], idx)
 	}
-	nodes := make([]string, 0, len(perNode))
-	for n := range perNode {
-		nodes = append(nodes, n)
-	}
-	slices.Sort(nodes)
-	for _, n := range nodes {
+	for _, n := range slices.Sorted(maps.Keys(perNode)) {
 		idx := perNode[n]
 		slices.Sort(idx)
 		if len(idx)%u.perPod != 0 {
@@ -437,7 +433,7 @@ func (h *Host) evict(ctx context.Context, ns, name string, uid k8stypes.UID, for
 // parallel.
 func (h *Host) deleteAll(ctx context.Context, ds []deletion, r *Round) {
 	var mu sync.Mutex
-	h.parallel(ctx, len(ds), func(i int) {
+	h.parallel(len(ds), func(i int) {
 		d := ds[i]
 		p := d.pod
 		uid := p.UID
@@ -483,7 +479,7 @@ func (h *Host) bindAll(ctx context.Context, ups []*unitPlan, r *Round) {
 	}
 	ok := make([]bool, len(js))
 	var mu sync.Mutex
-	h.parallel(ctx, len(js), func(i int) {
+	h.parallel(len(js), func(i int) {
 		up, k := js[i].up, js[i].k
 		mu.Lock()
 		failed := up.bindErr != nil
@@ -557,7 +553,7 @@ func (h *Host) retryRollback(ctx context.Context, r *Round) {
 	}
 	slices.SortFunc(refs, func(a, b podRef) int { return cmp.Compare(a.namespace+"/"+a.name, b.namespace+"/"+b.name) })
 	var mu sync.Mutex
-	h.parallel(ctx, len(refs), func(i int) {
+	h.parallel(len(refs), func(i int) {
 		p := refs[i]
 		uid := p.uid
 		err := ctx.Err()
@@ -635,7 +631,7 @@ func (h *Host) patchAll(ctx context.Context, ups []*unitPlan, r *Round) {
 		ps = append(ps, patch{u.job.Namespace, u.job.Name, data})
 	}
 	var mu sync.Mutex
-	h.parallel(ctx, len(ps), func(i int) {
+	h.parallel(len(ps), func(i int) {
 		p := ps[i]
 		var err error
 		if err = ctx.Err(); err == nil {
@@ -736,7 +732,7 @@ func (h *Host) pruneState(pods []*corev1.Pod) assumed {
 }
 
 // parallel runs f(0..n-1) on up to BindWorkers goroutines.
-func (h *Host) parallel(ctx context.Context, n int, f func(int)) {
+func (h *Host) parallel(n int, f func(int)) {
 	if n == 0 {
 		return
 	}
@@ -757,7 +753,6 @@ func (h *Host) parallel(ctx context.Context, n int, f func(int)) {
 	}
 	close(next)
 	wg.Wait()
-	_ = ctx
 }
 
 func eventReason(a scheduler.Action) string {

@@ -3,6 +3,7 @@ package host
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -394,12 +395,7 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 	}
 
 	// Build the cluster.
-	names := make([]string, 0, len(ns))
-	for n := range ns {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(ns)) {
 		st := ns[name]
 		if !st.ready || st.gpus <= 0 {
 			continue
@@ -428,12 +424,7 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 	}
 
 	// Units become scheduler jobs; half-bound gangs are broken.
-	keys := make([]JobKey, 0, len(units))
-	for k := range units {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(units)) {
 		u := units[k]
 		slices.SortStableFunc(u.pods, func(a, b *podInfo) int {
 			if a.bound() != b.bound() {
