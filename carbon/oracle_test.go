@@ -89,16 +89,7 @@ func ccOracle(in ccInstance) (whole, trimmed float64) {
 				slots[t] = keep
 			}
 		}
-		i := 0
-		for i < n {
-			v[i]++
-			if v[i] < L {
-				break
-			}
-			v[i] = 0
-			i++
-		}
-		if i == n {
+		if !nextVector(v, L) {
 			return whole, trimmed
 		}
 	}

@@ -85,16 +85,7 @@ func bruteForce(ci []float64, c Curve, minS, maxS int, work float64) float64 {
 			}
 			best = math.Min(best, g-save)
 		}
-		i := 0
-		for i < n {
-			v[i]++
-			if v[i] < L {
-				break
-			}
-			v[i] = 0
-			i++
-		}
-		if i == n {
+		if !nextVector(v, L) {
 			return best
 		}
 	}
@@ -510,4 +501,17 @@ func TestManyScalesDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSchedule(t, got, c, 1, 200, work, 3)
+}
+
+// nextVector advances v, a vector of digits in [0, L), to the next one in
+// odometer order; false once every vector has been visited (v is back to
+// zeros).
+func nextVector(v []int, L int) bool {
+	for i := range v {
+		if v[i]++; v[i] < L {
+			return true
+		}
+		v[i] = 0
+	}
+	return false
 }
