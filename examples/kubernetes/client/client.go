@@ -136,6 +136,7 @@ type StatusError struct {
 	Body string
 }
 
+// Error returns the status code and the endpoint's message.
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("%v: HTTP %d: %s", ErrStatus, e.Code, strings.TrimSpace(e.Body))
 }
