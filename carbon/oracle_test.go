@@ -51,9 +51,8 @@ func ccOracle(in ccInstance) (whole, trimmed float64) {
 	slots := make([]Slot, n)
 	cost := func() float64 {
 		var g float64
-		for t, sl := range slots {
+		for _, sl := range slots {
 			g += sl.CarbonG
-			_ = t
 		}
 		_, c := changes(slots, in.initial, in.cc)
 		return g + c
