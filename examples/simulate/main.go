@@ -231,7 +231,7 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			}
 			cfgs = append(cfgs, sim.Config{
 				Cluster: cluster, Jobs: w.Jobs, Apps: apps, Policy: p, Placer: spec.placer,
-				Mode: spec.mode, Oracle: spec.oracle, PerType: spec.perType && mixed,
+				Kind: spec.kind, Oracle: spec.oracle, PerType: spec.perType && mixed,
 				Interval: o.interval, Interference: o.interference, Explore: o.explore,
 				Faults:   sim.Faults{MTBF: o.mtbf, Seed: o.seed},
 				Progress: func(sim.Status) { rounds.Add(1) },

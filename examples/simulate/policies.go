@@ -7,7 +7,6 @@ import (
 
 	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/gavel"
-	"github.com/goodsched/goodsched/scheduler/sim"
 )
 
 // policySpec says how to build one policy for one run and how the
@@ -16,7 +15,7 @@ type policySpec struct {
 	about string
 	// build returns a fresh policy (some keep state between rounds).
 	build func() (scheduler.Policy, error)
-	mode  sim.Mode
+	kind  scheduler.Kind
 	// placer realises the targets (nil = the scheduler's default). The
 	// baselines use Packer, which fills nodes like the Pollux simulator's
 	// baselines do.
@@ -32,39 +31,39 @@ func registry() map[string]policySpec {
 		"goodput": {
 			about: "Pollux/Sia goodput policy: adaptive jobs, one goodput model per accelerator type",
 			build: func() (scheduler.Policy, error) { return scheduler.Goodput{}, nil },
-			mode:  sim.Adaptive, perType: true,
+			kind:  scheduler.Adaptive, perType: true,
 		},
 		"goodput-blind": {
 			about: "goodput policy with heterogeneity-blind models (one model for all types)",
 			build: func() (scheduler.Policy, error) { return scheduler.Goodput{}, nil },
-			mode:  sim.Adaptive,
+			kind:  scheduler.Adaptive,
 		},
 		"tiresias": {
 			about: "Tiresias 2-queue LAS on the workload's tuned GPU counts and batch sizes",
 			build: func() (scheduler.Policy, error) { return scheduler.Tiresias{}, nil },
-			mode:  sim.Rigid, placer: scheduler.Packer{},
+			kind:  scheduler.Rigid, placer: scheduler.Packer{},
 		},
 		"fifo": {
 			about: "FIFO with backfill on the workload's GPU counts and batch sizes",
 			build: func() (scheduler.Policy, error) { return scheduler.FIFO{}, nil },
-			mode:  sim.Rigid, placer: scheduler.Packer{},
+			kind:  scheduler.Rigid, placer: scheduler.Packer{},
 		},
 		"optimus": {
 			about: "Optimus+Oracle: elastic counts at the workload's batch size, ground-truth remaining work",
 			build: func() (scheduler.Policy, error) { return scheduler.Optimus{}, nil },
-			mode:  sim.Elastic, oracle: true, placer: scheduler.Packer{},
+			kind:  scheduler.Elastic, oracle: true, placer: scheduler.Packer{},
 		},
 		"gavel": {
 			about: "Gavel heterogeneity-aware max-min fairness on the workload's GPU counts (oracle throughputs)",
 			build: func() (scheduler.Policy, error) { return gavel.NewPolicy(gavel.Config{}) },
-			mode:  sim.Rigid, oracle: true,
+			kind:  scheduler.Rigid, oracle: true,
 		},
 		"gavel-blind": {
 			about: "Gavel's heterogeneity-blind max-min fairness (every throughput 1) on the workload's GPU counts",
 			build: func() (scheduler.Policy, error) {
 				return gavel.NewPolicy(gavel.Config{Objective: gavel.MaxMinFairness{HeterogeneityBlind: true}})
 			},
-			mode: sim.Rigid, oracle: true,
+			kind: scheduler.Rigid, oracle: true,
 		},
 	}
 }

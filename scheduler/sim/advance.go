@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/scheduler"
 )
 
 // advance moves every running job forward by dt seconds of virtual time,
@@ -82,7 +83,7 @@ func (e *engine) rate(j *job) float64 {
 	iter := step + float64(j.accum)*(step-sync)
 	batch := float64(j.local * len(j.devs) * (j.accum + 1))
 	gain := j.app.Gain(batch, j.epoch)
-	if e.cfg.Mode == Adaptive && j.app.FixedBatch == 0 {
+	if e.cfg.Kind == scheduler.Adaptive && j.app.FixedBatch == 0 {
 		sqr, v := j.app.GradStats(batch, j.epoch)
 		e.report(j, step, sync)
 		e.reportGrad(j, goodput.GradStats{Sqr: sqr, Var: v})

@@ -42,10 +42,12 @@
 //     ReadWorkload.
 //  2. Build a Config: the cluster (accel.ParseSpec("16x4:t4")), the jobs,
 //     the applications, a Policy value (a fresh one per run if it keeps
-//     state) and the Mode in which jobs are presented to it: Adaptive
-//     (Pollux: the policy picks counts, the job its batch), Elastic (fixed
-//     batch, any count: Optimus) or Rigid (the workload's count and batch:
-//     FIFO, Tiresias).
+//     state) and the scheduler.Kind as which jobs are presented to it
+//     (Config.Kind): scheduler.Rigid (the workload's count and batch: FIFO,
+//     Tiresias; the zero value, so a Config that sets no Kind presents
+//     every job as rigid), scheduler.Elastic (fixed batch, any count:
+//     Optimus) or scheduler.Adaptive (Pollux: the policy picks counts, the
+//     job its batch; set it for the goodput policy).
 //  3. Call Run, or RunAll for independent simulations in parallel. Each
 //     round, the simulator builds a scheduler.Input from the jobs that have
 //     arrived, asks a scheduler.Scheduler for a Plan, applies it (stalls,

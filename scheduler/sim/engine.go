@@ -16,36 +16,6 @@ import (
 	"github.com/goodsched/goodsched/scheduler"
 )
 
-// Mode says how the simulator presents workload jobs to the policy.
-type Mode int
-
-const (
-	// Adaptive jobs (the default) ignore the workload's num_replicas and
-	// batch_size: the policy chooses any count from 0 to the job's
-	// maximum and the job picks its batch size with its goodput model, as
-	// in Pollux.
-	Adaptive Mode = iota
-	// Elastic jobs keep the workload's batch size but may run on any
-	// count from 1 to batch_size / MinLocal (Optimus).
-	Elastic
-	// Rigid jobs run on exactly num_replicas devices with batch_size
-	// (FIFO, Tiresias).
-	Rigid
-)
-
-// String returns "adaptive", "elastic" or "rigid".
-func (m Mode) String() string {
-	switch m {
-	case Adaptive:
-		return "adaptive"
-	case Elastic:
-		return "elastic"
-	case Rigid:
-		return "rigid"
-	}
-	return fmt.Sprintf("mode(%d)", int(m))
-}
-
 // Faults configures injected node failures. The zero value injects none.
 type Faults struct {
 	// MTBF is each node's mean time between failures (exponential); 0 =
@@ -84,8 +54,16 @@ type Config struct {
 	Placer scheduler.Placer
 	// Scheduler, if set, is used as is instead of Policy and Placer.
 	Scheduler *scheduler.Scheduler
-	// Mode says how jobs are presented to the policy (default Adaptive).
-	Mode Mode
+	// Kind says how the simulator presents workload jobs to the policy.
+	// The zero value is scheduler.Rigid: each job runs on exactly the
+	// workload's num_replicas devices with its batch_size (FIFO,
+	// Tiresias). scheduler.Elastic keeps the workload's batch size but
+	// lets the policy choose any count from 1 to batch_size / MinLocal
+	// (Optimus). scheduler.Adaptive ignores num_replicas and batch_size:
+	// the policy chooses any count from 0 to the job's maximum and the job
+	// picks its batch size with its goodput model, as in Pollux; set it
+	// explicitly for the goodput policy.
+	Kind scheduler.Kind
 	// PerType gives adaptive jobs one goodput model per accelerator type,
 	// bootstrapped from a one-device profile on every type at arrival (as
 	// in Sia). Without it a job has a single model that ignores the type
@@ -124,10 +102,10 @@ type Config struct {
 	// Progress, if set, is called after every round from the goroutine
 	// running the simulation.
 	Progress func(Status)
-	// EveryRound calls the policy every round. By default, in Rigid mode a
-	// round is skipped when nothing the rigid baselines decide on has
-	// changed since the previous call: no arrival, completion, node
-	// failure or repair, and no job waiting. Their plan would be the same,
+	// EveryRound calls the policy every round. By default, when Kind is
+	// scheduler.Rigid (the zero value) a round is skipped when nothing the
+	// rigid baselines decide on has changed since the previous call: no
+	// arrival, completion, node failure or repair, and no job waiting. Their plan would be the same,
 	// and skipping makes large, lightly loaded clusters fast.
 	EveryRound bool
 }
@@ -248,8 +226,8 @@ func (c *Config) validate() error {
 	if !(c.Interference >= 0 && c.Interference < 1) {
 		return fmt.Errorf("%w: Interference %v is outside [0, 1)", ErrInvalid, c.Interference)
 	}
-	if c.Mode < Adaptive || c.Mode > Rigid {
-		return fmt.Errorf("%w: Mode %d", ErrInvalid, c.Mode)
+	if c.Kind < scheduler.Rigid || c.Kind > scheduler.Adaptive {
+		return fmt.Errorf("%w: Kind %d", ErrInvalid, c.Kind)
 	}
 	if c.Start.IsZero() {
 		c.Start = time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -508,7 +486,7 @@ func (e *engine) schedule(ctx context.Context) error {
 	if len(act) == 0 {
 		return nil
 	}
-	if e.cfg.Mode == Rigid && !e.cfg.EveryRound && !e.changed {
+	if e.cfg.Kind == scheduler.Rigid && !e.cfg.EveryRound && !e.changed {
 		quiet := true
 		for _, j := range act {
 			if len(j.devs) == 0 {
@@ -597,14 +575,14 @@ func (e *engine) describe(j *job) scheduler.Job {
 		Types:     e.jobTypes(j),
 	}
 	app := j.app
-	switch e.cfg.Mode {
-	case Rigid:
+	switch e.cfg.Kind {
+	case scheduler.Rigid:
 		sj.Kind = scheduler.Rigid
 		sj.Requested, sj.MinReplicas, sj.MaxReplicas = j.spec.Replicas, j.spec.Replicas, j.spec.Replicas
 		if e.cfg.Oracle {
 			e.oracleView(j, &sj, j.spec.Replicas)
 		}
-	case Elastic:
+	case scheduler.Elastic:
 		sj.Kind = scheduler.Elastic
 		lo := max(app.MinLocal, 1)
 		maxRep := max(j.fixedBatch()/lo, 1)
@@ -810,7 +788,7 @@ func (e *engine) chooseBatch(j *job, plan goodput.BatchPlan) {
 	if !ok {
 		lo, hi = j.app.MinLocal, j.app.MaxLocal
 	}
-	if e.cfg.Mode == Adaptive && j.app.FixedBatch == 0 {
+	if e.cfg.Kind == scheduler.Adaptive && j.app.FixedBatch == 0 {
 		if plan.Local <= 0 {
 			plan = e.replan(j)
 		}
@@ -849,7 +827,7 @@ func (e *engine) replan(j *job) goodput.BatchPlan {
 // adopting the new plan only when goodput.Switch says it pays (5%
 // hysteresis).
 func (e *engine) rebatch(j *job) {
-	if e.cfg.Mode != Adaptive || j.app.FixedBatch > 0 || len(j.devs) == 0 {
+	if e.cfg.Kind != scheduler.Adaptive || j.app.FixedBatch > 0 || len(j.devs) == 0 {
 		return
 	}
 	next := e.replan(j)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -88,7 +89,7 @@ func TestRunHandComputed(t *testing.T) {
 			apps := toyApps(t, tc.opts)
 			res, err := Run(context.Background(), Config{
 				Cluster: cluster(t, tc.spec), Jobs: tc.jobs, Apps: apps,
-				Policy: scheduler.FIFO{}, Placer: tc.placer, Mode: Rigid, Interference: tc.interf,
+				Policy: scheduler.FIFO{}, Placer: tc.placer, Kind: scheduler.Rigid, Interference: tc.interf,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -110,7 +111,7 @@ func TestRunHandComputed(t *testing.T) {
 
 func TestRunValidation(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
-	good := Config{Cluster: cluster(t, "1x1:t4"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}, Apps: apps, Policy: scheduler.FIFO{}}
+	good := Config{Cluster: cluster(t, "1x1:t4"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}, Apps: apps, Policy: scheduler.FIFO{}, Kind: scheduler.Adaptive}
 	cases := []struct {
 		name string
 		mod  func(*Config)
@@ -124,7 +125,8 @@ func TestRunValidation(t *testing.T) {
 		{"short interval", func(c *Config) { c.Interval = time.Millisecond }, ErrInvalid},
 		{"negative MTBF", func(c *Config) { c.Faults.MTBF = -time.Second }, ErrInvalid},
 		{"negative Explore", func(c *Config) { c.Explore = -1 }, ErrInvalid},
-		{"bad mode", func(c *Config) { c.Mode = 7 }, ErrInvalid},
+		{"bad kind", func(c *Config) { c.Kind = 7 }, ErrInvalid},
+		{"negative kind", func(c *Config) { c.Kind = -1 }, ErrInvalid},
 		{"hand-made app", func(c *Config) { c.Apps = map[string]*Application{"toy": {Name: "toy"}} }, ErrInvalid},
 	}
 	for _, tc := range cases {
@@ -144,7 +146,7 @@ func TestFaultsLoseNoJob(t *testing.T) {
 	for i := range 12 {
 		jobs = append(jobs, JobSpec{Name: string(rune('a' + i)), Submit: time.Duration(i) * 50 * time.Second, Application: "toy", Replicas: 1 + i%2, BatchSize: 10})
 	}
-	cfg := Config{Cluster: cluster(t, "3x2:t4"), Jobs: jobs, Apps: apps, Policy: scheduler.Tiresias{}, Mode: Rigid,
+	cfg := Config{Cluster: cluster(t, "3x2:t4"), Jobs: jobs, Apps: apps, Policy: scheduler.Tiresias{}, Kind: scheduler.Rigid,
 		Faults: Faults{MTBF: 10 * time.Minute, Repair: 5 * time.Minute, Seed: 7}}
 	a, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -173,10 +175,48 @@ func TestFaultsLoseNoJob(t *testing.T) {
 	}
 }
 
+// kindRecorder records the Kind of every job the simulator presents to
+// the policy, then lets FIFO decide.
+type kindRecorder struct {
+	kinds map[scheduler.Kind]bool
+}
+
+func (r *kindRecorder) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.Target, error) {
+	for _, j := range in.Jobs {
+		r.kinds[j.Kind] = true
+	}
+	return scheduler.FIFO{}.Allocate(ctx, in)
+}
+
+// TestConfigKind checks that Config.Kind is the scheduler.Kind the policy
+// sees, and that the zero Config presents jobs as scheduler.Rigid (issue
+// 13: sim uses scheduler's vocabulary, whose zero Kind is Rigid).
+func TestConfigKind(t *testing.T) {
+	apps := toyApps(t, ProfileOptions{})
+	for _, kind := range []scheduler.Kind{0, scheduler.Rigid, scheduler.Elastic, scheduler.Adaptive} {
+		rec := &kindRecorder{kinds: map[scheduler.Kind]bool{}}
+		res, err := Run(context.Background(), Config{Cluster: cluster(t, "1x2:t4"), Apps: apps, Policy: rec, Kind: kind,
+			Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 2, BatchSize: 10}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Completed != 1 || len(rec.kinds) != 1 || !rec.kinds[kind] {
+			t.Errorf("Config.Kind %v: the policy saw kinds %v (completed %d), want only %v", kind, rec.kinds, res.Completed, kind)
+		}
+	}
+	for _, bad := range []scheduler.Kind{-1, scheduler.Adaptive + 1} {
+		_, err := Run(context.Background(), Config{Cluster: cluster(t, "1x2:t4"), Apps: apps, Policy: scheduler.FIFO{}, Kind: bad,
+			Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 2, BatchSize: 10}}})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Kind") {
+			t.Errorf("Config.Kind %d: err %v, want ErrInvalid naming Kind", int(bad), err)
+		}
+	}
+}
+
 func TestHorizonReportsUnfinished(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
 	res, err := Run(context.Background(), Config{
-		Cluster: cluster(t, "1x1:t4"), Apps: apps, Policy: scheduler.FIFO{}, Mode: Rigid, Horizon: 2 * time.Minute,
+		Cluster: cluster(t, "1x1:t4"), Apps: apps, Policy: scheduler.FIFO{}, Kind: scheduler.Rigid, Horizon: 2 * time.Minute,
 		Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}},
 	})
 	if err != nil {
@@ -191,7 +231,7 @@ func TestRunCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	apps := toyApps(t, ProfileOptions{})
-	_, err := Run(ctx, Config{Cluster: cluster(t, "1x1:t4"), Apps: apps, Policy: scheduler.FIFO{},
+	_, err := Run(ctx, Config{Cluster: cluster(t, "1x1:t4"), Apps: apps, Policy: scheduler.FIFO{}, Kind: scheduler.Adaptive,
 		Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
@@ -204,8 +244,8 @@ func TestRunAllMatchesSequential(t *testing.T) {
 	apps := polluxApps(t)
 	var cfgs []Config
 	for i, p := range []scheduler.Policy{scheduler.FIFO{}, scheduler.Tiresias{}, scheduler.Optimus{}, scheduler.Goodput{}} {
-		mode := []Mode{Rigid, Rigid, Elastic, Adaptive}[i]
-		cfgs = append(cfgs, Config{Cluster: cluster(t, "4x4:t4"), Jobs: polluxJobs(t, "workloads", "workload-3", 16), Apps: apps, Policy: p, Mode: mode, Oracle: mode == Elastic})
+		mode := []scheduler.Kind{scheduler.Rigid, scheduler.Rigid, scheduler.Elastic, scheduler.Adaptive}[i]
+		cfgs = append(cfgs, Config{Cluster: cluster(t, "4x4:t4"), Jobs: polluxJobs(t, "workloads", "workload-3", 16), Apps: apps, Policy: p, Kind: mode, Oracle: mode == scheduler.Elastic})
 	}
 	par, err := RunAll(context.Background(), cfgs, 0)
 	if err != nil {
@@ -232,7 +272,7 @@ func TestQuietRoundsAreExact(t *testing.T) {
 	apps := polluxApps(t)
 	jobs := polluxJobs(t, "workloads", "workload-2", 60)
 	for _, p := range []scheduler.Policy{scheduler.FIFO{}, scheduler.Tiresias{}} {
-		cfg := Config{Cluster: cluster(t, "4x4:t4"), Jobs: jobs, Apps: apps, Policy: p, Placer: scheduler.Packer{}, Mode: Rigid,
+		cfg := Config{Cluster: cluster(t, "4x4:t4"), Jobs: jobs, Apps: apps, Policy: p, Placer: scheduler.Packer{}, Kind: scheduler.Rigid,
 			Faults: Faults{MTBF: 6 * time.Hour, Seed: 3}}
 		fast, err := Run(context.Background(), cfg)
 		if err != nil {
@@ -255,7 +295,7 @@ func BenchmarkRunTiresiasWorkload(b *testing.B) {
 	cl := cluster(b, "16x4:t4")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Run(context.Background(), Config{Cluster: cl, Jobs: jobs, Apps: apps, Policy: scheduler.Tiresias{}, Placer: scheduler.Packer{}, Mode: Rigid}); err != nil {
+		if _, err := Run(context.Background(), Config{Cluster: cl, Jobs: jobs, Apps: apps, Policy: scheduler.Tiresias{}, Placer: scheduler.Packer{}, Kind: scheduler.Rigid}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -292,10 +332,10 @@ func TestHeterogeneousModes(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"per-type", Config{Policy: scheduler.Goodput{}, PerType: true}},
-		{"blind", Config{Policy: scheduler.Goodput{}}},
-		{"rigid-oracle", Config{Policy: scheduler.FIFO{}, Mode: Rigid, Oracle: true}},
-		{"elastic-oracle", Config{Policy: scheduler.Optimus{}, Mode: Elastic, Oracle: true}},
+		{"per-type", Config{Policy: scheduler.Goodput{}, Kind: scheduler.Adaptive, PerType: true}},
+		{"blind", Config{Policy: scheduler.Goodput{}, Kind: scheduler.Adaptive}},
+		{"rigid-oracle", Config{Policy: scheduler.FIFO{}, Kind: scheduler.Rigid, Oracle: true}},
+		{"elastic-oracle", Config{Policy: scheduler.Optimus{}, Kind: scheduler.Elastic, Oracle: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
@@ -311,7 +351,7 @@ func TestHeterogeneousModes(t *testing.T) {
 	}
 	// A lone rigid job prefers the faster type through its oracle speedup:
 	// 30 s stall + 200 steps of 0.25 s on an RTX 2080 Ti.
-	res, err := Run(context.Background(), Config{Cluster: cl, Apps: apps, Policy: scheduler.FIFO{}, Mode: Rigid, Oracle: true,
+	res, err := Run(context.Background(), Config{Cluster: cl, Apps: apps, Policy: scheduler.FIFO{}, Kind: scheduler.Rigid, Oracle: true,
 		Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}})
 	if err != nil {
 		t.Fatal(err)
@@ -348,7 +388,7 @@ func TestRelabelWithinNodeIsNoRestart(t *testing.T) {
 	res, err := Run(context.Background(), Config{
 		Cluster: cluster(t, "1x4:t4"), Apps: toyApps(t, ProfileOptions{}),
 		Jobs:   []JobSpec{{Name: "a", Application: "toy", Replicas: 2, BatchSize: 10}},
-		Policy: scheduler.FIFO{}, Placer: pl, Mode: Rigid, EveryRound: true,
+		Policy: scheduler.FIFO{}, Placer: pl, Kind: scheduler.Rigid, EveryRound: true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func ExampleRun() {
 		Jobs:    ws[0].Jobs[:20],
 		Apps:    apps,
 		Policy:  scheduler.Tiresias{},
-		Mode:    sim.Rigid,
+		Kind:    scheduler.Rigid,
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -56,14 +56,14 @@ func TestGoldenScenarios(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"fifo-rigid", Config{Policy: scheduler.FIFO{}, Mode: Rigid}},
-		{"tiresias-rigid", Config{Policy: scheduler.Tiresias{}, Mode: Rigid}},
-		{"optimus-oracle", Config{Policy: scheduler.Optimus{}, Mode: Elastic, Oracle: true}},
-		{"tiresias-spread-interference", Config{Policy: scheduler.Tiresias{}, Placer: spreadPlacer{}, Mode: Rigid, Interference: 0.25}},
-		{"tiresias-faults", Config{Policy: scheduler.Tiresias{}, Mode: Rigid, Faults: Faults{MTBF: 4 * 3600e9, Seed: 1}}},
+		{"fifo-rigid", Config{Policy: scheduler.FIFO{}, Kind: scheduler.Rigid}},
+		{"tiresias-rigid", Config{Policy: scheduler.Tiresias{}, Kind: scheduler.Rigid}},
+		{"optimus-oracle", Config{Policy: scheduler.Optimus{}, Kind: scheduler.Elastic, Oracle: true}},
+		{"tiresias-spread-interference", Config{Policy: scheduler.Tiresias{}, Placer: spreadPlacer{}, Kind: scheduler.Rigid, Interference: 0.25}},
+		{"tiresias-faults", Config{Policy: scheduler.Tiresias{}, Kind: scheduler.Rigid, Faults: Faults{MTBF: 4 * 3600e9, Seed: 1}}},
 		// Pollux's path: adaptive jobs learn their goodput models online
 		// from what they measure and the goodput policy sizes them.
-		{"goodput-adaptive", Config{Policy: scheduler.Goodput{}, Mode: Adaptive}},
+		{"goodput-adaptive", Config{Policy: scheduler.Goodput{}, Kind: scheduler.Adaptive}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,7 +119,7 @@ func firstDiff(a, b []byte) string {
 func TestAdaptiveLearnsOnline(t *testing.T) {
 	apps := polluxApps(t)
 	jobs := polluxJobs(t, "workloads", "workload-6", 24)
-	cfg := Config{Cluster: cluster(t, "4x4:t4"), Jobs: jobs, Apps: apps, Policy: scheduler.Goodput{}}
+	cfg := Config{Cluster: cluster(t, "4x4:t4"), Jobs: jobs, Apps: apps, Policy: scheduler.Goodput{}, Kind: scheduler.Adaptive}
 	a, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestExploreGrowth(t *testing.T) {
 		want    []int
 	}{{0, []int{1, 4, 16, 64}}, {2, []int{1, 2, 4, 8, 16}}} {
 		rec := &boundRecorder{}
-		cfg := Config{Cluster: cluster(t, "16x4:t4"), Jobs: jobs, Apps: apps, Policy: rec, Explore: tc.explore}
+		cfg := Config{Cluster: cluster(t, "16x4:t4"), Jobs: jobs, Apps: apps, Policy: rec, Kind: scheduler.Adaptive, Explore: tc.explore}
 		res, err := Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)

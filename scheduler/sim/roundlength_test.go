@@ -29,7 +29,7 @@ func TestPolicyRoundLength(t *testing.T) {
 		{time.Minute, 20 + 230},
 	} {
 		res, err := Run(context.Background(), Config{Cluster: cluster(t, "1x1:t4"), Jobs: jobs, Apps: apps,
-			Policy: tenMinutes{}, Mode: Rigid, Interval: tc.interval})
+			Policy: tenMinutes{}, Kind: scheduler.Rigid, Interval: tc.interval})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -700,7 +700,7 @@ func TestTwin(t *testing.T) {
 	}
 	simStart := time.Now()
 	simRes, err := sim.Run(context.Background(), sim.Config{Cluster: cluster, Jobs: jobs, Apps: apps,
-		Scheduler: mustScheduler(t, policy(0)), Interval: roundVirt})
+		Scheduler: mustScheduler(t, policy(0)), Kind: scheduler.Adaptive, Interval: roundVirt})
 	if err != nil {
 		t.Fatal(err)
 	}
