@@ -44,7 +44,7 @@ func FuzzPlace(f *testing.F) {
 			t.Fatal(err)
 		}
 		r := Request{Job: job, Count: count, MaxNodes: maxNodes,
-			SingleNode: flags&1 != 0, SameIsland: flags&2 != 0, SameNUMA: flags&4 != 0, IgnoreInterference: flags&8 != 0}
+			SingleNode: flags&1 != 0, SameIsland: flags&2 != 0, SameNUMA: flags&4 != 0}
 		if types != "" {
 			for _, ty := range strings.Split(types, ",") {
 				r.Types = append(r.Types, accel.TypeKey(ty))

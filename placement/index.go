@@ -67,6 +67,9 @@ type index struct {
 	maxNUMA   []int
 	// capTop[t][k] is the sum of the k largest node capacities of type t.
 	capTop [][]int
+	// Per type, counting only devices healthy in the snapshot that may be
+	// offered: how many, the most on one node, and on how many nodes.
+	usable, usableNode, usableNodes []int
 }
 
 func buildIndex(c accel.Cluster) (*index, error) {
@@ -108,6 +111,9 @@ func buildIndex(c accel.Cluster) (*index, error) {
 	ix.maxNode = make([]int, nt)
 	ix.maxIsland = make([]int, nt)
 	ix.maxNUMA = make([]int, nt)
+	ix.usable = make([]int, nt)
+	ix.usableNode = make([]int, nt)
+	ix.usableNodes = make([]int, nt)
 	nodeCaps := make([][]int, nt)
 	var pos []int // scratch: a node's device positions sorted by index
 	var byIndex []idxDev
@@ -187,6 +193,17 @@ func buildIndex(c accel.Cluster) (*index, error) {
 				ix.maxNUMA[t] = max(ix.maxNUMA[t], bits.OnesCount64(m&sl.offer))
 			}
 			nodeCaps[t] = append(nodeCaps[t], k)
+			u := 0
+			for b, g := range sl.devs {
+				if sl.offer&(1<<b) != 0 && ix.healthy[g] {
+					u++
+				}
+			}
+			if u > 0 {
+				ix.usable[t] += u
+				ix.usableNode[t] = max(ix.usableNode[t], u)
+				ix.usableNodes[t]++
+			}
 		}
 		info.ndev = off
 		ix.nodes[ni] = info

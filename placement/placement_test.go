@@ -121,9 +121,6 @@ func TestPlaceInterference(t *testing.T) {
 	if _, err := (&Placer{AllowInterference: true}).Place(s, Request{Job: "j", Count: 10}); err != nil {
 		t.Fatalf("avoidance off: %v", err)
 	}
-	if _, err := p.Place(s, Request{Job: "j", Count: 10, IgnoreInterference: true}); err != nil {
-		t.Fatalf("request ignores interference: %v", err)
-	}
 	// Single-node jobs may share a node with a distributed one.
 	if _, err := p.Place(s, Request{Job: "j", Count: 3, MaxNodes: 1, Types: []accel.TypeKey{"t4"}}); err != nil {
 		t.Fatal(err)

@@ -38,9 +38,6 @@ type Request struct {
 	// node; devices whose NUMA node is unknown are never chosen. It implies
 	// SingleNode.
 	SameNUMA bool
-	// IgnoreInterference lets this gang, when it spans nodes, share nodes
-	// with other distributed jobs even when the Placer avoids interference.
-	IgnoreInterference bool
 }
 
 // singleNode reports whether the request must stay on one node.
@@ -362,7 +359,7 @@ func (p *Placer) placeType(s *State, r *Request, t int32, k int) ([]take, Reason
 	if free := s.freeTotal[t]; free < k {
 		return nil, Reason{ReasonCapacity, fmt.Sprintf("%d free %s devices, %d asked", free, s.ix.types[t], k)}
 	}
-	sw := search{filters: true, interfere: !p.AllowInterference && !r.IgnoreInterference}
+	sw := search{filters: true, interfere: !p.AllowInterference}
 	if tk, ok := p.single(s, r, t, k, sw); ok {
 		return []take{tk}, Reason{}
 	}

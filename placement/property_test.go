@@ -153,7 +153,7 @@ func checkPlacement(t *testing.T, c accel.Cluster, s *State, r Request, a Assign
 	if r.SameNUMA && (len(numa) != 1 || numa[-1]) {
 		t.Fatalf("same NUMA violated: %v", a.Devices)
 	}
-	if len(nodes) > 1 && !p.AllowInterference && !r.IgnoreInterference {
+	if len(nodes) > 1 && !p.AllowInterference {
 		for n := range nodes {
 			for _, other := range s.node(nodeNum(s, n)).dist {
 				if other != r.Job {

@@ -27,9 +27,13 @@ const (
 	Start
 	// Stop: the job had devices and now has none.
 	Stop
+	// Queue: the job has no devices before or after (it waits). A round
+	// lists only jobs that held or hold devices, so it never reports
+	// Queue; a scheduler's plan, which has a decision for every job, does.
+	Queue
 )
 
-var actionNames = [...]string{"keep", "grow", "shrink", "move", "start", "stop"}
+var actionNames = [...]string{"keep", "grow", "shrink", "move", "start", "stop", "queue"}
 
 // String returns the action's name.
 func (a Action) String() string {

@@ -779,3 +779,97 @@ func (s *State) Fragmentation() []Fragmentation {
 	}
 	return out
 }
+
+// DeviceInfo is what an Index knows of one device of its snapshot.
+type DeviceInfo struct {
+	// ID, Node, Type and Index are the device's accel.Device fields.
+	ID    string
+	Node  string
+	Type  accel.TypeKey
+	Index int
+	// Healthy is the device's health in the snapshot.
+	Healthy bool
+	// Offered is false for a MIG-enabled parent, which is never placed.
+	Offered bool
+}
+
+// Usable reports whether the device may be given out: healthy and offered.
+func (d DeviceInfo) Usable() bool { return d.Healthy && d.Offered }
+
+// Types returns the device types of the cluster, sorted; a type's position
+// in it is its TypeIndex.
+func (x *Index) Types() []accel.TypeKey {
+	if x == nil || x.ix == nil {
+		return nil
+	}
+	return slices.Clone(x.ix.types)
+}
+
+// TypeIndex returns the position of type t in Types, and false for a type
+// the cluster does not have.
+func (x *Index) TypeIndex(t accel.TypeKey) (int, bool) {
+	if x == nil || x.ix == nil {
+		return 0, false
+	}
+	n, ok := x.ix.typeNum[t]
+	return int(n), ok
+}
+
+// Usable returns how many devices of type t are usable (healthy in the
+// snapshot and offered), the most on one node, and on how many nodes; zeros
+// for a type the cluster does not have.
+func (x *Index) Usable(t accel.TypeKey) (total, perNode, nodes int) {
+	n, ok := x.TypeIndex(t)
+	if !ok {
+		return 0, 0, 0
+	}
+	return x.ix.usable[n], x.ix.usableNode[n], x.ix.usableNodes[n]
+}
+
+// Device returns what the index knows of the device with the given ID.
+func (x *Index) Device(id string) (DeviceInfo, bool) {
+	if x == nil || x.ix == nil {
+		return DeviceInfo{}, false
+	}
+	g, ok := x.ix.devByID[id]
+	if !ok {
+		return DeviceInfo{}, false
+	}
+	return x.ix.info(g), true
+}
+
+// Nodes returns the number of nodes; nodes are numbered 0..Nodes()-1 in
+// name order.
+func (x *Index) Nodes() int {
+	if x == nil || x.ix == nil {
+		return 0
+	}
+	return len(x.ix.nodes)
+}
+
+// Node returns node n's name and devices, per type (in Types order) by
+// device index; "" and nil for n outside 0..Nodes()-1.
+func (x *Index) Node(n int) (string, []DeviceInfo) {
+	if n < 0 || n >= x.Nodes() {
+		return "", nil
+	}
+	node := &x.ix.nodes[n]
+	devs := make([]DeviceInfo, 0, node.ndev)
+	for _, t := range x.ix.types {
+		if s := node.slotOf[x.ix.typeNum[t]]; s >= 0 {
+			for _, g := range node.slots[s].devs {
+				devs = append(devs, x.ix.info(g))
+			}
+		}
+	}
+	return node.name, devs
+}
+
+// info describes device number g.
+func (ix *index) info(g int32) DeviceInfo {
+	d := &ix.devs[g]
+	n := &ix.nodes[d.node]
+	sl := &n.slots[d.slot]
+	return DeviceInfo{ID: d.id, Node: n.name, Type: ix.types[sl.typ], Index: d.index,
+		Healthy: ix.healthy[g], Offered: sl.offer&(1<<d.bit) != 0}
+}
