@@ -23,7 +23,7 @@
 //   - carbon: carbon-intensity series and readers, forecasters, and plans
 //     that scale delay-tolerant elastic work with the grid; energy and
 //     emission accounting.
-//   - scheduler: the per-round decision. A Policy (Goodput, FIFO,
+//   - scheduler: the per-round decision. A Policy (Pollux, FIFO,
 //     Tiresias, Optimus, or scheduler/gavel's heterogeneity-aware fairness
 //     policies) says how many devices of which type each job gets; the
 //     Scheduler realises that through placement and returns a Plan.

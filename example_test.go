@@ -50,7 +50,7 @@ func Example() {
 		{ID: "resnet", Kind: scheduler.Adaptive, MinReplicas: 1, MaxReplicas: 8, Speedup: curve, Submitted: now.Add(-time.Hour)},
 		{ID: "bert", Kind: scheduler.Rigid, Requested: 2, Submitted: now.Add(-time.Hour)},
 	}
-	s, err := scheduler.New(scheduler.Config{}) // Goodput policy, placement round
+	s, err := scheduler.New(scheduler.Config{}) // Pollux policy, placement round
 	if err != nil {
 		panic(err)
 	}

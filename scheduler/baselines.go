@@ -22,27 +22,11 @@ type FIFO struct{}
 var _ Policy = FIFO{}
 
 // Allocate implements Policy.
-func (p FIFO) Allocate(ctx context.Context, in Input) ([]Target, error) {
-	x, err := analyze(&in)
-	if err != nil {
-		return nil, err
-	}
-	return p.targets(ctx, x)
-}
-
-// allocate implements analyzed: the Scheduler's validated instance, the
-// Scheduler's Placer realises the targets.
-func (p FIFO) allocate(ctx context.Context, x *instance, _ Placer, _ bool) ([]Target, *PlaceResult, error) {
-	t, err := p.targets(ctx, x)
-	return t, nil, err
-}
-
-// targets computes the policy's targets on x.
-func (FIFO) targets(ctx context.Context, x *instance) ([]Target, error) {
-	order := x.sortedJobs(func(a, b *jobInfo) int {
-		return cmp.Or(cmp.Compare(b.job.Priority, a.job.Priority), a.job.Submitted.Compare(b.job.Submitted), cmp.Compare(a.job.ID, b.job.ID))
+func (FIFO) Allocate(ctx context.Context, r *Round) ([]Target, error) {
+	order := r.sortedJobs(func(a, b *jobInfo) int {
+		return cmp.Or(cmp.Compare(b.Job.Priority, a.Job.Priority), a.Job.Submitted.Compare(b.Job.Submitted), cmp.Compare(a.Job.ID, b.Job.ID))
 	})
-	return x.rigidFill(ctx, order, true, func(pos int, j *jobInfo) string {
+	return r.rigidFill(ctx, order, true, func(pos int, j *jobInfo) string {
 		return fmt.Sprintf("FIFO position %d", pos+1)
 	})
 }
@@ -63,8 +47,8 @@ type Tiresias struct {
 	Threshold time.Duration
 }
 
-// validate checks the threshold.
-func (p Tiresias) validate() error {
+// Validate checks the threshold (New calls it).
+func (p Tiresias) Validate() error {
 	if p.Threshold < 0 {
 		return fmt.Errorf("%w: Tiresias.Threshold %v is negative", ErrInvalid, p.Threshold)
 	}
@@ -74,24 +58,8 @@ func (p Tiresias) validate() error {
 var _ Policy = Tiresias{}
 
 // Allocate implements Policy.
-func (p Tiresias) Allocate(ctx context.Context, in Input) ([]Target, error) {
-	x, err := analyze(&in)
-	if err != nil {
-		return nil, err
-	}
-	return p.targets(ctx, x)
-}
-
-// allocate implements analyzed: the Scheduler's validated instance, the
-// Scheduler's Placer realises the targets.
-func (p Tiresias) allocate(ctx context.Context, x *instance, _ Placer, _ bool) ([]Target, *PlaceResult, error) {
-	t, err := p.targets(ctx, x)
-	return t, nil, err
-}
-
-// targets computes the policy's targets on x.
-func (p Tiresias) targets(ctx context.Context, x *instance) ([]Target, error) {
-	if err := p.validate(); err != nil {
+func (p Tiresias) Allocate(ctx context.Context, r *Round) ([]Target, error) {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	th := p.Threshold
@@ -99,46 +67,28 @@ func (p Tiresias) targets(ctx context.Context, x *instance) ([]Target, error) {
 		th = 16 * time.Hour
 	}
 	queue := func(j *jobInfo) int {
-		if j.job.Attained >= th {
+		if j.Job.Attained >= th {
 			return 1
 		}
 		return 0
 	}
-	order := x.sortedJobs(func(a, b *jobInfo) int {
-		return cmp.Or(cmp.Compare(queue(a), queue(b)), a.job.Submitted.Compare(b.job.Submitted), cmp.Compare(a.job.ID, b.job.ID))
+	order := r.sortedJobs(func(a, b *jobInfo) int {
+		return cmp.Or(cmp.Compare(queue(a), queue(b)), a.Job.Submitted.Compare(b.Job.Submitted), cmp.Compare(a.Job.ID, b.Job.ID))
 	})
-	return x.rigidFill(ctx, order, false, func(pos int, j *jobInfo) string {
-		return fmt.Sprintf("queue %d (attained %.1f GPU-h), position %d", queue(j), j.job.Attained.Hours(), pos+1)
+	return r.rigidFill(ctx, order, false, func(pos int, j *jobInfo) string {
+		return fmt.Sprintf("queue %d (attained %.1f GPU-h), position %d", queue(j), j.Job.Attained.Hours(), pos+1)
 	})
-}
-
-// sortedJobs returns the jobs in the order cmpFn gives, pinned jobs first.
-func (x *instance) sortedJobs(cmpFn func(a, b *jobInfo) int) []*jobInfo {
-	order := make([]*jobInfo, len(x.jobs))
-	for i := range x.jobs {
-		order[i] = &x.jobs[i]
-	}
-	slices.SortStableFunc(order, func(a, b *jobInfo) int {
-		if a.pinned != b.pinned {
-			if a.pinned {
-				return -1
-			}
-			return 1
-		}
-		return cmpFn(a, b)
-	})
-	return order
 }
 
 // bestType is the allowed type with room for count devices where j's
 // Speedup is highest (the current type on ties), or −1.
-func (x *instance) bestType(j *jobInfo, count int, free []int) (int, error) {
+func (r *Round) bestType(j *jobInfo, count int, free []int) (int, error) {
 	best, bestV := -1, 0.0
 	for _, t := range j.allowed {
 		if free[t] < count {
 			continue
 		}
-		v, err := x.speedup(j, t, x.packedNodes(t, count), count)
+		v, err := r.speedup(j, t, r.packedNodes(t, count), count)
 		if err != nil {
 			return -1, err
 		}
@@ -151,14 +101,14 @@ func (x *instance) bestType(j *jobInfo, count int, free []int) (int, error) {
 
 // rigidFill gives jobs, in order, their requested count where it fits.
 // With keepRunning, running jobs keep their allocation before anyone else.
-func (x *instance) rigidFill(ctx context.Context, order []*jobInfo, keepRunning bool, why func(int, *jobInfo) string) ([]Target, error) {
-	free := slices.Clone(x.cap)
+func (r *Round) rigidFill(ctx context.Context, order []*jobInfo, keepRunning bool, why func(int, *jobInfo) string) ([]Target, error) {
+	free := slices.Clone(r.cap)
 	got := make(map[*jobInfo]Target, len(order))
 	for _, j := range order {
-		if j.pinned || (keepRunning && j.curCount > 0 && j.fits(j.curCount) && slices.Contains(j.allowed, j.curType)) {
+		if j.Pinned || (keepRunning && j.curCount > 0 && j.fits(j.curCount) && slices.Contains(j.allowed, j.curType)) {
 			free[j.curType] -= j.curCount
-			tg := Target{Job: j.job.ID, Type: x.types[j.curType], Count: j.curCount, Reason: ReasonUnchanged, Note: "running jobs are not preempted"}
-			if j.pinned {
+			tg := Target{Job: j.Job.ID, Type: r.types[j.curType], Count: j.curCount, Reason: ReasonUnchanged, Note: "running jobs are not preempted"}
+			if j.Pinned {
 				tg.Reason, tg.Note = ReasonPinned, "non-preemptible"
 			}
 			got[j] = tg
@@ -173,24 +123,24 @@ func (x *instance) rigidFill(ctx context.Context, order []*jobInfo, keepRunning 
 			out = append(out, t)
 			continue
 		}
-		want := j.job.requested()
+		want := j.Job.requested()
 		if !j.rigid {
-			want = min(max(want, j.min), j.max)
+			want = min(max(want, j.Min), j.Max)
 		}
-		tg := Target{Job: j.job.ID}
+		tg := Target{Job: j.Job.ID}
 		// Prefer staying where it runs.
 		t := -1
 		if j.curCount == want && j.curType >= 0 && slices.Contains(j.allowed, j.curType) && free[j.curType] >= want {
 			t = j.curType
 		} else {
 			var err error
-			if t, err = x.bestType(j, want, free); err != nil {
+			if t, err = r.bestType(j, want, free); err != nil {
 				return nil, err
 			}
 		}
 		if t >= 0 {
 			free[t] -= want
-			tg.Type, tg.Count = x.types[t], want
+			tg.Type, tg.Count = r.types[t], want
 			tg.Reason, tg.Note = ReasonOrder, why(pos, j)
 		} else {
 			tg.Reason, tg.Note = ReasonNoCapacity, fmt.Sprintf("%s; %d devices do not fit", why(pos, j), want)
@@ -215,64 +165,48 @@ type Optimus struct{}
 var _ Policy = Optimus{}
 
 // Allocate implements Policy.
-func (p Optimus) Allocate(ctx context.Context, in Input) ([]Target, error) {
-	x, err := analyze(&in)
-	if err != nil {
-		return nil, err
-	}
-	return p.targets(ctx, x)
-}
-
-// allocate implements analyzed: the Scheduler's validated instance, the
-// Scheduler's Placer realises the targets.
-func (p Optimus) allocate(ctx context.Context, x *instance, _ Placer, _ bool) ([]Target, *PlaceResult, error) {
-	t, err := p.targets(ctx, x)
-	return t, nil, err
-}
-
-// targets computes the policy's targets on x.
-func (Optimus) targets(ctx context.Context, x *instance) ([]Target, error) {
+func (Optimus) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 	work := func(j *jobInfo) float64 {
-		if j.job.RemainingWork > 0 {
-			return j.job.RemainingWork
+		if j.Job.RemainingWork > 0 {
+			return j.Job.RemainingWork
 		}
 		return 1
 	}
-	order := x.sortedJobs(func(a, b *jobInfo) int {
-		return cmp.Or(cmp.Compare(work(a), work(b)), a.job.Submitted.Compare(b.job.Submitted), cmp.Compare(a.job.ID, b.job.ID))
+	order := r.sortedJobs(func(a, b *jobInfo) int {
+		return cmp.Or(cmp.Compare(work(a), work(b)), a.Job.Submitted.Compare(b.Job.Submitted), cmp.Compare(a.Job.ID, b.Job.ID))
 	})
-	free := slices.Clone(x.cap)
+	free := slices.Clone(r.cap)
 	typ := make([]int, len(order))
 	cnt := make([]int, len(order))
 	for k, j := range order {
 		typ[k] = -1
-		if j.pinned {
+		if j.Pinned {
 			typ[k], cnt[k] = j.curType, j.curCount
 			free[j.curType] -= j.curCount
 		}
 	}
 	for k, j := range order {
-		if j.pinned {
+		if j.Pinned {
 			continue
 		}
-		t, err := x.bestType(j, j.min, free)
+		t, err := r.bestType(j, j.Min, free)
 		if err != nil {
 			return nil, err
 		}
 		if t >= 0 {
-			typ[k], cnt[k] = t, j.min
-			free[t] -= j.min
+			typ[k], cnt[k] = t, j.Min
+			free[t] -= j.Min
 		}
 	}
 	speed := func(k, c int) (float64, error) {
-		return x.speedup(order[k], typ[k], x.packedNodes(typ[k], c), c)
+		return r.speedup(order[k], typ[k], r.packedNodes(typ[k], c), c)
 	}
 	// At most one move per job is queued and moves order totally (gain,
 	// then job): the pops do not depend on the heap's internal layout.
-	h := make(moveHeap, 0, len(order))
+	h := make(gainHeap, 0, len(order))
 	push := func(k int) error {
 		j := order[k]
-		if typ[k] < 0 || j.pinned || j.rigid || cnt[k] >= min(j.max, x.cap[typ[k]]) {
+		if typ[k] < 0 || j.Pinned || j.rigid || cnt[k] >= min(j.Max, r.cap[typ[k]]) {
 			return nil
 		}
 		s0, err := speed(k, cnt[k])
@@ -286,7 +220,7 @@ func (Optimus) targets(ctx context.Context, x *instance) ([]Target, error) {
 		if s1 <= s0 || s0 <= 0 {
 			return nil
 		}
-		heap.Push(&h, move{gain: work(j) * (1/s0 - 1/s1), job: k, t: typ[k], c: cnt[k] + 1})
+		heap.Push(&h, gain{gain: work(j) * (1/s0 - 1/s1), job: k, t: typ[k], c: cnt[k] + 1})
 		return nil
 	}
 	for k := range order {
@@ -295,7 +229,7 @@ func (Optimus) targets(ctx context.Context, x *instance) ([]Target, error) {
 		}
 	}
 	for h.Len() > 0 {
-		m := heap.Pop(&h).(move)
+		m := heap.Pop(&h).(gain)
 		if free[m.t] < 1 {
 			continue
 		}
@@ -307,19 +241,46 @@ func (Optimus) targets(ctx context.Context, x *instance) ([]Target, error) {
 	}
 	out := make([]Target, 0, len(order))
 	for k, j := range order {
-		tg := Target{Job: j.job.ID}
+		tg := Target{Job: j.Job.ID}
 		switch {
-		case j.pinned:
-			tg.Type, tg.Count, tg.Reason, tg.Note = x.types[typ[k]], cnt[k], ReasonPinned, "non-preemptible"
+		case j.Pinned:
+			tg.Type, tg.Count, tg.Reason, tg.Note = r.types[typ[k]], cnt[k], ReasonPinned, "non-preemptible"
 		case typ[k] >= 0:
 			s, _ := speed(k, cnt[k])
-			tg.Type, tg.Count, tg.Reason = x.types[typ[k]], cnt[k], ReasonObjective
+			tg.Type, tg.Count, tg.Reason = r.types[typ[k]], cnt[k], ReasonObjective
 			tg.Note = fmt.Sprintf("remaining time %.3g s at speedup %.2f", work(j)/max(s, 1e-12), s)
 		default:
-			tg.Reason, tg.Note = ReasonNoCapacity, fmt.Sprintf("needs %d devices; smaller remaining work went first", j.min)
+			tg.Reason, tg.Note = ReasonNoCapacity, fmt.Sprintf("needs %d devices; smaller remaining work went first", j.Min)
 		}
 		out = append(out, tg)
 	}
 	slices.SortFunc(out, func(a, b Target) int { return cmp.Compare(a.Job, b.Job) })
 	return out, nil
+}
+
+// gain is Optimus's queued step: job (a position in its order) to c
+// devices of type t, and how much remaining time that saves.
+type gain struct {
+	gain float64
+	job  int
+	t, c int
+}
+
+// gainHeap is a max-heap of steps by gain, ties by job.
+type gainHeap []gain
+
+func (h gainHeap) Len() int { return len(h) }
+func (h gainHeap) Less(a, b int) bool {
+	if h[a].gain != h[b].gain {
+		return h[a].gain > h[b].gain
+	}
+	return h[a].job < h[b].job
+}
+func (h gainHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *gainHeap) Push(x any)   { *h = append(*h, x.(gain)) }
+func (h *gainHeap) Pop() any {
+	old := *h
+	m := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return m
 }

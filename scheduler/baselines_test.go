@@ -76,24 +76,6 @@ func TestBaselines(t *testing.T) {
 	}
 }
 
-func TestRestartFactor(t *testing.T) {
-	cases := []struct {
-		age      time.Duration
-		restarts int
-		want     float64
-	}{
-		{0, 0, 0},
-		{30 * time.Second, 0, 0.5},
-		{time.Hour, 1, (3600.0 - 30) / 3630},
-		{60 * time.Second, 3, 0},
-	}
-	for _, c := range cases {
-		if got := restartFactor(c.age, c.restarts, 30*time.Second); got < c.want-1e-12 || got > c.want+1e-12 {
-			t.Errorf("restartFactor(%v, %d) = %v, want %v", c.age, c.restarts, got, c.want)
-		}
-	}
-}
-
 // Interference avoidance: with the default configuration no node hosts
 // two distributed jobs.
 func TestInterferenceAvoided(t *testing.T) {
@@ -104,14 +86,19 @@ func TestInterferenceAvoided(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		x, _ := analyze(&in)
+		nodeOf := make(map[string]string)
+		for _, n := range in.Cluster.Nodes {
+			for _, d := range n.Devices {
+				nodeOf[d.ID] = n.Name
+			}
+		}
 		owner := make(map[string]string)
 		for _, d := range plan.Decisions {
 			if d.Nodes < 2 {
 				continue
 			}
 			for _, id := range d.Assignment.Devices {
-				n := x.devNode[id]
+				n := nodeOf[id]
 				if o, ok := owner[n]; ok && o != d.Job {
 					t.Fatalf("seed %d: node %s hosts distributed jobs %s and %s", seed, n, o, d.Job)
 				}
@@ -121,21 +108,15 @@ func TestInterferenceAvoided(t *testing.T) {
 	}
 }
 
-// Goodput.AllowInterference alone (no Placer configured) lets two
-// distributed jobs share a node: the default placer follows the policy.
-func TestAllowInterferenceReachesDefaultPlacer(t *testing.T) {
+// Config.AllowInterference lets two distributed jobs share a node: the
+// policy and the placer read the one setting.
+func TestAllowInterferenceReachesPolicyAndPlacer(t *testing.T) {
 	in := Input{Cluster: testCluster(group{3, 4, "t4"}), Now: t0.Add(time.Hour), Jobs: []Job{
 		{ID: "a", Kind: Adaptive, MinReplicas: 6, MaxReplicas: 6, Speedup: fakeSpeedup{node: 1}},
 		{ID: "b", Kind: Adaptive, MinReplicas: 6, MaxReplicas: 6, Speedup: fakeSpeedup{node: 1}},
 	}}
-	for _, pol := range []Policy{Goodput{AllowInterference: true}, &Goodput{AllowInterference: true}} {
-		s, _ := New(Config{Policy: pol})
-		if rp, ok := s.placer.(RoundPlacer); !ok || !rp.Placer.AllowInterference {
-			t.Errorf("%T: default placer %+v does not allow interference", pol, s.placer)
-		}
-	}
 	for _, allow := range []bool{false, true} {
-		s, _ := New(Config{Policy: Goodput{AllowInterference: allow}})
+		s, _ := New(Config{AllowInterference: allow})
 		plan, err := s.Schedule(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)

@@ -23,12 +23,12 @@ func benchSchedule(b *testing.B, pol Policy, in Input) {
 }
 
 // BenchmarkGoodput160x64 is Pollux's testbed size: target ≤ 5 ms per round.
-func BenchmarkGoodput160x64(b *testing.B) { benchSchedule(b, Goodput{}, genInput(1, shape160x64)) }
+func BenchmarkGoodput160x64(b *testing.B) { benchSchedule(b, Pollux{}, genInput(1, shape160x64)) }
 
 // BenchmarkGoodput2000x8192 is 2,000 jobs on 8,192 devices of 4 types:
 // target ≤ 500 ms per round.
 func BenchmarkGoodput2000x8192(b *testing.B) {
-	benchSchedule(b, Goodput{}, genInput(1, shape2000x8))
+	benchSchedule(b, Pollux{}, genInput(1, shape2000x8))
 }
 
 // BenchmarkGenetic160x64 is the reference search on the 160×64 instance.

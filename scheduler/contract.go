@@ -99,33 +99,62 @@ type Input struct {
 }
 
 // Policy decides per round how many devices of which type each job gets.
-// Implementations must be deterministic and must not modify the Input.
+// Every policy, the built-in ones included, is called the same way: the
+// Scheduler validates the Input, builds the Round (the validated view of
+// it, with the cluster's index and a way to try placements) and calls
+// Allocate. Implementations must be deterministic and must not modify
+// what the Round returns.
+//
+// A policy or placer that also has a method Validate() error is checked
+// by New, so that bad settings fail when the Scheduler is built.
 type Policy interface {
 	// Allocate returns at most one Target per job; a job left out gets
 	// nothing this round.
-	Allocate(ctx context.Context, in Input) ([]Target, error)
+	Allocate(ctx context.Context, r *Round) ([]Target, error)
 }
 
 // RoundLength is an optional interface of a Policy that is designed for a
 // round length of its own, such as Gavel's 6-minute rounds: a host that
-// calls Allocate on a clock (scheduler/sim does) uses it when it is given
+// calls Schedule on a clock (scheduler/sim does) uses it when it is given
 // no round length. Check for it with a type assertion.
 type RoundLength interface {
-	// RoundLength returns the time between calls to Allocate the policy
-	// is designed for (> 0).
+	// RoundLength returns the time between rounds the policy is designed
+	// for (> 0).
 	RoundLength() time.Duration
 }
 
-// Action is what the host must do for a job.
-type Action int
+// Placer realises a round's targets on concrete devices. Implementations
+// must be deterministic and must not modify their input.
+type Placer interface {
+	// Place returns an assignment for every target it could place and an
+	// Unplaced entry, with a typed reason, for every target it could not.
+	Place(ctx context.Context, in PlaceInput) (PlaceResult, error)
+}
 
-// Actions of a Decision.
-const (
-	Keep    Action = iota // no change
-	Start                 // start on the given devices
-	Grow                  // restart on more devices
-	Shrink                // restart on fewer devices
-	Move                  // restart on other devices, same count
-	Preempt               // stop; the job waits
-	Queue                 // not running and not started this round
-)
+// PlaceInput is what a Placer is asked to realise.
+type PlaceInput struct {
+	// Cluster is the round's cluster index (the Scheduler builds one per
+	// distinct cluster; read-only).
+	Cluster *placement.Index
+	// Current holds the assignments in effect, in job order (jobs absent
+	// from Targets release their devices); State is the same usage as a
+	// placement state, a copy the Placer may modify.
+	Current []placement.Assignment
+	State   *placement.State
+	// Targets are the targets to realise, with positive counts, in job
+	// order.
+	Targets []Target
+	// AllowInterference lifts the rule that a node hosts at most one
+	// distributed (multi-node) job (Config.AllowInterference).
+	AllowInterference bool
+}
+
+// PlaceResult is a Placer's answer.
+type PlaceResult struct {
+	// Assignments holds one assignment per placed target.
+	Assignments []placement.Assignment
+	// Unplaced lists the targets that could not be placed, with the
+	// placement package's typed reason. A job that held devices may keep
+	// them (an assignment equal to its current one).
+	Unplaced []placement.Unplaced
+}

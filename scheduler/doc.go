@@ -6,11 +6,12 @@
 // The host contract, in steps:
 //
 //  1. Build a Scheduler once: New(Config{Policy: ..., Placer: ...}). The
-//     zero Config runs the Goodput policy (Pollux's objective, Sia's one
-//     configuration per job) realised by RoundPlacer (the placement
-//     package's round). A Scheduler keeps no decision state between rounds
-//     (it only caches the last cluster it validated) and is safe for
-//     concurrent use.
+//     zero Config runs the Pollux policy (Pollux's goodput objective, Sia's
+//     one configuration per job) realised by RoundPlacer (the placement
+//     package's round), avoiding interference (Config.AllowInterference is
+//     the one setting for it, read by policy and placer alike). A
+//     Scheduler keeps no decision state between rounds (it only caches the
+//     last cluster's index) and is safe for concurrent use.
 //  2. Each round, fill an Input: the cluster snapshot (accel.Cluster), the
 //     jobs in the system (Job: bounds, kind, types, weight, a goodput
 //     Speedup, attained service, restarts), the assignments in effect
@@ -19,18 +20,22 @@
 //  3. Call Schedule(ctx, in). Invalid input is an error naming the job or
 //     field (errors.Is ErrInvalid, ErrUnknownType, ErrBadSpeedup); nothing
 //     is half-applied.
-//  4. Apply the Plan: one Decision per job, sorted by job ID, with an
-//     Action (Keep, Start, Grow, Shrink, Move, Preempt, Queue), the devices
-//     to run on, a batch plan when the job's Speedup is a
-//     goodput.BatchPlanner, and a Reason with a sentence such as
+//  4. Apply the Plan: one Decision per job, sorted by job ID, with a
+//     placement.Action (Keep, Grow, Shrink, Move, Start, Stop, Queue), the
+//     devices to run on, a batch plan when the job's Speedup is a
+//     goodput.BatchPlanner, and a typed Reason with a sentence such as
 //     "grew 4→8: speedup 2.90→4.60, restart factor 0.97". A job that cannot
 //     be served is queued with a reason, never dropped.
 //  5. Next round, pass Plan.Assignments() (or what actually runs) as
 //     Input.Current, and the jobs' updated Attained, Restarts and Speedup.
 //
 // Policies are values implementing Policy; the host picks one, no name
-// lookup happens inside. Goodput is the elastic, goodput-optimal policy;
-// FIFO, Tiresias and Optimus are baselines; Genetic is Pollux's genetic
-// search kept as a slow reference. Users can write their own Policy: it
+// lookup happens inside. Every policy, built-in or not, gets the same
+// Round: the validated view of the Input, the cluster's placement.Index,
+// each job's effective bounds, and Round.Place to try candidate targets
+// with the Scheduler's Placer. Pollux is the elastic, goodput-optimal
+// policy (its search is package scheduler/pollux); FIFO, Tiresias and
+// Optimus are baselines; Genetic is Pollux's genetic search kept as a slow
+// reference; Gavel's policies are package scheduler/gavel. A user policy
 // returns a Target (type, count) per job and the Scheduler does the rest.
 package scheduler

@@ -68,7 +68,7 @@ func Example() {
 			{Job: "ncf", Devices: []string{"t1/0"}},
 		},
 	}
-	s, err := scheduler.New(scheduler.Config{}) // Goodput policy, placement round
+	s, err := scheduler.New(scheduler.Config{}) // Pollux policy, placement round
 	if err != nil {
 		fmt.Println(err)
 		return

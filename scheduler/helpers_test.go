@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"testing"
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
@@ -68,7 +69,7 @@ type genOpts struct {
 	rigidFrac   float64
 	pinnedFrac  float64
 	maxReplicas int
-	rounds      int // warm-up rounds run through Goodput to get a current placement
+	rounds      int // warm-up rounds run through Pollux to get a current placement
 }
 
 // genInput builds a random instance: jobs with random concave speedups,
@@ -110,7 +111,7 @@ func genInput(seed uint64, o genOpts) Input {
 	if o.rounds > 0 {
 		n := len(in.Jobs) * 2 / 3
 		warm := Input{Cluster: cl, Jobs: in.Jobs[:n:n], Now: in.Now.Add(-10 * time.Minute)}
-		s, _ := New(Config{Policy: Goodput{}})
+		s, _ := New(Config{Policy: Pollux{}})
 		for r := 0; r < o.rounds; r++ {
 			plan, err := s.Schedule(context.Background(), warm)
 			if err != nil {
@@ -131,4 +132,14 @@ func genInput(seed uint64, o genOpts) Input {
 		}
 	}
 	return in
+}
+
+// mustRound is NewRound(in) for tests that call a policy on its own.
+func mustRound(t testing.TB, in Input) *Round {
+	t.Helper()
+	r, err := NewRound(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -10,30 +10,57 @@ import (
 	"github.com/goodsched/goodsched/placement"
 )
 
-// Placer realises a round's targets on concrete devices. Implementations
-// must be deterministic and must not modify their arguments.
-type Placer interface {
-	// Place returns an assignment for every target it could place and an
-	// Unplaced entry, with a reason, for every target it could not.
-	// current holds the assignments in effect (jobs absent from targets
-	// release their devices).
-	Place(ctx context.Context, cluster accel.Cluster, current []placement.Assignment, targets []Target) (PlaceResult, error)
+// RoundPlacer realises targets with the placement package's round
+// (placement.Placer.Round): jobs whose devices meet their target keep
+// them, others shrink or grow in place where they can, the rest are
+// re-placed largest first, NVLink- and interference-aware. A job whose
+// new target cannot be met keeps the devices it held (reported as
+// unplaced, with the round's typed reason). It is the Scheduler's default
+// Placer.
+//
+// Interference avoidance follows PlaceInput.AllowInterference (the
+// Scheduler's Config.AllowInterference), not Placer.AllowInterference.
+// RoundPlacer is safe for concurrent use when its Placer's Filters and
+// Scores are.
+type RoundPlacer struct {
+	// Placer is the placement package's placer (strategy, filters,
+	// scores); the zero value packs.
+	Placer placement.Placer
 }
 
-// PlaceResult is a Placer's answer.
-type PlaceResult struct {
-	// Assignments holds one assignment per placed target.
-	Assignments []placement.Assignment
-	// Unplaced lists the targets that could not be placed.
-	Unplaced []Unplaced
-}
+var _ Placer = RoundPlacer{}
 
-// Unplaced names a target that could not be placed and says why.
-type Unplaced struct {
-	// Job is the job's ID.
-	Job string
-	// Reason says why, in words.
-	Reason string
+// Place implements Placer.
+func (p RoundPlacer) Place(ctx context.Context, in PlaceInput) (PlaceResult, error) {
+	if err := ctx.Err(); err != nil {
+		return PlaceResult{}, err
+	}
+	st := in.State
+	if st == nil {
+		var err error
+		if st, err = in.Cluster.NewState(in.Current); err != nil {
+			return PlaceResult{}, err
+		}
+	}
+	pts := make([]placement.Target, 0, len(in.Targets))
+	for _, t := range in.Targets {
+		if t.Count > 0 {
+			pts = append(pts, placement.Target{Job: t.Job, Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes})
+		}
+	}
+	pl := p.Placer
+	pl.AllowInterference = in.AllowInterference
+	rr, err := pl.Round(st, pts)
+	if err != nil {
+		return PlaceResult{}, err
+	}
+	res := PlaceResult{Unplaced: rr.Unplaced}
+	for _, d := range rr.Decisions {
+		if d.Action != placement.Stop && len(d.Devices) > 0 {
+			res.Assignments = append(res.Assignments, placement.Assignment{Job: d.Job, Devices: d.Devices})
+		}
+	}
+	return res, nil
 }
 
 // Packer is a small consolidating Placer: jobs whose target equals their
@@ -41,7 +68,8 @@ type Unplaced struct {
 // largest first, on the fewest nodes of its type (best fit on one node
 // when it fits, else whole nodes with the most free devices first), with
 // ties broken by node name and device index. It ignores links, NUMA and
-// interference; it does not shrink or grow jobs in place.
+// interference (PlaceInput.AllowInterference); it does not shrink or grow
+// jobs in place.
 //
 // Packer is a minimal alternative to RoundPlacer (the default), for hosts
 // that want the simplest realisation and for tests. It is stateless and
@@ -51,42 +79,33 @@ type Packer struct{}
 var _ Placer = Packer{}
 
 // Place implements Placer.
-func (Packer) Place(ctx context.Context, cluster accel.Cluster, current []placement.Assignment, targets []Target) (PlaceResult, error) {
+func (Packer) Place(ctx context.Context, in PlaceInput) (PlaceResult, error) {
 	if err := ctx.Err(); err != nil {
 		return PlaceResult{}, err
 	}
-	type loc struct {
-		node int
-		typ  accel.TypeKey
-		ok   bool // healthy
-	}
-	where := make(map[string]loc)
-	for ni, n := range cluster.Nodes {
-		for _, d := range n.Devices {
-			where[d.ID] = loc{ni, d.Type, d.Healthy}
-		}
-	}
-	cur := make(map[string][]string, len(current))
-	for _, a := range current {
+	cur := make(map[string][]string, len(in.Current))
+	for _, a := range in.Current {
 		cur[a.Job] = a.Devices
 	}
 	used := make(map[string]bool)
 	var res PlaceResult
 	var todo []Target
-	for _, t := range targets {
+	for _, t := range in.Targets {
 		if t.Count <= 0 {
 			continue
 		}
 		devs := cur[t.Job]
 		keep := len(devs) == t.Count
-		nodes := make(map[int]bool)
+		var nodes []string
 		for _, id := range devs {
-			l, found := where[id]
-			if !found || l.typ != t.Type || !l.ok || used[id] {
+			d, found := in.Cluster.Device(id)
+			if !found || d.Type != t.Type || !d.Usable() || used[id] {
 				keep = false
 				break
 			}
-			nodes[l.node] = true
+			if !slices.Contains(nodes, d.Node) {
+				nodes = append(nodes, d.Node)
+			}
 		}
 		if keep && (t.MaxNodes <= 0 || len(nodes) <= t.MaxNodes) {
 			for _, id := range devs {
@@ -97,23 +116,22 @@ func (Packer) Place(ctx context.Context, cluster accel.Cluster, current []placem
 		}
 		todo = append(todo, t)
 	}
-	// Free healthy devices per (type, node), lowest index first.
+	// Free usable devices per (type, node), lowest index first.
 	type slot struct {
-		node int
+		node string
 		free []string
 	}
 	slots := make(map[accel.TypeKey][]*slot)
-	for ni, n := range cluster.Nodes {
+	for ni := range in.Cluster.Nodes() {
+		node, devs := in.Cluster.Node(ni)
 		byType := make(map[accel.TypeKey]*slot)
-		devs := slices.Clone(n.Devices)
-		accel.SortDevices(devs)
 		for _, d := range devs {
-			if !d.Healthy || used[d.ID] {
+			if !d.Usable() || used[d.ID] {
 				continue
 			}
 			sl := byType[d.Type]
 			if sl == nil {
-				sl = &slot{node: ni}
+				sl = &slot{node: node}
 				byType[d.Type] = sl
 				slots[d.Type] = append(slots[d.Type], sl)
 			}
@@ -123,7 +141,7 @@ func (Packer) Place(ctx context.Context, cluster accel.Cluster, current []placem
 	slices.SortStableFunc(todo, func(a, b Target) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Job, b.Job))
 	})
-	name := func(s *slot) string { return cluster.Nodes[s.node].Name }
+	name := func(s *slot) string { return s.node }
 	for k, t := range todo {
 		if k&63 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -141,7 +159,7 @@ func (Packer) Place(ctx context.Context, cluster accel.Cluster, current []placem
 			}
 		}
 		if total < t.Count {
-			res.Unplaced = append(res.Unplaced, Unplaced{Job: t.Job, Reason: fmt.Sprintf("only %d free %s devices for %d", total, t.Type, t.Count)})
+			res.Unplaced = append(res.Unplaced, unplaced(t, placement.ReasonCapacity, fmt.Sprintf("only %d free %s devices for %d", total, t.Type, t.Count)))
 			continue
 		}
 		var pick []string
@@ -165,7 +183,7 @@ func (Packer) Place(ctx context.Context, cluster accel.Cluster, current []placem
 				}
 			}
 			if t.MaxNodes > 0 && nodes > t.MaxNodes {
-				res.Unplaced = append(res.Unplaced, Unplaced{Job: t.Job, Reason: fmt.Sprintf("%d %s devices span %d nodes, more than %d", t.Count, t.Type, nodes, t.MaxNodes)})
+				res.Unplaced = append(res.Unplaced, unplaced(t, placement.ReasonFragmented, fmt.Sprintf("%d %s devices span %d nodes, more than %d", t.Count, t.Type, nodes, t.MaxNodes)))
 				continue
 			}
 			need = t.Count
@@ -182,6 +200,12 @@ func (Packer) Place(ctx context.Context, cluster accel.Cluster, current []placem
 		res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: pick})
 	}
 	slices.SortFunc(res.Assignments, func(a, b placement.Assignment) int { return cmp.Compare(a.Job, b.Job) })
-	slices.SortFunc(res.Unplaced, func(a, b Unplaced) int { return cmp.Compare(a.Job, b.Job) })
+	slices.SortFunc(res.Unplaced, func(a, b placement.Unplaced) int { return cmp.Compare(a.Target.Job, b.Target.Job) })
 	return res, nil
+}
+
+// unplaced reports target t as not placed, with a typed reason.
+func unplaced(t Target, code placement.ReasonCode, text string) placement.Unplaced {
+	return placement.Unplaced{Target: placement.Target{Job: t.Job, Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes},
+		Reason: placement.Reason{Code: code, Text: text}}
 }

@@ -2,32 +2,12 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 )
-
-// String returns the lower-case name of the action ("keep", "start", …).
-func (a Action) String() string {
-	switch a {
-	case Keep:
-		return "keep"
-	case Start:
-		return "start"
-	case Grow:
-		return "grow"
-	case Shrink:
-		return "shrink"
-	case Move:
-		return "move"
-	case Preempt:
-		return "preempt"
-	case Queue:
-		return "queue"
-	}
-	return fmt.Sprintf("action(%d)", int(a))
-}
 
 // String returns the name of the kind ("rigid", "elastic", "adaptive").
 func (k Kind) String() string {
@@ -47,7 +27,9 @@ func (k Kind) String() string {
 type Reason int
 
 // Reason codes. Policies set them on their Targets; the Scheduler sets the
-// placement-related ones itself.
+// placement-related ones itself, from the Placer's typed reason
+// (placement.ReasonCapacity becomes ReasonNoCapacity, the other codes the
+// Reason of the same name).
 const (
 	// ReasonUnchanged: the job keeps what it had.
 	ReasonUnchanged Reason = iota
@@ -62,47 +44,67 @@ const (
 	// ReasonOrder: a baseline's queue order (FIFO position, Tiresias
 	// queue, Optimus gain) put other jobs first.
 	ReasonOrder
-	// ReasonUnplaceable: the policy gave the job devices but placement
-	// could not realise the gang on concrete devices (fragmentation,
-	// topology limits).
+	// ReasonUnplaceable: the policy gave the job devices but the Placer
+	// could not realise the gang, and gave no reason of its own.
 	ReasonUnplaceable
 	// ReasonRestartCost: a change would not pay for its checkpoint-restart.
 	ReasonRestartCost
 	// ReasonInterference: interference avoidance (at most one distributed
 	// job per node) left no room for the job.
 	ReasonInterference
+	// ReasonFragmented: enough free devices, but not on few enough nodes
+	// (placement.ReasonFragmented).
+	ReasonFragmented
+	// ReasonTopology: no node has the gang's devices in one NVLink island
+	// or NUMA node (placement.ReasonTopology).
+	ReasonTopology
+	// ReasonFiltered: the Placer's filters rejected the nodes that could
+	// have taken the gang (placement.ReasonFiltered).
+	ReasonFiltered
+	// ReasonUnhealthy: the job held an unhealthy device and could not be
+	// placed again (placement.ReasonUnhealthy).
+	ReasonUnhealthy
 )
+
+var reasonNames = [...]string{"unchanged", "objective", "pinned", "no-capacity", "order", "unplaceable",
+	"restart-cost", "interference", "fragmented", "topology", "filtered", "unhealthy"}
 
 // String returns the reason's name ("unchanged", "objective", …).
 func (r Reason) String() string {
-	switch r {
-	case ReasonUnchanged:
-		return "unchanged"
-	case ReasonObjective:
-		return "objective"
-	case ReasonPinned:
-		return "pinned"
-	case ReasonNoCapacity:
-		return "no-capacity"
-	case ReasonOrder:
-		return "order"
-	case ReasonUnplaceable:
-		return "unplaceable"
-	case ReasonRestartCost:
-		return "restart-cost"
-	case ReasonInterference:
-		return "interference"
+	if r >= 0 && int(r) < len(reasonNames) {
+		return reasonNames[r]
 	}
 	return fmt.Sprintf("reason(%d)", int(r))
+}
+
+// MarshalText writes the reason's name, so that JSON shows "objective",
+// not 1.
+func (r Reason) MarshalText() ([]byte, error) {
+	if r < 0 || int(r) >= len(reasonNames) {
+		return nil, fmt.Errorf("%w: reason %d", ErrInvalid, int(r))
+	}
+	return []byte(reasonNames[r]), nil
+}
+
+// UnmarshalText reads a reason's name.
+func (r *Reason) UnmarshalText(b []byte) error {
+	i := slices.Index(reasonNames[:], string(b))
+	if i < 0 {
+		return fmt.Errorf("%w: reason %q", ErrInvalid, b)
+	}
+	*r = Reason(i)
+	return nil
 }
 
 // Decision is what the host must do for one job this round.
 type Decision struct {
 	// Job is the job's ID.
 	Job string `json:"job"`
-	// Action is what to do: Keep, Start, Grow, Shrink, Move, Preempt or
-	// Queue.
-	Action Action `json:"action"`
+	// Action is what to do, in the placement package's words: Keep (same
+	// devices), Grow (keeps its devices and gains more), Shrink (keeps
+	// some), Move (other devices: a restart on a new set), Start, Stop
+	// (preempted: the job waits) or Queue (waits, as before).
+	Action placement.Action `json:"action"`
 	// FromType and From are the device type and count the job held when
 	// the round started (From 0 = not running).
 	FromType accel.TypeKey `json:"from_type,omitempty"`

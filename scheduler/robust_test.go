@@ -23,7 +23,7 @@ func TestZeroValueScheduler(t *testing.T) {
 	var s Scheduler
 	plan, err := s.Schedule(context.Background(), in)
 	if err != nil || len(plan.Decisions) != 1 || plan.Decisions[0].To != 4 {
-		t.Fatalf("zero-value Scheduler: %+v, %v; want the default (Goodput) plan", plan, err)
+		t.Fatalf("zero-value Scheduler: %+v, %v; want the default (Pollux) plan", plan, err)
 	}
 	var nilS *Scheduler
 	if _, err := nilS.Schedule(context.Background(), in); !errors.Is(err, ErrInvalid) {
@@ -33,7 +33,7 @@ func TestZeroValueScheduler(t *testing.T) {
 
 func TestNewRejectsNilPointers(t *testing.T) {
 	for name, cfg := range map[string]Config{
-		"*Goodput":  {Policy: (*Goodput)(nil)},
+		"*Pollux":   {Policy: (*Pollux)(nil)},
 		"*Tiresias": {Policy: (*Tiresias)(nil)},
 		"*Genetic":  {Policy: (*Genetic)(nil)},
 		"*Packer":   {Placer: (*Packer)(nil)},
@@ -42,14 +42,14 @@ func TestNewRejectsNilPointers(t *testing.T) {
 			t.Errorf("New with a nil %s: err %v, want ErrInvalid", name, err)
 		}
 	}
-	g := &Goodput{}
+	g := &Pollux{}
 	s, err := New(Config{Policy: g})
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := Input{Cluster: testCluster(group{1, 4, "t4"}), Now: t0, Jobs: []Job{{ID: "a", Kind: Elastic, Submitted: t0}}}
 	if _, err := s.Schedule(context.Background(), in); err != nil {
-		t.Errorf("non-nil *Goodput: %v", err)
+		t.Errorf("non-nil *Pollux: %v", err)
 	}
 }
 
@@ -67,7 +67,7 @@ func TestHugeMinReplicas(t *testing.T) {
 			continue
 		}
 		for _, d := range plan.Decisions {
-			if strings.HasPrefix(d.Job, "huge") && (d.To != 0 || d.Action != Queue) {
+			if strings.HasPrefix(d.Job, "huge") && (d.To != 0 || d.Action != placement.Queue) {
 				t.Errorf("%s: %s got %+v, want queued", name, d.Job, d)
 			}
 		}
@@ -92,7 +92,7 @@ func TestPinnedOutsideAllowedTypes(t *testing.T) {
 			continue
 		}
 		d, _ := plan.Decision("p")
-		if d.Action != Keep || !sameDevices(d.Assignment.Devices, cur[0].Devices) {
+		if d.Action != placement.Keep || !sameDevices(d.Assignment.Devices, cur[0].Devices) {
 			t.Errorf("%s: pinned job outside its Types got %+v, want Keep on its devices", name, d)
 		}
 	}
@@ -138,7 +138,7 @@ func TestCurrentOfUnknownJobChecked(t *testing.T) {
 // cancellation does.
 type slowPlacer struct{}
 
-func (slowPlacer) Place(ctx context.Context, _ accel.Cluster, _ []placement.Assignment, _ []Target) (PlaceResult, error) {
+func (slowPlacer) Place(ctx context.Context, _ PlaceInput) (PlaceResult, error) {
 	<-ctx.Done()
 	return PlaceResult{}, ctx.Err()
 }
@@ -159,14 +159,14 @@ func TestContextErrorsAreNotPlacementFaults(t *testing.T) {
 func TestNegativeKnobs(t *testing.T) {
 	in := Input{Cluster: testCluster(group{1, 4, "t4"}), Now: t0, Jobs: []Job{{ID: "a", Kind: Elastic, Submitted: t0}}}
 	for name, pol := range map[string]Policy{
-		"Goodput.MaxPasses":      Goodput{MaxPasses: -1},
+		"Pollux.MaxPasses":       Pollux{MaxPasses: -1},
 		"Genetic.Population":     Genetic{Population: -1},
 		"Genetic.Generations":    Genetic{Generations: -5},
 		"Genetic.Population 1e9": Genetic{Population: 1_000_000_000},
 		"Tiresias.Threshold":     Tiresias{Threshold: -time.Hour},
-		"Goodput.RestartDelay":   Goodput{RestartDelay: -time.Second},
+		"Pollux.RestartDelay":    Pollux{RestartDelay: -time.Second},
 	} {
-		if _, err := pol.Allocate(context.Background(), in); !errors.Is(err, ErrInvalid) {
+		if _, err := pol.Allocate(context.Background(), mustRound(t, in)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: Allocate err %v, want ErrInvalid", name, err)
 		}
 		if _, err := New(Config{Policy: pol}); !errors.Is(err, ErrInvalid) {
@@ -192,7 +192,7 @@ func FuzzPolicyKnobs(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pop, gens, passes, th int64) {
 		for _, pol := range []Policy{
 			Genetic{Population: int(pop), Generations: int(min(gens, 3)), Seed: 1},
-			Goodput{MaxPasses: int(passes)},
+			Pollux{MaxPasses: int(passes)},
 			Tiresias{Threshold: time.Duration(th)},
 		} {
 			s, err := New(Config{Policy: pol})
@@ -200,7 +200,7 @@ func FuzzPolicyKnobs(f *testing.F) {
 				if !errors.Is(err, ErrInvalid) {
 					t.Fatalf("%T: New: %v", pol, err)
 				}
-				if _, err := pol.Allocate(context.Background(), in); !errors.Is(err, ErrInvalid) {
+				if _, err := pol.Allocate(context.Background(), mustRound(t, in)); !errors.Is(err, ErrInvalid) {
 					t.Fatalf("%T: New refused but Allocate said %v", pol, err)
 				}
 				continue

@@ -5,79 +5,73 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/goodsched/goodsched/accel"
 	"reflect"
 	"slices"
+	"strconv"
+	"sync"
 
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 )
 
-// Config configures a Scheduler. The zero value is valid: the Goodput
-// policy with its defaults, realised by RoundPlacer.
+// Config configures a Scheduler. The zero value is valid: the Pollux
+// policy with its defaults, realised by RoundPlacer, avoiding interference.
 type Config struct {
-	// Policy decides each round's (type, count) per job; nil = Goodput{}.
+	// Policy decides each round's (type, count) per job; nil = Pollux{}.
 	Policy Policy
 	// Placer realises the policy's targets on concrete devices;
-	// nil = RoundPlacer{} (the placement package's round), which avoids
-	// interference unless the policy is a Goodput with AllowInterference.
+	// nil = RoundPlacer{} (the placement package's round), and then the
+	// policy may also offer placements of its own (Round.Offer).
 	Placer Placer
+	// AllowInterference lifts the rule that a node hosts at most one
+	// distributed (multi-node) job. The one setting for it: the policy
+	// reads it (Round.AllowInterference) and so does the Placer
+	// (PlaceInput.AllowInterference).
+	AllowInterference bool
 }
 
 // Scheduler runs one scheduling round per Schedule call: it validates the
-// Input, asks its Policy for targets, keeps running non-preemptible jobs
-// on their devices, realises the targets through its Placer and returns a
-// Plan with one Decision per job.
+// Input, builds the Round, asks its Policy for targets, keeps running
+// non-preemptible jobs on their devices, realises the targets through its
+// Placer and returns a Plan with one Decision per job.
 //
 // A Scheduler holds no decision state between rounds (the host passes the
-// assignments in effect as Input.Current); it only remembers the last
-// cluster it validated, so that an unchanged cluster is not validated and
-// indexed again. It is safe for concurrent use as long as its Policy and
-// Placer are.
+// assignments in effect as Input.Current); it only remembers the index of
+// the last cluster it validated, so that an unchanged cluster is not
+// validated and indexed again. It is safe for concurrent use as long as
+// its Policy and Placer are.
 type Scheduler struct {
-	policy Policy
-	placer Placer
-	// ownLayout: no Placer was configured, so a policy may realise its
-	// own node layout when that places better than the Placer.
-	ownLayout bool
-	// clusters remembers the last cluster's validation and index: hosts
-	// pass the same cluster round after round.
-	clusters *clusterCache
+	policy            Policy
+	placer            Placer
+	allowInterference bool
+	// takesOffers: no Placer was configured, so a policy may offer its
+	// own placement when that places better than the Placer.
+	takesOffers bool
+	clusters    *clusterCache
 }
 
 // New returns a Scheduler for cfg. It fails with ErrInvalid for a nil
 // pointer in Config.Policy or Config.Placer (a typed nil is not "unset")
-// and for a built-in policy with invalid settings (negative MaxPasses,
-// Population or Threshold, ...).
+// and for a policy or placer whose Validate method fails (negative
+// MaxPasses, Population or Threshold, ...).
 func New(cfg Config) (*Scheduler, error) {
-	if isNilPointer(cfg.Policy) {
-		return nil, fmt.Errorf("%w: Config.Policy is a nil %T; leave it nil for the default", ErrInvalid, cfg.Policy)
-	}
-	if isNilPointer(cfg.Placer) {
-		return nil, fmt.Errorf("%w: Config.Placer is a nil %T; leave it nil for the default", ErrInvalid, cfg.Placer)
-	}
-	if v, ok := cfg.Policy.(interface{ validate() error }); ok {
-		if err := v.validate(); err != nil {
-			return nil, fmt.Errorf("Config.Policy: %w", err)
+	for name, v := range map[string]any{"Policy": cfg.Policy, "Placer": cfg.Placer} {
+		if isNilPointer(v) {
+			return nil, fmt.Errorf("%w: Config.%s is a nil %T; leave it nil for the default", ErrInvalid, name, v)
+		}
+		if v, ok := v.(interface{ Validate() error }); ok {
+			if err := v.Validate(); err != nil {
+				return nil, fmt.Errorf("Config.%s: %w", name, err)
+			}
 		}
 	}
-	s := &Scheduler{policy: cfg.Policy, placer: cfg.Placer, clusters: &clusterCache{}}
+	s := &Scheduler{policy: cfg.Policy, placer: cfg.Placer, allowInterference: cfg.AllowInterference, clusters: &clusterCache{}}
 	if s.policy == nil {
-		s.policy = Goodput{}
+		s.policy = Pollux{}
 	}
 	if s.placer == nil {
-		rp := RoundPlacer{}
-		switch g := s.policy.(type) {
-		case Goodput:
-			rp.Placer.AllowInterference = g.AllowInterference
-		case *Goodput:
-			rp.Placer.AllowInterference = g != nil && g.AllowInterference
-		}
-		s.placer = rp
-		s.ownLayout = true
-	}
-	if rp, ok := s.placer.(RoundPlacer); ok && rp.cache == nil {
-		rp.cache = s.clusters // one index per cluster for validation and placement
-		s.placer = rp
+		s.placer, s.takesOffers = RoundPlacer{}, true
 	}
 	return s, nil
 }
@@ -86,7 +80,7 @@ func New(cfg Config) (*Scheduler, error) {
 // the job or field, for invalid input (ErrInvalid, ErrUnknownType,
 // ErrBadSpeedup), for a policy or placer that misbehaves (ErrPolicy,
 // ErrPlacement) and when ctx is done. A job that cannot be served is never
-// dropped: it gets a Queue (or Preempt) decision with a reason.
+// dropped: it gets a Queue (or Stop) decision with a reason.
 //
 // The zero Scheduler schedules like New(Config{}) but caches nothing
 // between rounds; a nil *Scheduler fails with ErrInvalid.
@@ -100,53 +94,46 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 		if err != nil {
 			return Plan{}, err
 		}
+		d.clusters = nil
 		s = d
 	}
 	c, err := s.clusters.index(&in.Cluster)
 	if err != nil {
 		return Plan{}, err
 	}
-	x, err := analyzeIndexed(&in, c)
+	r, err := newRound(&in, c, s.placer, s.allowInterference, s.takesOffers)
 	if err != nil {
 		return Plan{}, err
 	}
-	var targets []Target
-	var placed *PlaceResult
-	if a, ok := s.policy.(analyzed); ok {
-		targets, placed, err = a.allocate(ctx, x, s.placer, s.ownLayout) // skips a second validation
-	} else {
-		targets, err = s.policy.Allocate(ctx, in)
-	}
+	targets, err := s.policy.Allocate(ctx, r)
 	if err != nil {
 		return Plan{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return Plan{}, err
 	}
-	tg, err := x.checkTargets(targets)
+	tg, err := r.checkTargets(targets)
 	if err != nil {
 		return Plan{}, err
 	}
-	var res PlaceResult
-	if placed != nil {
-		res = *placed // the policy already realised these targets with s.placer
-	} else if res, err = s.placer.Place(ctx, in.Cluster, x.currentAssignments(), x.toPlace(tg)); err != nil {
-		return Plan{}, placeError(err)
-	}
-	assigned, unplaced, err := x.checkPlacement(res, tg)
+	res, err := r.place(ctx, tg)
 	if err != nil {
 		return Plan{}, err
 	}
-	for i := range x.jobs {
+	assigned, unplaced, err := r.checkPlacement(res, tg)
+	if err != nil {
+		return Plan{}, err
+	}
+	for i := range r.jobs {
 		// A job that kept devices its new target could not replace must
 		// still be within its bounds; otherwise it stops.
-		if j := &x.jobs[i]; unplaced[i] != "" && len(assigned[i]) > 0 && !j.pinned && !j.fits(len(assigned[i])) {
+		if j := &r.jobs[i]; unplaced[i] != nil && len(assigned[i]) > 0 && !j.Pinned && !j.fits(len(assigned[i])) {
 			assigned[i] = nil
 		}
 	}
-	plan := Plan{Decisions: make([]Decision, 0, len(x.jobs))}
-	for i := range x.jobs {
-		plan.Decisions = append(plan.Decisions, x.decide(i, tg[i], assigned[i], unplaced[i]))
+	plan := Plan{Decisions: make([]Decision, 0, len(r.jobs))}
+	for i := range r.jobs {
+		plan.Decisions = append(plan.Decisions, r.decide(i, tg[i], assigned[i], unplaced[i]))
 	}
 	slices.SortFunc(plan.Decisions, func(a, b Decision) int { return cmp.Compare(a.Job, b.Job) })
 	return plan, nil
@@ -172,23 +159,14 @@ func isNilPointer(v any) bool {
 	return r.Kind() == reflect.Pointer && r.IsNil()
 }
 
-// analyzed is implemented by the package's policies, which can work on
-// the Scheduler's already validated instance.
-type analyzed interface {
-	// allocate returns the targets and, when it realised them itself
-	// (with pl, or with its own layout when ownLayout allows), the
-	// placement, which must be of x.pinTargets(targets).
-	allocate(ctx context.Context, x *instance, pl Placer, ownLayout bool) ([]Target, *PlaceResult, error)
-}
-
-// checkTargets returns one target per job (index-aligned with x.jobs),
+// checkTargets returns one target per job (index-aligned with r.jobs),
 // zero-count for jobs the policy left out, with running non-preemptible
 // jobs pinned to their current allocation.
-func (x *instance) checkTargets(targets []Target) ([]Target, error) {
-	tg := make([]Target, len(x.jobs))
-	set := make([]bool, len(x.jobs))
+func (r *Round) checkTargets(targets []Target) ([]Target, error) {
+	tg := make([]Target, len(r.jobs))
+	set := make([]bool, len(r.jobs))
 	for k, t := range targets {
-		i, ok := x.byID[t.Job]
+		i, ok := r.byID[t.Job]
 		if !ok {
 			return nil, fmt.Errorf("%w: targets[%d]: unknown job %q", ErrPolicy, k, t.Job)
 		}
@@ -200,70 +178,39 @@ func (x *instance) checkTargets(targets []Target) ([]Target, error) {
 			return nil, fmt.Errorf("%w: job %q: negative count %d", ErrPolicy, t.Job, t.Count)
 		}
 		if t.Count > 0 {
-			ti, ok := x.typeIdx[t.Type]
-			if !ok {
+			j := &r.jobs[i]
+			ti, ok := r.cluster.TypeIndex(t.Type)
+			switch {
+			case !ok:
 				return nil, fmt.Errorf("%w: job %q: type %q is not in the cluster", ErrPolicy, t.Job, t.Type)
-			}
-			if !x.jobs[i].pinned && !slices.Contains(x.jobs[i].allowed, ti) {
+			case j.Pinned:
+			case !slices.Contains(j.allowed, ti):
 				return nil, fmt.Errorf("%w: job %q: type %q is not allowed for the job", ErrPolicy, t.Job, t.Type)
-			}
-			if t.Count > x.cap[ti] {
-				return nil, fmt.Errorf("%w: job %q: %d %s devices, the cluster has %d", ErrPolicy, t.Job, t.Count, t.Type, x.cap[ti])
-			}
-			if j := &x.jobs[i]; !j.pinned && !j.fits(t.Count) {
-				return nil, fmt.Errorf("%w: job %q: %d devices outside its bounds [%d, %d]", ErrPolicy, t.Job, t.Count, j.min, j.max)
+			case t.Count > r.cap[ti]:
+				return nil, fmt.Errorf("%w: job %q: %d %s devices, the cluster has %d", ErrPolicy, t.Job, t.Count, t.Type, r.cap[ti])
+			case !j.fits(t.Count):
+				return nil, fmt.Errorf("%w: job %q: %d devices outside its bounds [%d, %d]", ErrPolicy, t.Job, t.Count, j.Min, j.Max)
 			}
 		}
 		tg[i] = t
 	}
-	for i := range x.jobs {
-		tg[i].Job = x.jobs[i].job.ID
+	for i := range r.jobs {
+		tg[i].Job = r.jobs[i].Job.ID
 		if tg[i].Count == 0 && !set[i] && tg[i].Reason == ReasonUnchanged {
 			tg[i].Reason = ReasonNoCapacity
 		}
-	}
-	return x.pinTargets(tg), nil
-}
-
-// pinTargets returns targets with running non-preemptible jobs set to
-// their current allocation (a copy when it changes anything).
-func (x *instance) pinTargets(tg []Target) []Target {
-	out := tg
-	copied := false
-	for k, t := range tg {
-		i, ok := x.byID[t.Job]
-		if !ok || !x.jobs[i].pinned {
-			continue
-		}
-		j := &x.jobs[i]
-		if t.Count == j.curCount && t.Type == x.types[j.curType] && t.MaxNodes == 0 && t.Reason == ReasonPinned {
-			continue
-		}
-		if !copied {
-			out, copied = slices.Clone(tg), true
-		}
-		out[k].Type, out[k].Count, out[k].MaxNodes, out[k].Reason = x.types[j.curType], j.curCount, 0, ReasonPinned
-	}
-	return out
-}
-
-// currentAssignments returns the assignments in effect (Input.Current as
-// validated), in job order: what a Placer starts from.
-func (x *instance) currentAssignments() []placement.Assignment {
-	var current []placement.Assignment
-	for i := range x.jobs {
-		if j := &x.jobs[i]; j.curCount > 0 {
-			current = append(current, placement.Assignment{Job: j.job.ID, Devices: j.curDevs})
+		if j := &r.jobs[i]; j.Pinned {
+			tg[i].Type, tg[i].Count, tg[i].MaxNodes, tg[i].Reason = j.CurrentType, j.curCount, 0, ReasonPinned
 		}
 	}
-	return current
+	return tg, nil
 }
 
-// toPlace returns the targets a Placer must realise: tg with running
-// non-preemptible jobs pinned, zero counts left out (nil when none).
-func (x *instance) toPlace(tg []Target) []Target {
+// toPlace returns the targets a Placer must realise: the checked targets
+// tg with zero counts left out (nil when none).
+func (r *Round) toPlace(tg []Target) []Target {
 	var pt []Target
-	for _, t := range x.pinTargets(tg) {
+	for _, t := range tg {
 		if t.Count > 0 {
 			pt = append(pt, t)
 		}
@@ -271,23 +218,24 @@ func (x *instance) toPlace(tg []Target) []Target {
 	return pt
 }
 
-// checkPlacement validates a Placer's result against the targets.
-func (x *instance) checkPlacement(res PlaceResult, tg []Target) ([][]string, []string, error) {
-	assigned := make([][]string, len(x.jobs))
-	unplaced := make([]string, len(x.jobs))
-	done := make([]bool, len(x.jobs))
+// checkPlacement validates a placement result against the checked
+// targets: per job the devices it gets and, when its target was not met,
+// why.
+func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*placement.Reason, error) {
+	assigned := make([][]string, len(r.jobs))
+	unplaced := make([]*placement.Reason, len(r.jobs))
+	done := make([]bool, len(r.jobs))
 	placed := 0
 	for _, a := range res.Assignments {
 		placed += len(a.Devices)
 	}
 	used := make(map[string]string, placed)
-	healthy := x.healthy
 	kept := make(map[string]bool)
 	for _, u := range res.Unplaced {
-		kept[u.Job] = true
+		kept[u.Target.Job] = true
 	}
 	for _, a := range res.Assignments {
-		i, ok := x.byID[a.Job]
+		i, ok := r.byID[a.Job]
 		if !ok || tg[i].Count == 0 || done[i] {
 			return nil, nil, fmt.Errorf("%w: unexpected assignment for job %q", ErrPlacement, a.Job)
 		}
@@ -295,21 +243,21 @@ func (x *instance) checkPlacement(res PlaceResult, tg []Target) ([][]string, []s
 		want, typ := tg[i].Count, tg[i].Type
 		if kept[a.Job] {
 			// An unplaced job may keep what it held.
-			if !sameDevices(a.Devices, x.jobs[i].curDevs) {
+			if !sameDevices(a.Devices, r.jobs[i].Current) {
 				return nil, nil, fmt.Errorf("%w: job %q: unplaced but given devices other than its own", ErrPlacement, a.Job)
 			}
-			want, typ = len(a.Devices), x.types[x.jobs[i].curType]
+			want, typ = len(a.Devices), r.jobs[i].CurrentType
 		}
 		if len(a.Devices) != want {
 			return nil, nil, fmt.Errorf("%w: job %q: %d devices placed, %d targeted", ErrPlacement, a.Job, len(a.Devices), want)
 		}
 		for _, id := range a.Devices {
-			t, ok := x.devType[id]
-			if !ok || x.types[t] != typ {
+			d, ok := r.cluster.Device(id)
+			if !ok || d.Type != typ {
 				return nil, nil, fmt.Errorf("%w: job %q: device %q is not a %s device of the cluster", ErrPlacement, a.Job, id, typ)
 			}
-			if !healthy[id] && !kept[a.Job] {
-				return nil, nil, fmt.Errorf("%w: job %q: device %q is unhealthy", ErrPlacement, a.Job, id)
+			if !d.Usable() && !kept[a.Job] {
+				return nil, nil, fmt.Errorf("%w: job %q: device %q is unhealthy or not offered", ErrPlacement, a.Job, id)
 			}
 			if o, dup := used[id]; dup {
 				return nil, nil, fmt.Errorf("%w: device %q placed for jobs %q and %q", ErrPlacement, id, o, a.Job)
@@ -319,68 +267,94 @@ func (x *instance) checkPlacement(res PlaceResult, tg []Target) ([][]string, []s
 		assigned[i] = slices.Clone(a.Devices)
 	}
 	for _, u := range res.Unplaced {
-		if i, ok := x.byID[u.Job]; ok {
-			unplaced[i] = u.Reason
+		if i, ok := r.byID[u.Target.Job]; ok {
+			unplaced[i] = &u.Reason
 			done[i] = true
 		}
 	}
-	for i := range x.jobs {
+	for i := range r.jobs {
 		if tg[i].Count > 0 && !done[i] {
-			unplaced[i] = "placer returned no assignment"
+			unplaced[i] = &placement.Reason{Text: "placer returned no assignment"}
 		}
 	}
 	return assigned, unplaced, nil
 }
 
+// unplacedReasons maps the placement package's codes onto Reasons.
+var unplacedReasons = map[placement.ReasonCode]Reason{
+	placement.ReasonCapacity:     ReasonNoCapacity,
+	placement.ReasonFragmented:   ReasonFragmented,
+	placement.ReasonTopology:     ReasonTopology,
+	placement.ReasonInterference: ReasonInterference,
+	placement.ReasonFiltered:     ReasonFiltered,
+	placement.ReasonUnhealthy:    ReasonUnhealthy,
+}
+
 // decide builds the decision for job i.
-func (x *instance) decide(i int, t Target, devs []string, unplaced string) Decision {
-	j := &x.jobs[i]
-	d := Decision{Job: j.job.ID, From: j.curCount, Reason: t.Reason}
+func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reason) Decision {
+	j := &r.jobs[i]
+	d := Decision{Job: j.Job.ID, From: j.curCount, Reason: t.Reason}
 	if j.curCount > 0 {
-		d.FromType = x.types[j.curType]
-		d.SpeedupBefore, _ = x.speedup(j, j.curType, j.curNodes, j.curCount)
+		d.FromType = j.CurrentType
+		d.SpeedupBefore, _ = r.speedup(j, j.curType, j.CurrentNodes, j.curCount)
 	}
 	if len(devs) > 0 {
-		d.Type, d.To = x.types[x.devType[devs[0]]], len(devs)
-		d.Assignment = placement.Assignment{Job: j.job.ID, Devices: devs}
-		d.Nodes = x.gangNodes(j, devs)
-		d.SpeedupAfter, _ = x.speedup(j, x.devType[devs[0]], d.Nodes, d.To)
-		if bp, ok := j.job.Speedup.(goodput.BatchPlanner); ok {
+		dev, _ := r.cluster.Device(devs[0])
+		ti, _ := r.cluster.TypeIndex(dev.Type)
+		d.Type, d.To = dev.Type, len(devs)
+		d.Assignment = placement.Assignment{Job: j.Job.ID, Devices: devs}
+		d.Nodes = j.CurrentNodes
+		if !slices.Equal(devs, j.Current) {
+			d.Nodes = r.nodesOf(devs)
+		}
+		d.SpeedupAfter, _ = r.speedup(j, ti, d.Nodes, d.To)
+		if bp, ok := j.Job.Speedup.(goodput.BatchPlanner); ok {
 			d.Batch = bp.BatchPlan(string(d.Type), d.Nodes, d.To)
 		}
 	} else {
-		d.Assignment = placement.Assignment{Job: j.job.ID}
+		d.Assignment = placement.Assignment{Job: j.Job.ID}
 	}
 	note := t.Note
-	if unplaced != "" {
-		d.Reason = ReasonUnplaceable
-		note = "cannot place " + fmt.Sprint(t.Count) + "×" + string(t.Type) + ": " + unplaced
+	if unplaced != nil {
+		code, ok := unplacedReasons[unplaced.Code]
+		if !ok {
+			code = ReasonUnplaceable
+		}
+		why := unplaced.Text
+		if why == "" {
+			why = unplaced.Code.String()
+		}
+		if unplaced.Code != placement.ReasonNone {
+			why += " (" + unplaced.Code.String() + ")"
+		}
+		d.Reason = code
+		note = "cannot place " + strconv.Itoa(t.Count) + "×" + string(t.Type) + ": " + why
 	}
 	var head string
 	switch {
 	case d.To == 0 && d.From > 0:
-		d.Action = Preempt
+		d.Action = placement.Stop
 		head = fmt.Sprintf("preempted from %d×%s", d.From, d.FromType)
 	case d.To == 0:
-		d.Action = Queue
+		d.Action = placement.Queue
 		head = "queued"
 	case d.From == 0:
-		d.Action = Start
+		d.Action = placement.Start
 		head = fmt.Sprintf("started on %d×%s (%d node%s)", d.To, d.Type, d.Nodes, plural(d.Nodes))
-	case d.To > d.From:
-		d.Action = Grow
-		head = fmt.Sprintf("grew %d→%d", d.From, d.To)
-	case d.To < d.From:
-		d.Action = Shrink
-		head = fmt.Sprintf("shrank %d→%d", d.From, d.To)
-	case sameDevices(devs, j.curDevs):
-		d.Action = Keep
+	case sameDevices(devs, j.Current):
+		d.Action = placement.Keep
 		head = fmt.Sprintf("kept %d×%s", d.To, d.Type)
+	case subset(j.Current, devs):
+		d.Action = placement.Grow
+		head = fmt.Sprintf("grew %d→%d", d.From, d.To)
+	case subset(devs, j.Current):
+		d.Action = placement.Shrink
+		head = fmt.Sprintf("shrank %d→%d", d.From, d.To)
 	default:
-		d.Action = Move
+		d.Action = placement.Move
 		head = fmt.Sprintf("moved %d×%s→%d×%s", d.From, d.FromType, d.To, d.Type)
 	}
-	if d.Action == Keep && d.Reason == ReasonObjective {
+	if d.Action == placement.Keep && d.Reason == ReasonObjective {
 		d.Reason = ReasonUnchanged
 	}
 	if note != "" {
@@ -390,28 +364,6 @@ func (x *instance) decide(i int, t Target, devs []string, unplaced string) Decis
 	return d
 }
 
-// nodesOf returns the number of nodes devices devs span. A gang spans
-// few nodes, so a short list beats a map.
-func (x *instance) nodesOf(devs []string) int {
-	var buf [16]string
-	nodes := buf[:0]
-	for _, id := range devs {
-		if n := x.devNode[id]; !slices.Contains(nodes, n) {
-			nodes = append(nodes, n)
-		}
-	}
-	return len(nodes)
-}
-
-// gangNodes is nodesOf(devs) for job j, known without lookups when devs
-// are the job's current devices in the same order.
-func (x *instance) gangNodes(j *jobInfo, devs []string) int {
-	if slices.Equal(devs, j.curDevs) {
-		return j.curNodes
-	}
-	return x.nodesOf(devs)
-}
-
 func plural(n int) string {
 	if n == 1 {
 		return ""
@@ -419,15 +371,130 @@ func plural(n int) string {
 	return "s"
 }
 
+// sameDevices reports whether a and b hold the same devices in any order.
 func sameDevices(a, b []string) bool {
-	if len(a) != len(b) {
+	return len(a) == len(b) && subset(a, b)
+}
+
+// subset reports whether every device of a is in b.
+func subset(a, b []string) bool {
+	if len(a) > len(b) {
 		return false
 	}
-	if slices.Equal(a, b) {
+	if slices.Equal(a, b[:len(a)]) {
 		return true // the common case: devices kept in the same order
 	}
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(x, y)
+	set := make(map[string]bool, len(b))
+	for _, id := range b {
+		set[id] = true
+	}
+	for _, id := range a {
+		if !set[id] {
+			return false
+		}
+	}
+	return true
+}
+
+// clusterCache remembers the index of the last cluster a Scheduler saw,
+// so that a host that passes the same cluster every round (the common
+// case) pays for one comparison instead of validation and indexing. It is
+// safe for concurrent use.
+type clusterCache struct {
+	mu  sync.Mutex
+	key clusterKey
+	idx *placement.Index
+}
+
+// index returns the index of c, from the cache when c matches the last
+// cluster indexed.
+func (cc *clusterCache) index(c *accel.Cluster) (*placement.Index, error) {
+	if cc == nil { // the zero Scheduler
+		return indexCluster(c)
+	}
+	cc.mu.Lock()
+	if cc.idx != nil && cc.key.matches(c) {
+		idx := cc.idx
+		cc.mu.Unlock()
+		return idx, nil
+	}
+	cc.mu.Unlock()
+	idx, err := indexCluster(c)
+	if err != nil {
+		return nil, err
+	}
+	key := keyOf(c)
+	cc.mu.Lock()
+	cc.key, cc.idx = key, idx
+	cc.mu.Unlock()
+	return idx, nil
+}
+
+// indexCluster validates c and indexes it.
+func indexCluster(c *accel.Cluster) (*placement.Index, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: cluster: %w", ErrInvalid, err)
+	}
+	x, err := placement.NewIndex(*c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cluster: %w", ErrInvalid, err)
+	}
+	return x, nil
+}
+
+// clusterKey is the part of a cluster snapshot that validation and
+// indexing read: node names and links, and per device its ID, node,
+// index, type, health, NUMA node and MIG mode. Two snapshots with equal
+// keys validate alike and have the same index; readings such as power or
+// utilisation may differ.
+type clusterKey struct {
+	names []string
+	links [][]accel.Link
+	devs  [][]deviceKey
+}
+
+type deviceKey struct {
+	id, node string
+	typ      accel.TypeKey
+	index    int
+	numa     int
+	healthy  bool
+	mig      bool
+}
+
+func devKey(d *accel.Device) deviceKey {
+	return deviceKey{d.ID, d.Node, d.Type, d.Index, d.NUMANode, d.Healthy, d.MIGEnabled}
+}
+
+func keyOf(c *accel.Cluster) clusterKey {
+	k := clusterKey{names: make([]string, len(c.Nodes)), links: make([][]accel.Link, len(c.Nodes)), devs: make([][]deviceKey, len(c.Nodes))}
+	for i, n := range c.Nodes {
+		k.names[i] = n.Name
+		k.links[i] = slices.Clone(n.Links)
+		ds := make([]deviceKey, len(n.Devices))
+		for j := range n.Devices {
+			ds[j] = devKey(&n.Devices[j])
+		}
+		k.devs[i] = ds
+	}
+	return k
+}
+
+// matches reports whether c has key k, without allocating.
+func (k *clusterKey) matches(c *accel.Cluster) bool {
+	if len(c.Nodes) != len(k.names) {
+		return false
+	}
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		if n.Name != k.names[i] || len(n.Devices) != len(k.devs[i]) || !slices.Equal(n.Links, k.links[i]) {
+			return false
+		}
+		for j := range n.Devices {
+			if devKey(&n.Devices[j]) != k.devs[i][j] {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -17,9 +17,9 @@ import (
 
 func policies() map[string]Policy {
 	return map[string]Policy{
-		"goodput":   Goodput{},
-		"geometric": Goodput{Geometric: true},
-		"p=-10":     Goodput{Exponent: -10, AllowInterference: true},
+		"goodput":   Pollux{},
+		"geometric": Pollux{Geometric: true},
+		"p=-10":     Pollux{Exponent: -10},
 		"fifo":      FIFO{},
 		"tiresias":  Tiresias{},
 		"optimus":   Optimus{},
@@ -28,7 +28,7 @@ func policies() map[string]Policy {
 }
 
 func TestPackerProperties(t *testing.T) {
-	for _, pol := range []Policy{Goodput{}, FIFO{}} {
+	for _, pol := range []Policy{Pollux{}, FIFO{}} {
 		s, _ := New(Config{Policy: pol, Placer: Packer{}})
 		for si, sh := range shapes {
 			in := genInput(uint64(si), sh)
@@ -51,7 +51,7 @@ func TestYoungPreemptedJobStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := plan.Decisions[0]; d.Action != Start || d.To != 4 {
+	if d := plan.Decisions[0]; d.Action != placement.Start || d.To != 4 {
 		t.Fatalf("%+v", d)
 	}
 }
@@ -127,22 +127,34 @@ func checkPlan(t *testing.T, in Input, plan Plan) {
 			}
 		}
 		if j.NonPreemptible && len(cur[j.ID]) > 0 {
-			if d.Action != Keep || !sameDevices(d.Assignment.Devices, cur[j.ID]) {
+			if d.Action != placement.Keep || !sameDevices(d.Assignment.Devices, cur[j.ID]) {
 				t.Fatalf("pinned job %q moved: %v %v→%v", d.Job, d.Action, cur[j.ID], d.Assignment.Devices)
 			}
 		}
 		switch d.Action {
-		case Queue:
+		case placement.Queue:
 			if d.From != 0 || d.To != 0 {
 				t.Fatalf("job %q: queue with %d→%d", d.Job, d.From, d.To)
 			}
-		case Preempt:
+		case placement.Stop:
 			if d.From == 0 || d.To != 0 {
-				t.Fatalf("job %q: preempt with %d→%d", d.Job, d.From, d.To)
+				t.Fatalf("job %q: stop with %d→%d", d.Job, d.From, d.To)
 			}
-		case Keep:
+		case placement.Keep:
 			if !sameDevices(d.Assignment.Devices, cur[j.ID]) {
 				t.Fatalf("job %q: keep but devices changed", d.Job)
+			}
+		case placement.Grow:
+			if d.To <= d.From || !subset(cur[j.ID], d.Assignment.Devices) {
+				t.Fatalf("job %q: grow %d→%d without keeping its devices", d.Job, d.From, d.To)
+			}
+		case placement.Shrink:
+			if d.To >= d.From || !subset(d.Assignment.Devices, cur[j.ID]) {
+				t.Fatalf("job %q: shrink %d→%d onto other devices", d.Job, d.From, d.To)
+			}
+		case placement.Move:
+			if d.From == 0 || d.To == 0 || subset(cur[j.ID], d.Assignment.Devices) || subset(d.Assignment.Devices, cur[j.ID]) {
+				t.Fatalf("job %q: move %d→%d that keeps or extends its devices", d.Job, d.From, d.To)
 			}
 		}
 	}
@@ -232,7 +244,7 @@ func TestValidation(t *testing.T) {
 			}
 		})
 	}
-	if _, err := (Goodput{Exponent: 2}).Allocate(context.Background(), Input{Cluster: cl}); !errors.Is(err, ErrInvalid) {
+	if _, err := (Pollux{Exponent: 2}).Allocate(context.Background(), mustRound(t, Input{Cluster: cl})); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("Exponent 2: err = %v", err)
 	}
 }
@@ -250,10 +262,10 @@ func TestUnservableQueued(t *testing.T) {
 			t.Fatal(err)
 		}
 		d, _ := plan.Decision("big")
-		if d.Action != Queue || d.Reason != ReasonNoCapacity || !strings.Contains(d.Message, "8") {
+		if d.Action != placement.Queue || d.Reason != ReasonNoCapacity || !strings.Contains(d.Message, "8") {
 			t.Fatalf("%s: big: %+v", name, d)
 		}
-		if d, _ := plan.Decision("small"); d.Action != Start {
+		if d, _ := plan.Decision("small"); d.Action != placement.Start {
 			t.Fatalf("%s: small: %+v", name, d)
 		}
 	}
@@ -272,7 +284,7 @@ func TestReasonMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := plan.Decisions[0]
-	if d.Action != Grow || d.From != 4 || d.To != 8 {
+	if d.Action != placement.Grow || d.From != 4 || d.To != 8 {
 		t.Fatalf("decision %+v", d)
 	}
 	if !strings.HasPrefix(d.Message, "grew 4→8: speedup ") || !strings.Contains(d.Message, "restart factor 0.99") {

@@ -16,7 +16,7 @@ var refShapes = []genOpts{
 	{groups: []group{{2, 8, "a100"}, {4, 4, "t4"}, {2, 8, "v100"}}, jobs: 30, maxReplicas: 24, rounds: 3, pinnedFrac: 0.2, rigidFrac: 0.3},
 }
 
-// TestGoodputVsReference checks that the fast Goodput policy's plan has a
+// TestGoodputVsReference checks that the fast Pollux policy's plan has a
 // fitness at least the reference genetic search's on every instance.
 func TestGoodputVsReference(t *testing.T) {
 	if testing.Short() || raceEnabled {
@@ -38,14 +38,14 @@ func TestGoodputVsReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := Goodput{}.Fitness(in, p)
+		f, err := Pollux{}.Fitness(in, p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return f
 	}
-	fast := mustNew(Config{Policy: Goodput{}})
-	fastRP := mustNew(Config{Policy: Goodput{}, Placer: RoundPlacer{}})
+	fast := mustNew(Config{Policy: Pollux{}})
+	fastRP := mustNew(Config{Policy: Pollux{}, Placer: RoundPlacer{}})
 	for si, sh := range refShapes {
 		for seed := uint64(0); seed < 3; seed++ {
 			in := genInput(seed+100*uint64(si), sh)

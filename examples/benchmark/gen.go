@@ -73,7 +73,7 @@ var typeSpeed = map[accel.TypeKey]float64{"t4": 1, "v100": 2.2, "a100": 4, "h100
 
 // instance builds a random round: adaptive, elastic and rigid jobs with
 // goodput speedup curves per type, and a current placement produced by
-// two earlier Goodput rounds over two thirds of the jobs.
+// two earlier Pollux-policy rounds over two thirds of the jobs.
 func instance(rng *rand.Rand, sh shape) (scheduler.Input, error) {
 	cl := cluster(sh.groups)
 	types := cl.Types()

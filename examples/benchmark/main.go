@@ -4,8 +4,8 @@
 //	goodput_fit_us               one goodput.Fit of 8 observations, µs
 //	goodput_optimize_ns          one goodput.Model.Optimize, ns
 //	placement_gangs_per_s        gangs placed and committed per second on 8,192 devices
-//	round_goodput_160x64_ms      one Goodput round, 160 jobs on 64 T4s (16×4), ms
-//	round_goodput_2000x8192_ms   one Goodput round, 2,000 jobs on 8,192 devices of 4 types, ms
+//	round_goodput_160x64_ms      one Pollux-policy round, 160 jobs on 64 T4s (16×4), ms
+//	round_goodput_2000x8192_ms   one Pollux-policy round, 2,000 jobs on 8,192 devices of 4 types, ms
 //	goodput_vs_reference_fitness fast fitness / reference (Pollux GA) fitness, the
 //	                             smallest ratio over the comparison instances (≥ 1 is good)
 //	goodput_vs_reference_time    fast round time / reference round time on 160×64
@@ -163,12 +163,12 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 		small = shape{groups: []group{{4, 4, "t4"}}, jobs: 20}
 		big = shape{groups: []group{{8, 8, "a100"}, {16, 4, "t4"}}, jobs: 100}
 	}
-	fmt.Fprintln(log, "scheduler: Goodput round on", small.name(), "…")
+	fmt.Fprintln(log, "scheduler: Pollux policy round on", small.name(), "…")
 	inSmall, err := instance(rng, small)
 	if err != nil {
 		return nil, err
 	}
-	fast, err := scheduler.New(scheduler.Config{Policy: scheduler.Goodput{}})
+	fast, err := scheduler.New(scheduler.Config{Policy: scheduler.Pollux{}})
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 	}
 	add("round_goodput_"+small.size()+"_ms", smallMS, "ms", "≤ 5")
 
-	fmt.Fprintln(log, "scheduler: Goodput round on", big.name(), "…")
+	fmt.Fprintln(log, "scheduler: Pollux policy round on", big.name(), "…")
 	inBig, err := instance(rng, big)
 	if err != nil {
 		return nil, err
@@ -202,7 +202,7 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 		return nil, err
 	}
 	refMS := float64(time.Since(start).Microseconds()) / 1000
-	obj := scheduler.Goodput{}
+	obj := scheduler.Pollux{}
 	minRatio := math.Inf(1)
 	compare := func(name string, in scheduler.Input, fp, rp scheduler.Plan) error {
 		ff, err := obj.Fitness(in, fp)

@@ -50,7 +50,7 @@ func TestQuick(t *testing.T) {
 	}
 }
 
-// BenchmarkRound2000x8192 is one Goodput round on the large instance
+// BenchmarkRound2000x8192 is one Pollux-policy round on the large instance
 // with goodput speedup curves.
 func BenchmarkRound2000x8192(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 11))

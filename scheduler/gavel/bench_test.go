@@ -112,12 +112,12 @@ func BenchmarkPolicyRound(b *testing.B) {
 		}
 	}()
 	for b.Loop() {
-		tg, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * 6 * time.Minute)})
+		tg, err := allocate(pol, scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * 6 * time.Minute)})
 		if err != nil {
 			b.Fatal(err)
 		}
 		r++
-		res, err := scheduler.Packer{}.Place(context.Background(), c, cur, tg)
+		res, err := packTargets(c, cur, tg)
 		if err != nil {
 			b.Fatal(err)
 		}

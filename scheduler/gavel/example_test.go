@@ -72,26 +72,26 @@ func ExamplePolicy() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	s, err := scheduler.New(scheduler.Config{Policy: pol, Placer: scheduler.Packer{}})
+	if err != nil {
+		log.Fatal(err)
+	}
 	jobs := []scheduler.Job{{ID: "a3c"}, {ID: "lm"}, {ID: "resnet", Requested: 2}}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var current []placement.Assignment
 	for round := range 4 {
 		in := scheduler.Input{Cluster: cluster, Jobs: jobs, Current: current, Now: start.Add(time.Duration(round) * 6 * time.Minute)}
-		targets, err := pol.Allocate(context.Background(), in)
+		plan, err := s.Schedule(context.Background(), in)
 		if err != nil {
 			log.Fatal(err)
 		}
-		placed, err := scheduler.Packer{}.Place(context.Background(), cluster, current, targets)
-		if err != nil {
-			log.Fatal(err)
-		}
-		current = placed.Assignments
+		current = plan.Assignments()
 		fmt.Printf("round %d:", round)
-		for _, t := range targets {
-			if t.Count > 0 {
-				fmt.Printf(" %s→%d×%s", t.Job, t.Count, t.Type)
+		for _, d := range plan.Decisions {
+			if d.To > 0 {
+				fmt.Printf(" %s→%d×%s", d.Job, d.To, d.Type)
 			} else {
-				fmt.Printf(" %s waits", t.Job)
+				fmt.Printf(" %s waits", d.Job)
 			}
 		}
 		fmt.Println()

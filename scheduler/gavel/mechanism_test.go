@@ -1,7 +1,6 @@
 package gavel
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -48,11 +47,11 @@ func TestResetDueSticks(t *testing.T) {
 		if r >= 1 {
 			jobs = append(jobs, scheduler.Job{ID: "c"}) // arrives in round 1, 6 min after the first reset
 		}
-		tg, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: now})
+		tg, err := allocate(pol, scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, _ := scheduler.Packer{}.Place(context.Background(), c, cur, tg)
+		res, _ := packTargets(c, cur, tg)
 		cur = res.Assignments
 		// Rounds at 0, 6, …, 42 min: the first reset at 0, the next due at
 		// the first round ≥ 32 min, 36 min.
@@ -79,7 +78,7 @@ func TestPolicyIsolatedTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobs := []scheduler.Job{{ID: "a", Submitted: t0}, {ID: "b", Submitted: t0}}
-	if _, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: jobs, Now: t0}); err != nil {
+	if _, err := allocate(pol, scheduler.Input{Cluster: c, Jobs: jobs, Now: t0}); err != nil {
 		t.Fatal(err)
 	}
 	if got := pol.st.iso["a"].elapsed; got != 0 {
@@ -88,7 +87,7 @@ func TestPolicyIsolatedTime(t *testing.T) {
 	// Isolated share: 2 devices / 2 jobs = 1 device each, rate 2 steps/s;
 	// 100 steps done → 50 s of isolated time.
 	left["a"] = 900
-	if _, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: jobs, Now: t0.Add(6 * time.Minute)}); err != nil {
+	if _, err := allocate(pol, scheduler.Input{Cluster: c, Jobs: jobs, Now: t0.Add(6 * time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := pol.st.iso["a"].elapsed; got != 50*time.Second {

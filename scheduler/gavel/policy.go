@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 	"maps"
 	"math"
 	"slices"
@@ -211,9 +212,7 @@ type round struct {
 	in      scheduler.Input
 	types   []typeInfo               // types with devices, in Cluster.Types order
 	tIdx    map[accel.TypeKey]int    // type → index into types
-	devType map[string]accel.TypeKey // device ID → type
-	devNode map[string]string        // device ID → node name
-	healthy map[string]bool          // device ID → healthy
+	ix      *placement.Index         // the round's cluster
 	curType map[string]accel.TypeKey // job ID → type it runs on now
 	curDevs map[string][]string      // job ID → devices it holds now
 	targets []scheduler.Target       // per input job
@@ -237,16 +236,17 @@ type cand struct {
 	stays     bool
 }
 
-// Allocate implements scheduler.Policy. Errors wrap ErrInvalid (bad
-// cluster, duplicate job IDs, NaN or negative throughput, time going
-// backwards) or come from the context.
-func (p *Policy) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.Target, error) {
+// Allocate implements scheduler.Policy. Errors wrap ErrInvalid (NaN or
+// negative throughput, time going backwards) or come from the context;
+// the Round has already validated the cluster and the jobs.
+func (p *Policy) Allocate(ctx context.Context, sr *scheduler.Round) ([]scheduler.Target, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	in := *sr.Input()
 	if err := p.check(in); err != nil {
 		return nil, err
 	}
-	r := newRound(p, in)
+	r := newRound(p, sr)
 	p.credit(in, r.curType)
 	if err := r.buildProblem(); err != nil {
 		return nil, err
@@ -263,76 +263,44 @@ func (p *Policy) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.
 	return r.targets, nil
 }
 
-// check rejects an invalid cluster, time going backwards, and empty or
-// duplicate job IDs.
+// check rejects time going backwards (the Round has validated the rest).
 func (p *Policy) check(in scheduler.Input) error {
-	if err := in.Cluster.Validate(); err != nil {
-		return fmt.Errorf("%w: cluster: %w", ErrInvalid, err)
-	}
 	if p.st.started && in.Now.Before(p.st.last) {
 		return fmt.Errorf("%w: Now %v is before the previous round's %v", ErrInvalid, in.Now, p.st.last)
-	}
-	seen := make(map[string]bool, len(in.Jobs))
-	for i := range in.Jobs {
-		id := in.Jobs[i].ID
-		if id == "" {
-			return fmt.Errorf("%w: jobs[%d]: empty ID", ErrInvalid, i)
-		}
-		if seen[id] {
-			return fmt.Errorf("%w: jobs[%d]: duplicate ID %q", ErrInvalid, i, id)
-		}
-		seen[id] = true
 	}
 	return nil
 }
 
-// newRound indexes in's cluster (its types with devices, their healthy
-// devices per node, each device's type, node and health) and what runs now.
-func newRound(p *Policy, in scheduler.Input) *round {
-	r := &round{p: p, in: in, tIdx: map[accel.TypeKey]int{}, devType: map[string]accel.TypeKey{},
-		devNode: map[string]string{}, healthy: map[string]bool{},
+// newRound reads the types with usable devices, their usable devices per
+// node (nodes by name) and what runs now from the scheduler's Round.
+func newRound(p *Policy, sr *scheduler.Round) *round {
+	ix := sr.Cluster()
+	r := &round{p: p, in: *sr.Input(), ix: ix, tIdx: map[accel.TypeKey]int{},
 		curType: map[string]accel.TypeKey{}, curDevs: map[string][]string{}}
-	for _, t := range in.Cluster.Types() {
-		if c := in.Cluster.Count(t); c > 0 {
+	for _, t := range ix.Types() {
+		if c, perNode, _ := ix.Usable(t); c > 0 {
 			r.tIdx[t] = len(r.types)
-			r.types = append(r.types, typeInfo{key: t, count: c, at: map[string]int{}})
+			r.types = append(r.types, typeInfo{key: t, count: c, perNode: perNode, at: map[string]int{}})
 		}
 	}
-	for _, n := range in.Cluster.Nodes {
-		for _, d := range n.Devices {
-			r.devType[d.ID], r.devNode[d.ID], r.healthy[d.ID] = d.Type, n.Name, d.Healthy
-			if i, ok := r.tIdx[d.Type]; ok && d.Healthy {
+	for n := range ix.Nodes() {
+		name, devs := ix.Node(n)
+		for _, d := range devs {
+			if i, ok := r.tIdx[d.Type]; ok && d.Usable() {
 				t := &r.types[i]
-				if _, seen := t.at[n.Name]; !seen {
-					t.at[n.Name] = len(t.nodes)
-					t.nodes = append(t.nodes, n.Name)
+				if _, seen := t.at[name]; !seen {
+					t.at[name] = len(t.nodes)
+					t.nodes = append(t.nodes, name)
 					t.free = append(t.free, 0)
 				}
-				f := &t.free[t.at[n.Name]]
-				*f++
-				t.perNode = max(t.perNode, *f)
+				t.free[t.at[name]]++
 			}
 		}
 	}
-	for i := range r.types { // nodes sorted by name, for deterministic ties
-		t := &r.types[i]
-		order := slices.Clone(t.nodes)
-		slices.Sort(order)
-		free := make([]int, len(order))
-		for k, n := range order {
-			free[k] = t.free[t.at[n]]
+	for _, j := range sr.Jobs() {
+		if len(j.Current) > 0 {
+			r.curType[j.Job.ID], r.curDevs[j.Job.ID] = j.CurrentType, j.Current
 		}
-		for k, n := range order {
-			t.at[n] = k
-		}
-		t.nodes, t.free = order, free
-	}
-	for _, a := range in.Current {
-		if len(a.Devices) == 0 {
-			continue
-		}
-		r.curType[a.Job] = r.devType[a.Devices[0]]
-		r.curDevs[a.Job] = a.Devices
 	}
 	return r
 }
@@ -544,10 +512,11 @@ func (r *round) keep(i, j int) bool {
 	t := &r.types[j]
 	need := map[string]int{}
 	for _, d := range r.curDevs[r.in.Jobs[i].ID] {
-		if !r.healthy[d] || r.devType[d] != t.key {
+		dev, ok := r.ix.Device(d)
+		if !ok || !dev.Usable() || dev.Type != t.key {
 			return false
 		}
-		need[r.devNode[d]]++
+		need[dev.Node]++
 	}
 	for n, k := range need {
 		if t.free[t.at[n]] < k {

@@ -86,12 +86,12 @@ func TestPolicyRealisesShares(t *testing.T) {
 	const rounds = 600
 	for r := range rounds {
 		in := scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * 6 * time.Minute)}
-		tg, err := pol.Allocate(context.Background(), in)
+		tg, err := allocate(pol, in)
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkTargets(t, c, jobs, tg)
-		res, err := scheduler.Packer{}.Place(context.Background(), c, cur, tg)
+		res, err := packTargets(c, cur, tg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func TestPolicyKeepsStayingJobsAndPins(t *testing.T) {
 	var last []scheduler.Target
 	for r := range 20 {
 		in := scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * time.Minute)}
-		tg, err := pol.Allocate(context.Background(), in)
+		tg, err := allocate(pol, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func TestPolicyKeepsStayingJobsAndPins(t *testing.T) {
 		if tg[0].Count == 4 && tg[0].MaxNodes != 1 {
 			t.Errorf("gang of 4 on 4-device nodes: MaxNodes %d", tg[0].MaxNodes)
 		}
-		res, err := scheduler.Packer{}.Place(context.Background(), c, cur, tg)
+		res, err := packTargets(c, cur, tg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,19 +163,19 @@ func TestPolicyErrors(t *testing.T) {
 	c := mustCluster(t, "1x2:v100")
 	nan := func(job *scheduler.Job, typ accel.TypeKey, nodes, count int) float64 { return math.NaN() }
 	pol, _ := NewPolicy(Config{Throughput: nan})
-	_, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "a"}}, Now: t0})
+	_, err := allocate(pol, scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "a"}}, Now: t0})
 	if !errors.Is(err, ErrInvalid) {
 		t.Errorf("NaN throughput: %v", err)
 	}
 	pol, _ = NewPolicy(Config{})
-	_, err = pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "a"}, {ID: "a"}}, Now: t0})
-	if !errors.Is(err, ErrInvalid) {
+	_, err = allocate(pol, scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "a"}, {ID: "a"}}, Now: t0})
+	if !errors.Is(err, scheduler.ErrInvalid) { // the Round refuses them before the policy runs
 		t.Errorf("duplicate IDs: %v", err)
 	}
-	if _, err = pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "a"}}, Now: t0}); err != nil {
+	if _, err = allocate(pol, scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "a"}}, Now: t0}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "a"}}, Now: t0.Add(-time.Second)})
+	_, err = allocate(pol, scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "a"}}, Now: t0.Add(-time.Second)})
 	if !errors.Is(err, ErrInvalid) {
 		t.Errorf("time backwards: %v", err)
 	}
@@ -187,7 +187,7 @@ func TestPolicyErrors(t *testing.T) {
 	}
 	// A job that fits nowhere waits with a reason instead of failing the round.
 	pol, _ = NewPolicy(Config{})
-	tg, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "huge", Requested: 8}, {ID: "ok"}}, Now: t0})
+	tg, err := allocate(pol, scheduler.Input{Cluster: c, Jobs: []scheduler.Job{{ID: "huge", Requested: 8}, {ID: "ok"}}, Now: t0})
 	if err != nil || tg[0].Count != 0 || tg[0].Reason != scheduler.ReasonNoCapacity || tg[1].Count != 1 {
 		t.Errorf("unrunnable job: %+v, %v", tg, err)
 	}
@@ -203,7 +203,7 @@ func TestPolicyConcurrentUse(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for r := range 5 {
-				_, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: jobs,
+				_, err := allocate(pol, scheduler.Input{Cluster: c, Jobs: jobs,
 					Now: t0.Add(time.Duration(g*100+r) * time.Minute)})
 				if err != nil && !errors.Is(err, ErrInvalid) { // time may go backwards between goroutines
 					t.Error(err)
@@ -262,11 +262,11 @@ func simulate(t testing.TB, tab *Table, c accel.Cluster, jobs []*simJob, obj Obj
 		if left == 0 {
 			break
 		}
-		tg, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: active, Current: cur, Now: t0.Add(now)})
+		tg, err := allocate(pol, scheduler.Input{Cluster: c, Jobs: active, Current: cur, Now: t0.Add(now)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := scheduler.Packer{}.Place(context.Background(), c, cur, tg)
+		res, err := packTargets(c, cur, tg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -392,12 +392,12 @@ func TestPolicyDeterministic(t *testing.T) {
 		var cur []placement.Assignment
 		var all []scheduler.Target
 		for r := range 10 {
-			tg, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * time.Minute)})
+			tg, err := allocate(pol, scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * time.Minute)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			checkTargets(t, c, jobs, tg)
-			res, _ := scheduler.Packer{}.Place(context.Background(), c, cur, tg)
+			res, _ := packTargets(c, cur, tg)
 			if len(res.Unplaced) > 0 {
 				t.Errorf("round %d: the packer could not place %v", r, res.Unplaced)
 			}
@@ -431,7 +431,7 @@ func TestPolicyObjectives(t *testing.T) {
 		var cur []placement.Assignment
 		ran := 0
 		for r := range 5 {
-			tg, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * time.Minute)})
+			tg, err := allocate(pol, scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * time.Minute)})
 			if err != nil {
 				t.Fatalf("%s: %v", obj.Name(), err)
 			}
@@ -442,7 +442,7 @@ func TestPolicyObjectives(t *testing.T) {
 					t.Errorf("%s: target without a note: %+v", obj.Name(), x)
 				}
 			}
-			res, _ := scheduler.Packer{}.Place(context.Background(), c, cur, tg)
+			res, _ := packTargets(c, cur, tg)
 			cur = res.Assignments
 		}
 		if ran == 0 {
@@ -450,7 +450,7 @@ func TestPolicyObjectives(t *testing.T) {
 		}
 	}
 	pol, _ := NewPolicy(Config{Objective: MaxThroughputPerCost{}, Throughput: tableFunc(rates)})
-	if _, err := pol.Allocate(context.Background(), scheduler.Input{Cluster: c, Jobs: jobs, Now: t0}); !errors.Is(err, ErrInvalid) {
+	if _, err := allocate(pol, scheduler.Input{Cluster: c, Jobs: jobs, Now: t0}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("cost without prices: %v", err)
 	}
 }
@@ -552,4 +552,28 @@ func TestThroughScheduler(t *testing.T) {
 	if unplaced > 30*len(jobs)/100 {
 		t.Errorf("%d targets could not be placed", unplaced)
 	}
+}
+
+// allocate calls pol on its own, on the Round a Scheduler would build.
+func allocate(pol scheduler.Policy, in scheduler.Input) ([]scheduler.Target, error) {
+	r, err := scheduler.NewRound(in)
+	if err != nil {
+		return nil, err
+	}
+	return pol.Allocate(context.Background(), r)
+}
+
+// pack realises targets with scheduler.Packer, as a host would.
+func packTargets(c accel.Cluster, cur []placement.Assignment, tg []scheduler.Target) (scheduler.PlaceResult, error) {
+	ix, err := placement.NewIndex(c)
+	if err != nil {
+		return scheduler.PlaceResult{}, err
+	}
+	var pt []scheduler.Target
+	for _, t := range tg {
+		if t.Count > 0 {
+			pt = append(pt, t)
+		}
+	}
+	return scheduler.Packer{}.Place(context.Background(), scheduler.PlaceInput{Cluster: ix, Current: cur, Targets: pt})
 }

@@ -1,4 +1,4 @@
-package scheduler
+package pollux
 
 import (
 	"slices"
@@ -32,16 +32,19 @@ type layout struct {
 	devNum   map[string]int
 }
 
-// newLayout builds the layout of cluster c, indexed as x.
-func newLayout(c *accel.Cluster, x *clusterIndex) *layout {
-	l := &layout{binsOf: make([][]int, len(x.types)), maxCap: make([]int, len(x.types)), devBin: make(map[string]int, x.total)}
+// newLayout builds the layout of cluster c, indexed as x: a bin per node
+// (in c's order) and type (in the order of the node's devices) with
+// usable devices.
+func newLayout(c *accel.Cluster, x *placement.Index) *layout {
+	nt := len(x.Types())
+	l := &layout{binsOf: make([][]int, nt), maxCap: make([]int, nt), devBin: make(map[string]int, c.Size())}
 	for _, n := range c.Nodes {
 		bins := make(map[int]int)
 		for _, d := range n.Devices {
-			if !d.Healthy {
-				continue
+			if !d.Healthy || d.MIGEnabled {
+				continue // not usable (a MIG parent is never placed)
 			}
-			t := x.typeIdx[d.Type]
+			t, _ := x.TypeIndex(d.Type)
 			b, ok := bins[t]
 			if !ok {
 				b = len(l.binType)
@@ -90,10 +93,10 @@ type state struct {
 // empty state, built on first use (the polish replays from an empty state
 // thousands of times a round; copying is much cheaper than bucketing every
 // bin again, and gives the same bucket order).
-func (e *engine) emptyState() *state {
+func (e *Search) emptyState() *state {
 	l := e.lay
 	if e.empty == nil {
-		nt := len(e.x.types)
+		nt := len(e.types)
 		s := &state{typ: make([]int, len(e.jobs)), cnt: make([]int, len(e.jobs)), place: make([][]slot, len(e.jobs)),
 			free: make([]int, nt), bfree: slices.Clone(l.binCap), bdist: make([]int, len(l.binCap)),
 			bucket: make([][][]int, nt), pos: make([]int, len(l.binCap))}
@@ -162,7 +165,7 @@ func (s *state) adjust(l *layout, b, dFree, dDist int) {
 }
 
 // release frees job i's devices.
-func (e *engine) release(s *state, i int) {
+func (e *Search) release(s *state, i int) {
 	p := s.place[i]
 	if len(p) == 0 && s.cnt[i] == 0 {
 		return
@@ -181,7 +184,7 @@ func (e *engine) release(s *state, i int) {
 }
 
 // assign gives job i the slots (of type t, count c).
-func (e *engine) assign(s *state, i, t, c int, p []slot) {
+func (e *Search) assign(s *state, i, t, c int, p []slot) {
 	dist := 0
 	if len(p) > 1 {
 		dist = 1
@@ -194,7 +197,7 @@ func (e *engine) assign(s *state, i, t, c int, p []slot) {
 }
 
 // eligible reports whether bin b may take part of a distributed gang.
-func (e *engine) eligible(s *state, b int) bool {
+func (e *Search) eligible(s *state, b int) bool {
 	return !e.interference || s.bdist[b] == 0
 }
 
@@ -205,7 +208,7 @@ func (e *engine) eligible(s *state, b int) bool {
 // the gang already uses (for growing in place), which it skips. It
 // returns nil when nothing fits; the slots it returns live in a scratch
 // buffer that the next pack overwrites (copy them to keep them).
-func (e *engine) pack(s *state, t, c int, own []slot) []slot {
+func (e *Search) pack(s *state, t, c int, own []slot) []slot {
 	l := e.lay
 	dmax := l.maxCap[t]
 	if len(own) == 0 && c <= dmax {
@@ -291,7 +294,7 @@ func (e *engine) pack(s *state, t, c int, own []slot) []slot {
 // countNew is how many new bins pack would add for rem devices of type
 // t across bins (the most free first, the remainder on one bin that fits
 // it), skipping the bins in own; false when they do not fit.
-func (e *engine) countNew(s *state, t, rem int, own []slot) (int, bool) {
+func (e *Search) countNew(s *state, t, rem int, own []slot) (int, bool) {
 	n := 0
 	for f := e.lay.maxCap[t]; f >= 1 && rem > 0; f-- {
 		avail := 0
@@ -326,7 +329,7 @@ func (e *engine) countNew(s *state, t, rem int, own []slot) (int, bool) {
 // would: shrink in place (dropping the bins where it has fewest), grow
 // next to its devices (its own bins first, then the fewest new bins), else
 // re-place. It reports false, leaving s unchanged, when nothing fits.
-func (e *engine) apply(s *state, i, t, c int) bool {
+func (e *Search) apply(s *state, i, t, c int) bool {
 	if c <= 0 {
 		e.release(s, i)
 		return true
@@ -400,7 +403,7 @@ func (e *engine) apply(s *state, i, t, c int) bool {
 
 // probe returns the node count job i would have on (t, c), leaving s as
 // it was.
-func (e *engine) probe(s *state, i, t, c int) (int, bool) {
+func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 	oldT, oldC, old := s.typ[i], s.cnt[i], s.place[i]
 	if c == oldC && t == oldT {
 		return len(old), true
@@ -500,7 +503,7 @@ func (e *engine) probe(s *state, i, t, c int) (int, bool) {
 // layoutResult realises state s on concrete devices exactly as the engine
 // laid it out: on each of a job's bins it keeps the job's current devices
 // there first, then takes free devices in node/index order.
-func (e *engine) layoutResult(s *state) PlaceResult {
+func (e *Search) layoutResult(s *state) []placement.Assignment {
 	l := e.lay
 	// By device number: taken by some job; whose current device it is
 	// (job index + 1, 0 for none; a device is current for one job at most).
@@ -510,7 +513,7 @@ func (e *engine) layoutResult(s *state) PlaceResult {
 		if s.cnt[i] == 0 {
 			continue
 		}
-		for _, id := range e.jobs[i].info.curDevs {
+		for _, id := range e.jobs[i].Current {
 			if d, ok := l.devNum[id]; ok {
 				owner[d] = int32(i + 1)
 			}
@@ -536,7 +539,7 @@ func (e *engine) layoutResult(s *state) PlaceResult {
 			short[i][k] = sl.k - n
 		}
 	}
-	var res PlaceResult
+	var res []placement.Assignment
 	for i := range e.jobs {
 		if s.cnt[i] == 0 {
 			continue
@@ -554,10 +557,9 @@ func (e *engine) layoutResult(s *state) PlaceResult {
 			}
 		}
 		if len(devs[i]) != s.cnt[i] { // cannot happen for a consistent state
-			res.Unplaced = append(res.Unplaced, Unplaced{Job: e.jobs[i].info.job.ID, Reason: "engine layout inconsistent"})
-			continue
+			return nil
 		}
-		res.Assignments = append(res.Assignments, placement.Assignment{Job: e.jobs[i].info.job.ID, Devices: devs[i]})
+		res = append(res, placement.Assignment{Job: e.jobs[i].ID, Devices: devs[i]})
 	}
 	return res
 }

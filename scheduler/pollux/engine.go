@@ -1,13 +1,16 @@
-package scheduler
+package pollux
 
 import (
-	"cmp"
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"time"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/placement"
 )
 
 // epsilon is added to every speedup inside the power mean, as in Pollux,
@@ -18,10 +21,65 @@ const epsilon = 1e-3
 // so that it still starts on devices nobody else wants.
 const minResumeFactor = 0.01
 
-// gjob is one job as the goodput engine sees it.
+// ErrInvalid reports a malformed Problem (a nil cluster or index, a job
+// without a Speedup, bad objective settings, bounds out of order).
+var ErrInvalid = errors.New("pollux: invalid problem")
+
+// Problem is one round of the allocation problem: a cluster, its jobs and
+// the objective's settings. The caller (scheduler.Pollux) has validated
+// the jobs against the cluster; New checks only what the engine relies on.
+type Problem struct {
+	// Cluster is the snapshot, in the caller's node order (the engine's
+	// bins, one per node and device type, follow it); Index is the same
+	// cluster indexed (types, device lookups).
+	Cluster *accel.Cluster
+	Index   *placement.Index
+	// Jobs are every job of the round, sorted by ID.
+	Jobs []Job
+	// Exponent is the power mean's p (≤ 1, not 0); Geometric uses p = 0
+	// instead.
+	Exponent  float64
+	Geometric bool
+	// RestartDelay is δ in Pollux's restart factor
+	// max(age − R·δ, 0)/(age + δ).
+	RestartDelay time.Duration
+	// Interference, when true, lets a node host at most one distributed
+	// (multi-node) job, as in Pollux.
+	Interference bool
+}
+
+// Job is one job as the engine sees it.
+type Job struct {
+	// ID names the job.
+	ID string
+	// Weight (> 0) scales its term of the power mean.
+	Weight float64
+	// Types are the device types it may use, as positions in
+	// Index.Types(), sorted.
+	Types []int
+	// Min and Max bound its device count (Min ≥ 1, Max ≥ Min); Rigid jobs
+	// run on exactly Min.
+	Min, Max int
+	Rigid    bool
+	// Pinned jobs keep exactly their current devices.
+	Pinned bool
+	// Current lists the devices it holds now, all of CurrentType (−1 when
+	// it holds none); CurrentNodes is how many nodes they span.
+	Current      []string
+	CurrentType  int
+	CurrentNodes int
+	// Age is the time since it was submitted; Restarts how often it was
+	// re-allocated so far.
+	Age      time.Duration
+	Restarts int
+	// Speedup returns its speedup on count devices of type t (a position
+	// in Index.Types()) spread over nodes nodes: finite, ≥ 0.
+	Speedup func(t, nodes, count int) (float64, error)
+}
+
+// gjob is one job as the search sees it.
 type gjob struct {
-	info     *jobInfo
-	idx      int // index in instance.jobs
+	*Job
 	w        float64
 	allowed  []int
 	min, max int
@@ -35,18 +93,24 @@ type gjob struct {
 	other    map[[3]int]float64 // (type, nodes, count) off the packed node count
 }
 
-// engine evaluates and searches allocations for one Goodput round.
-type engine struct {
-	x            *instance
+// Search evaluates and searches allocations for one Problem. It is built
+// per round and used by one goroutine.
+type Search struct {
+	prob         *Problem
+	types        []accel.TypeKey
+	cap          []int // usable devices per type
+	perNode      []int // most usable devices of a type on one node
+	total        int
+	byID         map[string]int
 	p            float64
 	geo          bool
 	interference bool
-	jobs         []gjob // sorted by job ID
-	look         []int  // per type: lookahead window of a move
+	jobs         []gjob
+	look         []int // per type: lookahead window of a move
 	lay          *layout
 	fast         bool     // large instance: probe growth in place only
-	cur          [][]slot // per job: the healthy devices it holds now, by bin
-	curOK        []bool   // the job runs on an allowed type with all its devices healthy
+	cur          [][]slot // per job: the usable devices it holds now, by bin
+	curOK        []bool   // the job runs on an allowed type with all its devices usable
 	err          error    // first bad speedup seen
 	// empty is the state with no job placed (see emptyState); never
 	// modified once built.
@@ -61,54 +125,46 @@ type engine struct {
 	packBuf []slot
 }
 
-// validate checks the policy's settings (New and Allocate call it).
-func (g Goodput) validate() error {
-	if p := g.Exponent; math.IsNaN(p) || math.IsInf(p, 0) || p > 1 {
-		return fmt.Errorf("%w: Goodput.Exponent %v: must be finite and at most 1", ErrInvalid, g.Exponent)
+// New builds the search for p.
+func New(p Problem) (*Search, error) {
+	switch {
+	case p.Cluster == nil || p.Index == nil:
+		return nil, fmt.Errorf("%w: nil Cluster or Index", ErrInvalid)
+	case !p.Geometric && (p.Exponent == 0 || p.Exponent > 1 || math.IsNaN(p.Exponent) || math.IsInf(p.Exponent, 0)):
+		return nil, fmt.Errorf("%w: exponent %v: want finite, non-zero and at most 1", ErrInvalid, p.Exponent)
+	case p.RestartDelay < 0:
+		return nil, fmt.Errorf("%w: negative restart delay %v", ErrInvalid, p.RestartDelay)
 	}
-	if g.RestartDelay < 0 {
-		return fmt.Errorf("%w: Goodput.RestartDelay %v is negative", ErrInvalid, g.RestartDelay)
+	e := &Search{prob: &p, types: p.Index.Types(), p: p.Exponent, geo: p.Geometric, interference: p.Interference,
+		fast: len(p.Jobs) > coldStartJobs, byID: make(map[string]int, len(p.Jobs))}
+	nt := len(e.types)
+	e.cap, e.perNode, e.look = make([]int, nt), make([]int, nt), make([]int, nt)
+	for t, tk := range e.types {
+		e.cap[t], e.perNode[t], _ = p.Index.Usable(tk)
+		e.total += e.cap[t]
+		e.look[t] = max(e.perNode[t], 8)
 	}
-	if g.MaxPasses < 0 {
-		return fmt.Errorf("%w: Goodput.MaxPasses %d is negative", ErrInvalid, g.MaxPasses)
-	}
-	return nil
-}
-
-// newEngine builds the engine for instance x.
-func (g Goodput) newEngine(x *instance) (*engine, error) {
-	if err := g.validate(); err != nil {
-		return nil, err
-	}
-	p := g.Exponent
-	if p == 0 {
-		p = -1
-	}
-	delta := g.RestartDelay
-	if delta == 0 {
-		delta = 30 * time.Second
-	}
-	e := &engine{x: x, p: p, geo: g.Geometric, interference: !g.AllowInterference, lay: x.lay, fast: len(x.jobs) > coldStartJobs}
-	nt := len(x.types)
-	e.look = make([]int, nt)
-	for t := range nt {
-		e.look[t] = max(x.perNode[t], 8)
-	}
-	order := make([]int, len(x.jobs))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(x.jobs[a].job.ID, x.jobs[b].job.ID) })
-	e.jobs = make([]gjob, len(order))
-	fair := max(1, x.total/max(len(x.jobs), 1))
-	for k, i := range order {
-		ji := &x.jobs[i]
-		j := gjob{info: ji, idx: i, w: ji.weight, allowed: ji.allowed, min: ji.min, max: ji.max,
-			rigid: ji.rigid, pinned: ji.pinned, t0: ji.curType, c0: ji.curCount, base: 1,
+	e.lay = newLayout(p.Cluster, p.Index)
+	e.jobs = make([]gjob, len(p.Jobs))
+	fair := max(1, e.total/max(len(p.Jobs), 1))
+	for i := range p.Jobs {
+		pj := &p.Jobs[i]
+		if pj.Speedup == nil || pj.Min < 1 || pj.Max < pj.Min || !(pj.Weight > 0) || pj.CurrentType >= nt {
+			return nil, fmt.Errorf("%w: job %q: no speedup, bounds [%d, %d], weight %v or current type %d", ErrInvalid, pj.ID, pj.Min, pj.Max, pj.Weight, pj.CurrentType)
+		}
+		if _, dup := e.byID[pj.ID]; dup || (i > 0 && p.Jobs[i-1].ID >= pj.ID) {
+			return nil, fmt.Errorf("%w: job %q: jobs must be sorted by ID, without duplicates", ErrInvalid, pj.ID)
+		}
+		e.byID[pj.ID] = i
+		j := gjob{Job: pj, w: pj.Weight, allowed: pj.Types, min: pj.Min, max: pj.Max,
+			rigid: pj.Rigid, pinned: pj.Pinned && pj.CurrentType >= 0, t0: pj.CurrentType, base: 1,
 			cache: make([][]float64, nt)}
-		j.penal = ji.curCount > 0 || ji.job.Restarts > 0
-		j.rf = restartFactor(ji.age, ji.job.Restarts, delta)
-		if ji.curCount == 0 {
+		if j.t0 >= 0 {
+			j.c0 = len(pj.Current)
+		}
+		j.penal = j.c0 > 0 || pj.Restarts > 0
+		j.rf = restartFactor(pj.Age, pj.Restarts, p.RestartDelay)
+		if j.c0 == 0 {
 			// A waiting job younger than R·δ would be worth nothing on
 			// any allocation and could idle free devices: floor it.
 			j.rf = max(j.rf, minResumeFactor)
@@ -120,11 +176,11 @@ func (g Goodput) newEngine(x *instance) (*engine, error) {
 		f := min(max(fair, j.min), j.max)
 		base := 0.0
 		for _, t := range j.allowed {
-			c := min(f, x.cap[t])
+			c := min(f, e.cap[t])
 			if c <= 0 {
 				continue
 			}
-			v, err := x.speedup(ji, t, x.packedNodes(t, c), c)
+			v, err := pj.Speedup(t, e.packedNodes(t, c), c)
 			if err != nil {
 				return nil, err
 			}
@@ -133,17 +189,17 @@ func (g Goodput) newEngine(x *instance) (*engine, error) {
 		if base > 0 {
 			j.base = base
 		}
-		e.jobs[k] = j
+		e.jobs[i] = j
 	}
 	e.cur = make([][]slot, len(e.jobs))
 	e.curOK = make([]bool, len(e.jobs))
 	for i := range e.jobs {
 		j := &e.jobs[i]
 		var p []slot
-		for _, id := range j.info.curDevs {
+		for _, id := range j.Current {
 			b, ok := e.lay.devBin[id]
 			if !ok {
-				continue // unhealthy
+				continue // unusable
 			}
 			found := false
 			for k := range p {
@@ -162,13 +218,32 @@ func (g Goodput) newEngine(x *instance) (*engine, error) {
 	return e, nil
 }
 
-// norm returns job j's raw speedup over its baseline on c devices of
-// type t spread over n nodes, without the restart factor.
-func (e *engine) norm(j *gjob, t, n, c int) float64 {
+// packedNodes is the consolidated node count of count devices of type t:
+// ceil(count / devices per node), what a consolidating placement achieves.
+func (e *Search) packedNodes(t, count int) int {
+	if count <= 0 {
+		return 0
+	}
+	d := max(e.perNode[t], 1)
+	return (count + d - 1) / d
+}
+
+// restartFactor is Pollux's re-allocation factor
+// max(age − R·δ, 0) / (age + δ).
+func restartFactor(age time.Duration, restarts int, delta time.Duration) float64 {
+	a := age.Seconds()
+	d := delta.Seconds()
+	if a+d <= 0 {
+		return 1
+	}
+	return max(a-float64(restarts)*d, 0) / (a + d)
+}
+
+func (e *Search) norm(j *gjob, t, n, c int) float64 {
 	if c <= 0 {
 		return 0
 	}
-	packed := e.x.packedNodes(t, c)
+	packed := e.packedNodes(t, c)
 	if n != packed {
 		k := [3]int{t, n, c}
 		if v, ok := j.other[k]; ok {
@@ -199,8 +274,8 @@ func (e *engine) norm(j *gjob, t, n, c int) float64 {
 	return v
 }
 
-func (e *engine) eval(j *gjob, t, n, c int) float64 {
-	v, err := e.x.speedup(j.info, t, n, c)
+func (e *Search) eval(j *gjob, t, n, c int) float64 {
+	v, err := j.Speedup(t, n, c)
 	if err != nil && e.err == nil {
 		e.err = err
 	}
@@ -209,7 +284,7 @@ func (e *engine) eval(j *gjob, t, n, c int) float64 {
 
 // value is job j's speedup over its baseline on (t, n, c), restart factor
 // included when (t, c) differs from what the job runs now.
-func (e *engine) value(j *gjob, t, n, c int) float64 {
+func (e *Search) value(j *gjob, t, n, c int) float64 {
 	if c <= 0 {
 		return 0
 	}
@@ -222,7 +297,7 @@ func (e *engine) value(j *gjob, t, n, c int) float64 {
 
 // util is the concave increasing utility whose weighted sum the power
 // mean orders the same way.
-func (e *engine) util(v float64) float64 {
+func (e *Search) util(v float64) float64 {
 	switch {
 	case e.geo:
 		return math.Log(v + epsilon)
@@ -235,7 +310,7 @@ func (e *engine) util(v float64) float64 {
 }
 
 // fitness is the weighted power mean of the values.
-func (e *engine) fitness(vals []float64) float64 {
+func (e *Search) fitness(vals []float64) float64 {
 	var sw, s float64
 	for i, v := range vals {
 		w := e.jobs[i].w
@@ -255,13 +330,13 @@ func (e *engine) fitness(vals []float64) float64 {
 	return math.Pow(s/sw, 1/e.p)
 }
 
-func (e *engine) jobUtil(s *state, i int) float64 {
+func (e *Search) jobUtil(s *state, i int) float64 {
 	j := &e.jobs[i]
 	return j.w * e.util(e.value(j, s.typ[i], len(s.place[i]), s.cnt[i]))
 }
 
 // objective is Σ w·u(value) of a state.
-func (e *engine) objective(s *state) float64 {
+func (e *Search) objective(s *state) float64 {
 	o := 0.0
 	for i := range e.jobs {
 		o += e.jobUtil(s, i)
@@ -270,8 +345,8 @@ func (e *engine) objective(s *state) float64 {
 }
 
 // maxOn is the most devices job j may hold on type t.
-func (e *engine) maxOn(j *gjob, t int) int {
-	return min(j.max, e.x.cap[t])
+func (e *Search) maxOn(j *gjob, t int) int {
+	return min(j.max, e.cap[t])
 }
 
 // move is a candidate change of one job to (t, c).
@@ -284,7 +359,7 @@ type move struct {
 
 // gainOf is the utility gain per obtained device of moving job i to
 // (t, c), and false when (t, c) does not fit.
-func (e *engine) gainOf(s *state, i, t, c int, cur float64) (float64, bool) {
+func (e *Search) gainOf(s *state, i, t, c int, cur float64) (float64, bool) {
 	j := &e.jobs[i]
 	added := c
 	if s.typ[i] == t {
@@ -303,7 +378,7 @@ func (e *engine) gainOf(s *state, i, t, c int, cur float64) (float64, bool) {
 // candidates calls try for each (t, c) job i may move to by growing on
 // its type (within the look-ahead window) or, unless sameType, by
 // starting on or switching to another allowed type near its minimum.
-func (e *engine) candidates(s *state, i int, sameType bool, onlyType int, try func(t, c int)) {
+func (e *Search) candidates(s *state, i int, sameType bool, onlyType int, try func(t, c int)) {
 	j := &e.jobs[i]
 	if j.pinned {
 		return
@@ -350,7 +425,7 @@ func (e *engine) candidates(s *state, i int, sameType bool, onlyType int, try fu
 // bestGrow returns job i's feasible move with the largest utility gain
 // per obtained device: growing on its type, or starting when it has no
 // devices.
-func (e *engine) bestGrow(s *state, i int) (move, bool) {
+func (e *Search) bestGrow(s *state, i int) (move, bool) {
 	cur := e.jobUtil(s, i)
 	best, found := move{job: i}, false
 	e.candidates(s, i, true, -1, func(t, c int) {
@@ -385,7 +460,7 @@ func (h *moveHeap) Pop() any {
 // Jobs only grow on their type; jobs without devices may start on any
 // allowed type. Gains are re-checked when popped (other moves change the
 // bins), so the heap is lazy.
-func (e *engine) fill(ctx context.Context, s *state) error {
+func (e *Search) fill(ctx context.Context, s *state) error {
 	stamp := make([]int, len(e.jobs))
 	h := make(moveHeap, 0, len(e.jobs))
 	for i := range e.jobs {

@@ -1,4 +1,4 @@
-package scheduler
+package pollux
 
 import (
 	"math"
@@ -36,13 +36,13 @@ func polishBudget(bins int) int {
 // across several nodes instead leaves its fullest nodes, keeps its
 // devices on the others and tops up on free fragments: it pays the
 // restart either way, and whole nodes come free for other gangs.
-func (e *engine) replay(typ, cnt []int, vacate bool) *state {
+func (e *Search) replay(typ, cnt []int, vacate bool) *state {
 	s := e.emptyState()
 	for i := range e.jobs {
 		j := &e.jobs[i]
 		switch {
 		case j.pinned:
-			e.assign(s, i, j.info.curType, j.info.curCount, e.cur[i])
+			e.assign(s, i, j.CurrentType, len(j.Current), e.cur[i])
 		case cnt[i] > 0 && e.curOK[i] && typ[i] == j.t0:
 			e.assign(s, i, j.t0, j.c0, e.cur[i])
 		}
@@ -92,7 +92,7 @@ func (e *engine) replay(typ, cnt []int, vacate bool) *state {
 // free fragments. It reports false, leaving s unchanged, when the job
 // spans one bin, when it would keep every bin or none, or when the rest
 // does not fit.
-func (e *engine) vacate(s *state, i, c int) bool {
+func (e *Search) vacate(s *state, i, c int) bool {
 	t, old := s.typ[i], s.place[i]
 	if len(old) < 2 {
 		return false
@@ -130,7 +130,7 @@ func (e *engine) vacate(s *state, i, c int) bool {
 // jobs of a type (a job may start or leave for it), and changes single
 // jobs' counts or types. It returns the best replayed state (or s when
 // nothing beats it).
-func (e *engine) polish(s *state) *state {
+func (e *Search) polish(s *state) *state {
 	typ, cnt := slices.Clone(s.typ), slices.Clone(s.cnt)
 	best := e.replay(typ, cnt, false)
 	bestObj := e.objective(best)
@@ -249,7 +249,7 @@ func (e *engine) polish(s *state) *state {
 				}
 				return (cnt[y] - e.jobs[y].min) - (cnt[x] - e.jobs[x].min)
 			})
-			free := e.x.cap[t]
+			free := e.cap[t]
 			for a := range e.jobs {
 				if typ[a] == t {
 					free -= cnt[a]

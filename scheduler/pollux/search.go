@@ -1,4 +1,4 @@
-package scheduler
+package pollux
 
 import (
 	"container/heap"
@@ -34,7 +34,7 @@ func (h *shrinkHeap) Pop() any {
 
 // bestShrink returns job i's cheapest shrink step per freed device: down
 // within the look-ahead window (not below its minimum) or to zero.
-func (e *engine) bestShrink(s *state, i int) (shrink, bool) {
+func (e *Search) bestShrink(s *state, i int) (shrink, bool) {
 	j := &e.jobs[i]
 	c := s.cnt[i]
 	if j.pinned || c <= 0 {
@@ -89,7 +89,7 @@ func (e *engine) bestShrink(s *state, i int) (shrink, bool) {
 // bestOnType is job i's best move onto type t by utility gain per device
 // it must obtain there, ignoring capacity (node counts estimated by
 // consolidated packing). ok is false when nothing gains.
-func (e *engine) bestOnType(s *state, i, t int) (move, bool) {
+func (e *Search) bestOnType(s *state, i, t int) (move, bool) {
 	j := &e.jobs[i]
 	cur := e.jobUtil(s, i)
 	best, found := move{job: i}, false
@@ -98,7 +98,7 @@ func (e *engine) bestOnType(s *state, i, t int) (move, bool) {
 		if s.typ[i] == t {
 			added = c - s.cnt[i]
 		}
-		g := (j.w*e.util(e.value(j, t, e.x.packedNodes(t, c), c)) - cur) / float64(added)
+		g := (j.w*e.util(e.value(j, t, e.packedNodes(t, c), c)) - cur) / float64(added)
 		if g > 0 && (!found || g > best.gain) {
 			best, found = move{gain: g, job: i, t: t, c: c}, true
 		}
@@ -112,8 +112,8 @@ func (e *engine) bestOnType(s *state, i, t int) (move, bool) {
 // the exchange when the objective rises. A job moving to another type
 // frees its old devices, which the greedy fill then hands out. Passes
 // repeat until one changes nothing.
-func (e *engine) improve(ctx context.Context, s *state, maxPasses int) error {
-	nt := len(e.x.types)
+func (e *Search) improve(ctx context.Context, s *state, maxPasses int) error {
+	nt := len(e.types)
 	stamp := make([]int, len(e.jobs))
 	for pass := 0; pass < maxPasses; pass++ {
 		changed := false
@@ -172,7 +172,7 @@ type undo struct {
 // tryTransfer applies receiver move m, taking the devices it lacks from
 // the cheapest donors in h, if that raises the objective; otherwise it
 // leaves s as it was.
-func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push func(int)) bool {
+func (e *Search) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push func(int)) bool {
 	r, t := m.job, m.t
 	jr := &e.jobs[r]
 	before := e.jobUtil(s, r)
@@ -212,7 +212,7 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 		}
 		heap.Pop(h)
 	}
-	gain := jr.w*e.util(e.value(jr, t, e.x.packedNodes(t, m.c), m.c)) - before
+	gain := jr.w*e.util(e.value(jr, t, e.packedNodes(t, m.c), m.c)) - before
 	var log []undo
 	var skipped, taken []shrink
 	loss := 0.0
@@ -287,7 +287,7 @@ func (e *engine) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 // the devices they leave, handed out to others, gain more than the move
 // costs the job itself (a move the per-job gains of the exchange search
 // cannot see). It reports whether anything moved.
-func (e *engine) switchPass(s *state) bool {
+func (e *Search) switchPass(s *state) bool {
 	moved := false
 	for r := range e.jobs {
 		jr := &e.jobs[r]
@@ -326,7 +326,7 @@ func (e *engine) switchPass(s *state) bool {
 }
 
 // undoAll restores the logged jobs, last change first.
-func (e *engine) undoAll(s *state, log []undo) {
+func (e *Search) undoAll(s *state, log []undo) {
 	for k := len(log) - 1; k >= 0; k-- {
 		u := log[k]
 		e.release(s, u.job)
@@ -338,7 +338,7 @@ func (e *engine) undoAll(s *state, log []undo) {
 
 // fillType hands the free devices of type t out greedily, best utility
 // gain per device first, logging every change; it returns the total gain.
-func (e *engine) fillType(s *state, t int, log *[]undo) float64 {
+func (e *Search) fillType(s *state, t int, log *[]undo) float64 {
 	total := 0.0
 	for s.free[t] > 0 {
 		best, found := move{}, false

@@ -10,7 +10,6 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
 )
@@ -181,11 +180,11 @@ type kindRecorder struct {
 	kinds map[scheduler.Kind]bool
 }
 
-func (r *kindRecorder) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.Target, error) {
-	for _, j := range in.Jobs {
+func (r *kindRecorder) Allocate(ctx context.Context, sr *scheduler.Round) ([]scheduler.Target, error) {
+	for _, j := range sr.Input().Jobs {
 		r.kinds[j.Kind] = true
 	}
-	return scheduler.FIFO{}.Allocate(ctx, in)
+	return scheduler.FIFO{}.Allocate(ctx, sr)
 }
 
 // TestConfigKind checks that Config.Kind is the scheduler.Kind the policy
@@ -243,7 +242,7 @@ func TestRunCancelled(t *testing.T) {
 func TestRunAllMatchesSequential(t *testing.T) {
 	apps := polluxApps(t)
 	var cfgs []Config
-	for i, p := range []scheduler.Policy{scheduler.FIFO{}, scheduler.Tiresias{}, scheduler.Optimus{}, scheduler.Goodput{}} {
+	for i, p := range []scheduler.Policy{scheduler.FIFO{}, scheduler.Tiresias{}, scheduler.Optimus{}, scheduler.Pollux{}} {
 		mode := []scheduler.Kind{scheduler.Rigid, scheduler.Rigid, scheduler.Elastic, scheduler.Adaptive}[i]
 		cfgs = append(cfgs, Config{Cluster: cluster(t, "4x4:t4"), Jobs: polluxJobs(t, "workloads", "workload-3", 16), Apps: apps, Policy: p, Kind: mode, Oracle: mode == scheduler.Elastic})
 	}
@@ -332,8 +331,8 @@ func TestHeterogeneousModes(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"per-type", Config{Policy: scheduler.Goodput{}, Kind: scheduler.Adaptive, PerType: true}},
-		{"blind", Config{Policy: scheduler.Goodput{}, Kind: scheduler.Adaptive}},
+		{"per-type", Config{Policy: scheduler.Pollux{}, Kind: scheduler.Adaptive, PerType: true}},
+		{"blind", Config{Policy: scheduler.Pollux{}, Kind: scheduler.Adaptive}},
 		{"rigid-oracle", Config{Policy: scheduler.FIFO{}, Kind: scheduler.Rigid, Oracle: true}},
 		{"elastic-oracle", Config{Policy: scheduler.Optimus{}, Kind: scheduler.Elastic, Oracle: true}},
 	} {
@@ -365,12 +364,12 @@ func TestHeterogeneousModes(t *testing.T) {
 // placer that relabels devices within a node from round to round.
 type rotatePlacer struct{ calls int }
 
-func (p *rotatePlacer) Place(_ context.Context, c accel.Cluster, _ []placement.Assignment, targets []scheduler.Target) (scheduler.PlaceResult, error) {
+func (p *rotatePlacer) Place(_ context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
 	var res scheduler.PlaceResult
-	devs := c.Nodes[0].Devices
+	_, devs := in.Cluster.Node(0)
 	k := p.calls
 	p.calls++
-	for _, tg := range targets {
+	for _, tg := range in.Targets {
 		a := placement.Assignment{Job: tg.Job}
 		for range tg.Count {
 			a.Devices = append(a.Devices, devs[k%len(devs)].ID)

@@ -63,7 +63,7 @@ func TestGoldenScenarios(t *testing.T) {
 		{"tiresias-faults", Config{Policy: scheduler.Tiresias{}, Kind: scheduler.Rigid, Faults: Faults{MTBF: 4 * 3600e9, Seed: 1}}},
 		// Pollux's path: adaptive jobs learn their goodput models online
 		// from what they measure and the goodput policy sizes them.
-		{"goodput-adaptive", Config{Policy: scheduler.Goodput{}, Kind: scheduler.Adaptive}},
+		{"goodput-adaptive", Config{Policy: scheduler.Pollux{}, Kind: scheduler.Adaptive}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,7 +119,7 @@ func firstDiff(a, b []byte) string {
 func TestAdaptiveLearnsOnline(t *testing.T) {
 	apps := polluxApps(t)
 	jobs := polluxJobs(t, "workloads", "workload-6", 24)
-	cfg := Config{Cluster: cluster(t, "4x4:t4"), Jobs: jobs, Apps: apps, Policy: scheduler.Goodput{}, Kind: scheduler.Adaptive}
+	cfg := Config{Cluster: cluster(t, "4x4:t4"), Jobs: jobs, Apps: apps, Policy: scheduler.Pollux{}, Kind: scheduler.Adaptive}
 	a, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -147,15 +147,15 @@ func TestAdaptiveLearnsOnline(t *testing.T) {
 // boundRecorder records the exploration bound the simulator offers its
 // only job each round.
 type boundRecorder struct {
-	policy scheduler.Goodput
+	policy scheduler.Pollux
 	bounds []int
 }
 
-func (r *boundRecorder) Allocate(ctx context.Context, in scheduler.Input) ([]scheduler.Target, error) {
-	if b := in.Jobs[0].MaxReplicas; len(r.bounds) == 0 || r.bounds[len(r.bounds)-1] != b {
+func (r *boundRecorder) Allocate(ctx context.Context, sr *scheduler.Round) ([]scheduler.Target, error) {
+	if b := sr.Input().Jobs[0].MaxReplicas; len(r.bounds) == 0 || r.bounds[len(r.bounds)-1] != b {
 		r.bounds = append(r.bounds, b)
 	}
-	return r.policy.Allocate(ctx, in)
+	return r.policy.Allocate(ctx, sr)
 }
 
 // TestExploreGrowth checks how fast a lone adaptive job may grow: by

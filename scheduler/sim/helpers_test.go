@@ -67,18 +67,19 @@ func cluster(t testing.TB, spec string) accel.Cluster {
 // opposite of packing, to force distributed jobs in tests.
 type spreadPlacer struct{}
 
-func (spreadPlacer) Place(_ context.Context, c accel.Cluster, _ []placement.Assignment, targets []scheduler.Target) (scheduler.PlaceResult, error) {
+func (spreadPlacer) Place(_ context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
 	used := map[string]bool{}
 	var res scheduler.PlaceResult
-	for _, tg := range targets {
+	for _, tg := range in.Targets {
 		var devs []string
 		for k := 0; len(devs) < tg.Count && k < 64; k++ {
-			for _, n := range c.Nodes {
+			for n := range in.Cluster.Nodes() {
 				if len(devs) == tg.Count {
 					break
 				}
-				for _, d := range n.Devices {
-					if !used[d.ID] && d.Healthy && d.Index == k {
+				_, nodeDevs := in.Cluster.Node(n)
+				for _, d := range nodeDevs {
+					if !used[d.ID] && d.Usable() && d.Index == k {
 						used[d.ID] = true
 						devs = append(devs, d.ID)
 						break

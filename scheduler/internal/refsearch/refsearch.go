@@ -4,7 +4,7 @@
 // rows, Pollux's three mutations, and its repair rules (interference
 // avoidance, max replicas, node cap, per-node capacity in job order, min
 // replicas), plus Sia's one device type per job. It exists to check the
-// fast Goodput policy against; it is slow by design.
+// fast Pollux policy against; it is slow by design.
 //
 // The host contract:
 //  1. Describe nodes (type, capacity) and jobs (bounds, allowed types,

@@ -37,7 +37,7 @@ import (
 // policies are the policies -policy names.
 func policies() map[string]scheduler.Policy {
 	return map[string]scheduler.Policy{
-		"goodput":  scheduler.Goodput{},
+		"goodput":  scheduler.Pollux{},
 		"fifo":     scheduler.FIFO{},
 		"tiresias": scheduler.Tiresias{},
 		"optimus":  scheduler.Optimus{},

@@ -74,7 +74,7 @@ type Config struct {
 	// start of the next one triggered by an event; 0 = 1 s.
 	MinInterval time.Duration
 	// Scheduler configures the library's scheduler (policy and placer);
-	// the zero value is the Goodput policy.
+	// the zero value is the Pollux policy.
 	Scheduler scheduler.Config
 	// Models supplies measured goodput models (the measurement loop) and
 	// learns each round's decisions; nil = none.

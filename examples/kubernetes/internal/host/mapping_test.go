@@ -307,7 +307,7 @@ func TestPlanUnitKeepsPlannedPodsAndChunksDevices(t *testing.T) {
 	nodes := []*corev1.Node{node("a", "NVIDIA-A100-SXM4-40GB", 8)}
 	h := &Host{}
 	s := buildSnapshot(nodes, pods, []*batchv1.Job{el}, opts(), assumed{})
-	up := h.planUnit(s.units[0], scheduler.Decision{Job: "ns/el", Action: scheduler.Shrink, To: 2, Assignment: assign("ns/el", "a/1", "a/3")})
+	up := h.planUnit(s.units[0], scheduler.Decision{Job: "ns/el", Action: placement.Shrink, To: 2, Assignment: assign("ns/el", "a/1", "a/3")})
 	var ev []string
 	for _, p := range up.evict {
 		ev = append(ev, p.pod.Name)
@@ -319,18 +319,18 @@ func TestPlanUnitKeepsPlannedPodsAndChunksDevices(t *testing.T) {
 	rigid := job("r", 2, 2, nil)
 	rp := []*corev1.Pod{pod("r-0", rigid, 2, "", ""), pod("r-1", rigid, 2, "", "")}
 	s = buildSnapshot(nodes, rp, []*batchv1.Job{rigid}, opts(), assumed{})
-	up = h.planUnit(s.units[0], scheduler.Decision{Job: "ns/r", Action: scheduler.Start, To: 4, Assignment: assign("ns/r", "a/6", "a/4", "a/5", "a/7")})
+	up = h.planUnit(s.units[0], scheduler.Decision{Job: "ns/r", Action: placement.Start, To: 4, Assignment: assign("ns/r", "a/6", "a/4", "a/5", "a/7")})
 	if len(up.bind) != 2 || !slices.Equal(up.slots[0].devices, []int{4, 5}) || !slices.Equal(up.slots[1].devices, []int{6, 7}) {
 		t.Errorf("rigid start: slots %+v, bind %d", up.slots, len(up.bind))
 	}
-	up = h.planUnit(s.units[0], scheduler.Decision{Job: "ns/r", Action: scheduler.Start, To: 4, Assignment: assign("ns/r", "a/0", "a/1", "a/2", "b/0")})
+	up = h.planUnit(s.units[0], scheduler.Decision{Job: "ns/r", Action: placement.Start, To: 4, Assignment: assign("ns/r", "a/0", "a/1", "a/2", "b/0")})
 	if up.deferred == "" || len(up.bind) != 0 {
 		t.Errorf("3+1 devices for pods of 2 must not bind: %+v", up)
 	}
 	// A rigid gang that moves restarts whole.
 	rb := []*corev1.Pod{pod("r-0", rigid, 2, "a", "0,1"), pod("r-1", rigid, 2, "a", "2,3")}
 	s = buildSnapshot(nodes, rb, []*batchv1.Job{rigid}, opts(), assumed{})
-	up = h.planUnit(s.units[0], scheduler.Decision{Job: "ns/r", Action: scheduler.Move, To: 4, Assignment: assign("ns/r", "a/0", "a/1", "a/4", "a/5")})
+	up = h.planUnit(s.units[0], scheduler.Decision{Job: "ns/r", Action: placement.Move, To: 4, Assignment: assign("ns/r", "a/0", "a/1", "a/4", "a/5")})
 	if len(up.evict) != 2 {
 		t.Errorf("rigid move: evict %d, want 2", len(up.evict))
 	}

@@ -23,6 +23,7 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
 )
 
@@ -223,7 +224,7 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 	h.patchAll(ctx, ups, &r)
 	for _, up := range ups {
 		h.recordDecision(up)
-		if up.d.Action != scheduler.Keep || up.deferred != "" {
+		if up.d.Action != placement.Keep || up.deferred != "" {
 			h.log.Debug("decision", "job", up.u.key, "decision", decisionText(up.d), "bind", len(up.bind), "evict", len(up.evict), "deferred", up.deferred)
 		}
 	}
@@ -312,9 +313,9 @@ func (h *Host) planUnit(u *unit, d scheduler.Decision) *unitPlan {
 		}
 	}
 	switch d.Action {
-	case scheduler.Preempt:
+	case placement.Stop:
 		up.evictWhy = "preempt"
-	case scheduler.Shrink:
+	case placement.Shrink:
 		up.evictWhy = "shrink"
 	default:
 		up.evictWhy = "move"
@@ -600,7 +601,7 @@ func (h *Host) patchAll(ctx context.Context, ups []*unitPlan, r *Round) {
 			continue
 		}
 		ann := map[string]any{}
-		if up.d.Action != scheduler.Keep {
+		if up.d.Action != placement.Keep {
 			if t := annotationText(up.d); u.job.Annotations[AnnotationLastDecision] != t {
 				ann[AnnotationLastDecision] = t
 			}
@@ -664,7 +665,7 @@ func restarted(up *unitPlan) bool {
 		return false
 	}
 	switch up.d.Action {
-	case scheduler.Grow, scheduler.Shrink, scheduler.Move, scheduler.Preempt:
+	case placement.Grow, placement.Shrink, placement.Move, placement.Stop:
 		return true
 	}
 	return false
@@ -674,7 +675,7 @@ func restarted(up *unitPlan) bool {
 // on the unit, naming the pods it binds.
 func (h *Host) recordDecision(up *unitPlan) {
 	d := up.d
-	if d.Action == scheduler.Keep && len(up.bind) == 0 {
+	if d.Action == placement.Keep && len(up.bind) == 0 {
 		return
 	}
 	text := decisionText(d)
@@ -755,19 +756,19 @@ func (h *Host) parallel(n int, f func(int)) {
 	wg.Wait()
 }
 
-func eventReason(a scheduler.Action) string {
+func eventReason(a placement.Action) string {
 	switch a {
-	case scheduler.Start:
+	case placement.Start:
 		return "Started"
-	case scheduler.Grow:
+	case placement.Grow:
 		return "Grown"
-	case scheduler.Shrink:
+	case placement.Shrink:
 		return "Shrunk"
-	case scheduler.Move:
+	case placement.Move:
 		return "Moved"
-	case scheduler.Preempt:
+	case placement.Stop:
 		return "Preempted"
-	case scheduler.Queue:
+	case placement.Queue:
 		return "Waiting"
 	}
 	return "Kept"

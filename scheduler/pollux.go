@@ -1,0 +1,339 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler/pollux"
+)
+
+// Pollux is the goodput policy: Pollux's objective, with Sia's one
+// (type, count) configuration per job on a heterogeneous cluster. It
+// maximises the weighted power mean of the jobs' speedups over their
+// fair-share baselines, charging Pollux's restart factor to jobs whose
+// allocation changes, honouring min/max and pinning running
+// non-preemptible jobs. The zero value is the paper's configuration
+// (p = −1, δ = 30 s); interference avoidance follows
+// Config.AllowInterference.
+//
+// Objective. A job's value on c devices of type t spread over n nodes is
+// Speedup(t, n, c) / baseline, where the baseline is its best Speedup at a
+// fair share (1/J of the devices, within its min/max), multiplied by the
+// restart factor max(age − R·δ, 0)/(age + δ) when its devices change (or,
+// for a job preempted earlier, when it resumes; floored at 0.01 for a
+// waiting job so that idle devices still go to it). Fitness is the weighted
+// power mean (Σ w·(v+0.001)^p / Σ w)^(1/p), p = 0 the geometric mean.
+//
+// Search (package scheduler/pollux): a marginal-gain greedy on a
+// node-level model of packing placement, an exchange local search within
+// and across types, from the current allocation, from it shrunk to every
+// job's minimum and, for up to 300 jobs, from an empty cluster; for up to
+// 48 jobs a polish on replayed placements. Each candidate is realised with
+// Round.Place (and, when the Round takes offers, also on the engine's own
+// node layout) and the best realised fitness wins.
+//
+// Pollux is a plain value: safe for concurrent use.
+type Pollux struct {
+	// Exponent is the power-mean exponent p (≤ 1); 0 = −1, the harmonic
+	// mean. Smaller is fairer (−10 is close to max-min).
+	Exponent float64
+	// Geometric uses p = 0, the geometric mean, instead of Exponent.
+	Geometric bool
+	// RestartDelay is δ in the restart factor max(age − R·δ, 0)/(age + δ);
+	// 0 = 30 s.
+	RestartDelay time.Duration
+	// MaxPasses bounds the exchange local search per start; 0 = 4,
+	// negative is an error.
+	MaxPasses int
+}
+
+var _ Policy = Pollux{}
+
+// Validate checks the policy's settings (New and Allocate call it).
+func (g Pollux) Validate() error {
+	if p := g.Exponent; math.IsNaN(p) || math.IsInf(p, 0) || p > 1 {
+		return fmt.Errorf("%w: Pollux.Exponent %v: must be finite and at most 1", ErrInvalid, g.Exponent)
+	}
+	if g.RestartDelay < 0 {
+		return fmt.Errorf("%w: Pollux.RestartDelay %v is negative", ErrInvalid, g.RestartDelay)
+	}
+	if g.MaxPasses < 0 {
+		return fmt.Errorf("%w: Pollux.MaxPasses %d is negative", ErrInvalid, g.MaxPasses)
+	}
+	return nil
+}
+
+// Allocate implements Policy: it searches, realises every candidate with
+// r.Place (and offers the engine's own layout when that is better) and
+// returns the targets whose placement has the best fitness.
+func (g Pollux) Allocate(ctx context.Context, r *Round) ([]Target, error) {
+	e, order, err := g.search(r)
+	if err != nil {
+		return nil, err
+	}
+	passes := g.MaxPasses
+	if passes == 0 {
+		passes = 4
+	}
+	sols, err := e.Solve(ctx, passes)
+	if err != nil {
+		return nil, err
+	}
+	var best []Target
+	var bestOwn []placement.Assignment
+	bestFit := math.Inf(-1)
+	for _, sol := range sols {
+		tg := targets(r, e, order, sol)
+		res, err := r.Place(ctx, tg)
+		if err != nil {
+			return nil, err
+		}
+		f, err := e.Realized(res.Assignments)
+		if err != nil {
+			return nil, err
+		}
+		if f > bestFit*(1+1e-12) || best == nil {
+			best, bestOwn, bestFit = tg, nil, f
+		}
+		if r.TakesOffers() {
+			if own := e.Layout(sol); own != nil {
+				if f, err := e.Realized(own); err == nil && f > bestFit*(1+1e-12) {
+					best, bestOwn, bestFit = tg, own, f
+				}
+			}
+		}
+	}
+	if bestOwn != nil {
+		if err := r.Offer(best, PlaceResult{Assignments: bestOwn}); err != nil {
+			return nil, err
+		}
+	}
+	return best, nil
+}
+
+// Fitness returns the policy's objective, the weighted power mean of the
+// jobs' values, for a plan applied to in (using each decision's type,
+// count and node count; a decision that changes a running job's devices
+// pays the restart factor). Use it to compare policies on one input.
+func (g Pollux) Fitness(in Input, plan Plan) (float64, error) {
+	r, err := NewRound(in)
+	if err != nil {
+		return 0, err
+	}
+	e, order, err := g.search(r)
+	if err != nil {
+		return 0, err
+	}
+	allocs := make([]pollux.Alloc, len(order))
+	for k, i := range order {
+		d, ok := plan.Decision(r.jobs[i].Job.ID)
+		if !ok || d.To == 0 {
+			continue
+		}
+		t, ok := r.cluster.TypeIndex(d.Type)
+		if !ok {
+			return 0, fmt.Errorf("%w: plan: job %q: type %q is not in the cluster", ErrInvalid, d.Job, d.Type)
+		}
+		allocs[k] = pollux.Alloc{Type: t, Nodes: d.Nodes, Count: d.To, Changed: d.Action != placement.Keep}
+	}
+	return e.Fitness(allocs)
+}
+
+// search builds the engine's problem for round r: its jobs sorted by ID
+// (order[k] is the position in r.jobs of the engine's job k).
+func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
+	if err := g.Validate(); err != nil {
+		return nil, nil, err
+	}
+	p := pollux.Problem{Cluster: &r.in.Cluster, Index: r.cluster, Exponent: g.Exponent, Geometric: g.Geometric,
+		RestartDelay: g.RestartDelay, Interference: !r.allowInterference}
+	if p.Exponent == 0 {
+		p.Exponent = -1
+	}
+	if p.RestartDelay == 0 {
+		p.RestartDelay = 30 * time.Second
+	}
+	order := r.byIDOrder()
+	p.Jobs = make([]pollux.Job, len(order))
+	for k, i := range order {
+		j := &r.jobs[i]
+		p.Jobs[k] = pollux.Job{ID: j.Job.ID, Weight: j.Weight, Types: j.allowed, Min: j.Min, Max: j.Max, Rigid: j.rigid,
+			Pinned: j.Pinned, Current: j.Current, CurrentType: j.curType, CurrentNodes: j.CurrentNodes,
+			Age: j.Age, Restarts: j.Job.Restarts,
+			Speedup: func(t, nodes, count int) (float64, error) { return r.speedup(j, t, nodes, count) }}
+		if j.curCount == 0 {
+			p.Jobs[k].Current, p.Jobs[k].CurrentType = nil, -1
+		}
+	}
+	e, err := pollux.New(p)
+	return e, order, err
+}
+
+// targets turns an engine solution into targets with notes, in job-ID
+// order.
+func targets(r *Round, e *pollux.Search, order []int, sol *pollux.Solution) []Target {
+	out := make([]Target, 0, len(order))
+	for k, i := range order {
+		j := &r.jobs[i]
+		t, c, nodes := sol.Alloc(k)
+		t0 := j.curType // what it runs now, on a type it may use
+		if !slices.Contains(j.allowed, t0) {
+			t0 = -1
+		}
+		rf, charged := e.RestartFactor(k)
+		tg := Target{Job: j.Job.ID}
+		if c > 0 {
+			tg.Type, tg.Count = r.types[t], c
+		}
+		switch {
+		case j.Pinned:
+			tg.Reason, tg.Note = ReasonPinned, "non-preemptible"
+		case c > 0 && t == t0 && c == j.curCount:
+			v := e.Speedup(k, t, nodes, c)
+			tg.Reason = ReasonUnchanged
+			tg.Note = fmt.Sprintf("speedup %.2f (%.2f× its fair share)", v, v/e.Baseline(k))
+		case c > 0:
+			tg.Reason = ReasonObjective
+			before := 0.0
+			if t0 >= 0 {
+				before = e.Speedup(k, t0, j.CurrentNodes, j.curCount)
+			}
+			tg.Note = fmt.Sprintf("speedup %.2f→%.2f", before, e.Speedup(k, t, nodes, c))
+			if charged {
+				tg.Note += fmt.Sprintf(", restart factor %.2f", rf)
+			}
+		default:
+			tg.Reason, tg.Note = whyQueued(r, e, sol, k, j, t0 >= 0)
+		}
+		out = append(out, tg)
+	}
+	return out
+}
+
+// whyQueued explains why engine job k (round job j) got nothing.
+func whyQueued(r *Round, e *pollux.Search, sol *pollux.Solution, k int, j *jobInfo, running bool) (Reason, string) {
+	largest := 0
+	for _, t := range j.allowed {
+		largest = max(largest, r.cap[t])
+	}
+	if largest < j.Min {
+		return ReasonNoCapacity, fmt.Sprintf("needs %d devices, its largest allowed type has %d", j.Min, largest)
+	}
+	for _, t := range j.allowed {
+		if sol.Free(t) >= j.Min {
+			if !e.Fits(sol, k, t, j.Min) {
+				return ReasonInterference, fmt.Sprintf("%d free %s devices, but not on nodes free of distributed jobs", sol.Free(t), r.types[t])
+			}
+			rf, _ := e.RestartFactor(k)
+			return ReasonRestartCost, fmt.Sprintf("starting on %s would not pay for the restart (factor %.2f)", r.types[t], rf)
+		}
+	}
+	names := make([]string, 0, len(j.allowed))
+	for _, t := range j.allowed {
+		names = append(names, fmt.Sprintf("%d %s", sol.Free(t), r.types[t]))
+	}
+	slices.Sort(names)
+	if running {
+		return ReasonObjective, fmt.Sprintf("devices serve the fairness objective better elsewhere (free: %v)", names)
+	}
+	return ReasonNoCapacity, fmt.Sprintf("needs %d devices; free: %v", j.Min, names)
+}
+
+// Genetic is the reference search: Pollux's genetic algorithm over job ×
+// node allocation matrices (population warm-started from the current
+// allocation, crossover over job rows, Pollux's mutations and repair
+// rules, one device type per job), scoring each matrix with the same
+// objective as Objective. It is one to three orders of magnitude slower
+// than Pollux and exists to check Pollux against and to reproduce
+// Pollux's paper; prefer Pollux in production.
+//
+// Genetic is a plain value: safe for concurrent use; for a given Seed its
+// result is deterministic.
+type Genetic struct {
+	// Objective holds the exponent and restart delay; its search settings
+	// are ignored.
+	Objective Pollux
+	// Population and Generations size the search; 0 = 100 each (Pollux).
+	// Population is at most MaxPopulation; neither may be negative.
+	Population, Generations int
+	// MaxNodes caps the nodes a job spans (0 = none; Pollux used 16).
+	MaxNodes int
+	// Seed seeds the search.
+	Seed uint64
+}
+
+var _ Policy = Genetic{}
+
+// MaxPopulation bounds Genetic.Population: each member is a job × node
+// matrix, so a population sized by a typo would exhaust memory.
+const MaxPopulation = 10_000
+
+// Validate checks the search settings and the objective's.
+func (g Genetic) Validate() error {
+	if g.Population < 0 || g.Population > MaxPopulation {
+		return fmt.Errorf("%w: Genetic.Population %d: want 0..%d (MaxPopulation)", ErrInvalid, g.Population, MaxPopulation)
+	}
+	if g.Generations < 0 || g.MaxNodes < 0 {
+		return fmt.Errorf("%w: Genetic.Generations %d and MaxNodes %d must not be negative", ErrInvalid, g.Generations, g.MaxNodes)
+	}
+	return g.Objective.Validate()
+}
+
+// Allocate implements Policy: it runs the search and, when the Round takes
+// offers, offers the best matrix exactly as it lays the jobs out if that
+// places better than Round.Place.
+func (g Genetic) Allocate(ctx context.Context, r *Round) ([]Target, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	e, order, err := g.Objective.search(r)
+	if err != nil {
+		return nil, err
+	}
+	// Repair order after pinned jobs: least attained service, then oldest.
+	byService := slices.Clone(order)
+	slices.SortStableFunc(byService, func(a, b int) int {
+		ja, jb := r.jobs[a].Job, r.jobs[b].Job
+		return cmp.Or(cmp.Compare(ja.Attained, jb.Attained), ja.Submitted.Compare(jb.Submitted), cmp.Compare(ja.ID, jb.ID))
+	})
+	rank := make([]int, len(order))
+	pos := make([]int, len(r.jobs)) // round position → engine position
+	for k, i := range order {
+		pos[i] = k
+	}
+	for n, i := range byService {
+		rank[pos[i]] = n
+	}
+	sol, err := e.Reference(ctx, pollux.ReferenceOptions{Population: g.Population, Generations: g.Generations,
+		MaxNodes: g.MaxNodes, Seed: g.Seed, Rank: rank})
+	if err != nil {
+		return nil, err
+	}
+	tg := targets(r, e, order, sol)
+	if !r.TakesOffers() {
+		return tg, nil
+	}
+	res, err := r.Place(ctx, tg)
+	if err != nil {
+		return nil, err
+	}
+	own := e.Layout(sol)
+	if own == nil {
+		return tg, nil
+	}
+	placed, err := e.Realized(res.Assignments)
+	if err != nil {
+		return nil, err
+	}
+	if f, err := e.Realized(own); err == nil && f > placed {
+		if err := r.Offer(tg, PlaceResult{Assignments: own}); err != nil {
+			return nil, err
+		}
+	}
+	return tg, nil
+}

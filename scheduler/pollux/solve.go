@@ -1,0 +1,250 @@
+package pollux
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/goodsched/goodsched/placement"
+)
+
+// coldStartJobs is the most jobs for which the search also starts from an
+// empty cluster (beyond it the warm starts win and time matters more).
+const coldStartJobs = 300
+
+// Solution is one allocation the search found: a (type, count) per job
+// and the nodes the engine's packing model lays it out on.
+type Solution struct{ s *state }
+
+// Alloc returns job i's device type (−1 when it gets none), device count
+// and the node count of the engine's layout.
+func (sol *Solution) Alloc(i int) (t, count, nodes int) {
+	return sol.s.typ[i], sol.s.cnt[i], len(sol.s.place[i])
+}
+
+// Free returns how many usable devices of type t the solution leaves free.
+func (sol *Solution) Free(t int) int { return sol.s.free[t] }
+
+// Solve runs the search with at most maxPasses exchange passes per start
+// and returns its distinct candidate solutions, the best by the engine's
+// objective first (ties keep the warm start). Candidates: the current
+// allocation improved (warm start), the current allocation shrunk to every
+// job's minimum and improved (deflated), for up to 300 jobs an empty
+// cluster improved (cold), and for up to 48 jobs on a contended cluster
+// the best polished on replayed placements.
+func (e *Search) Solve(ctx context.Context, maxPasses int) ([]*Solution, error) {
+	if maxPasses < 1 {
+		return nil, fmt.Errorf("%w: %d passes", ErrInvalid, maxPasses)
+	}
+	// The current allocation, on the bins the jobs hold.
+	cold := e.emptyState()
+	warm := e.emptyState()
+	for i := range e.jobs {
+		j := &e.jobs[i]
+		p := e.cur[i]
+		if j.pinned {
+			e.assign(cold, i, j.CurrentType, len(j.Current), p)
+			e.assign(warm, i, j.CurrentType, len(j.Current), p)
+			continue
+		}
+		if !e.curOK[i] {
+			continue // not running, on a type it may not use, or on a failed device: re-place
+		}
+		e.assign(warm, i, j.t0, j.c0, p)
+		c := min(max(j.c0, j.min), e.maxOn(j, j.t0))
+		if j.rigid {
+			c = j.min
+		}
+		if c < j.min || (c != j.c0 && !e.apply(warm, i, j.t0, c)) {
+			e.release(warm, i)
+		}
+	}
+	// Deflated: every running job shrunk in place to its minimum, so the
+	// greedy redistributes the rest from the jobs' current nodes.
+	deflated := warm.clone()
+	for i := range e.jobs {
+		if j := &e.jobs[i]; !j.pinned && deflated.cnt[i] > j.min {
+			e.apply(deflated, i, deflated.typ[i], j.min)
+		}
+	}
+	states := []*state{warm, deflated}
+	if len(e.jobs) <= coldStartJobs {
+		states = append(states, cold)
+	}
+	for _, s := range states {
+		if err := e.fill(ctx, s); err != nil {
+			return nil, err
+		}
+		if err := e.improve(ctx, s, maxPasses); err != nil {
+			return nil, err
+		}
+	}
+	// Best engine objective first; ties keep the warm start.
+	slices.SortStableFunc(states, func(a, b *state) int {
+		oa, ob := e.objective(a), e.objective(b)
+		if math.Abs(oa-ob) <= 1e-12*(1+math.Abs(oa)) {
+			return 0
+		}
+		return cmp.Compare(ob, oa)
+	})
+	if len(e.jobs) <= polishJobs && e.contended(states[0]) {
+		// One more candidate: the best state polished on replayed placements.
+		states = append(states, e.polish(states[0]))
+	}
+	if e.err != nil {
+		return nil, e.err
+	}
+	var out []*Solution
+	for _, s := range states {
+		if !slices.ContainsFunc(out, func(o *Solution) bool { return slices.Equal(o.s.typ, s.typ) && slices.Equal(o.s.cnt, s.cnt) }) {
+			out = append(out, &Solution{s})
+		}
+	}
+	return out, nil
+}
+
+// contended reports whether some type has less than one whole node (its
+// largest bin) free in s. When every type still has a whole free node, no
+// job's layout is squeezed by another's and the polish on replayed
+// placements has nothing to resolve.
+func (e *Search) contended(s *state) bool {
+	for t, free := range s.free {
+		if free < e.lay.maxCap[t] {
+			return true
+		}
+	}
+	return false
+}
+
+// Layout realises sol on concrete devices exactly as the engine laid it
+// out: on each of a job's bins its current devices there first, then free
+// devices in node and index order. One assignment per job that runs, in
+// job order.
+func (e *Search) Layout(sol *Solution) []placement.Assignment { return e.layoutResult(sol.s) }
+
+// Realized is the fitness of concrete assignments: each job's value on
+// the devices it gets (nodes counted), with the restart factor when its
+// devices changed. Assignments of unknown jobs are ignored.
+func (e *Search) Realized(assignments []placement.Assignment) (float64, error) {
+	vals := make([]float64, len(e.jobs))
+	for _, a := range assignments {
+		i, ok := e.byID[a.Job]
+		if !ok || len(a.Devices) == 0 {
+			continue
+		}
+		j := &e.jobs[i]
+		d, ok := e.prob.Index.Device(a.Devices[0])
+		t, known := e.prob.Index.TypeIndex(d.Type)
+		if !ok || !known {
+			return 0, fmt.Errorf("%w: job %q: unknown device %q", ErrInvalid, a.Job, a.Devices[0])
+		}
+		n := j.CurrentNodes
+		if !slices.Equal(a.Devices, j.Current) {
+			n = e.nodesOf(a.Devices)
+		}
+		v, err := j.Speedup(t, n, len(a.Devices))
+		if err != nil {
+			return 0, err
+		}
+		v /= j.base
+		if j.penal && !sameDevices(a.Devices, j.Current) {
+			v *= j.rf
+		}
+		vals[i] = v
+	}
+	return e.fitness(vals), nil
+}
+
+// Alloc is a job's allocation for Fitness.
+type Alloc struct {
+	// Type (a position in Index.Types()), Nodes and Count: what the job
+	// runs on; Count 0 = nothing.
+	Type, Nodes, Count int
+	// Changed charges the restart factor (its devices change).
+	Changed bool
+}
+
+// Fitness is the objective, the weighted power mean of the jobs' values,
+// for one Alloc per job (in Problem.Jobs order).
+func (e *Search) Fitness(allocs []Alloc) (float64, error) {
+	if len(allocs) != len(e.jobs) {
+		return 0, fmt.Errorf("%w: %d allocations for %d jobs", ErrInvalid, len(allocs), len(e.jobs))
+	}
+	vals := make([]float64, len(e.jobs))
+	for i, a := range allocs {
+		if a.Count <= 0 {
+			continue
+		}
+		j := &e.jobs[i]
+		v, err := j.Speedup(a.Type, max(a.Nodes, 1), a.Count)
+		if err != nil {
+			return 0, err
+		}
+		v /= j.base
+		if j.penal && a.Changed {
+			v *= j.rf
+		}
+		vals[i] = v
+	}
+	return e.fitness(vals), nil
+}
+
+// Speedup returns job i's speedup on (t, nodes, count), as its Speedup
+// gives it (memoised).
+func (e *Search) Speedup(i, t, nodes, count int) float64 {
+	j := &e.jobs[i]
+	return e.norm(j, t, nodes, count) * j.base
+}
+
+// RestartFactor returns job i's restart factor and whether a change of
+// its devices is charged it (it runs now, or ran before).
+func (e *Search) RestartFactor(i int) (float64, bool) { return e.jobs[i].rf, e.jobs[i].penal }
+
+// Fits reports whether job i could get count devices of type t in sol
+// (interference rules included), leaving sol as it was.
+func (e *Search) Fits(sol *Solution, i, t, count int) bool {
+	_, ok := e.probe(sol.s, i, t, count)
+	return ok
+}
+
+// nodesOf counts the nodes devices devs span. A gang spans few nodes, so
+// a short list beats a map.
+func (e *Search) nodesOf(devs []string) int {
+	var buf [16]string
+	nodes := buf[:0]
+	for _, id := range devs {
+		d, _ := e.prob.Index.Device(id)
+		if !slices.Contains(nodes, d.Node) {
+			nodes = append(nodes, d.Node)
+		}
+	}
+	return len(nodes)
+}
+
+func sumSlots(p []slot) int {
+	n := 0
+	for _, sl := range p {
+		n += sl.k
+	}
+	return n
+}
+
+// sameDevices reports whether a and b hold the same devices in any order.
+func sameDevices(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if slices.Equal(a, b) {
+		return true // the common case: devices kept in the same order
+	}
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}
+
+// Baseline returns job i's fair-share baseline: its best speedup on 1/J of
+// the cluster, the denominator of its value.
+func (e *Search) Baseline(i int) float64 { return e.jobs[i].base }

@@ -1,0 +1,486 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/placement"
+)
+
+// Round is the validated view of one scheduling round that the Scheduler
+// hands its Policy: the Input, the cluster's index, each job with its
+// effective bounds and current allocation, and Place, which tries targets
+// with the Scheduler's Placer. Built-in and user policies get the same
+// view, so a policy that wraps another and forwards its targets gets the
+// same plan.
+//
+// A Round lives for one Schedule call and is used by one goroutine; it is
+// never modified by its accessors, and what they return must not be
+// modified.
+type Round struct {
+	in      *Input
+	cluster *placement.Index
+	types   []accel.TypeKey
+	cap     []int // usable devices per type
+	perNode []int // most usable devices of a type on one node
+	total   int
+	jobs    []jobInfo // in Input.Jobs order
+	byID    map[string]int
+	current []placement.Assignment // the validated Input.Current of live jobs, in job order
+
+	placer            Placer
+	allowInterference bool
+	takesOffers       bool
+	state             *placement.State // the usage in effect, built on the first Place
+	// placed remembers the result of every target set placed or offered
+	// this round (by key), so that Schedule realises the policy's final
+	// targets without placing them again.
+	placed map[string]PlaceResult
+}
+
+// RoundJob is one job of a Round: its Job and what validation derived
+// from it.
+type RoundJob struct {
+	// Job is the job as the Input gives it.
+	Job *Job
+	// Types are the device types it may use, sorted: Job.Types, or every
+	// type of the cluster.
+	Types []accel.TypeKey
+	// Min and Max are its effective device-count bounds: Requested (or
+	// MinReplicas, or 1) for both when rigid; MinReplicas (at least 1) and
+	// MaxReplicas (0 = every usable device of the cluster) otherwise.
+	Min, Max int
+	// Current are the devices it holds when the round starts (nil when
+	// none), all of CurrentType, on CurrentNodes nodes.
+	Current      []string
+	CurrentType  accel.TypeKey
+	CurrentNodes int
+	// Pinned: it runs and is non-preemptible, so it keeps Current.
+	Pinned bool
+	// Age is Input.Now − Job.Submitted (0 when negative).
+	Age time.Duration
+	// Weight is Job.Weight, 0 read as 1.
+	Weight float64
+}
+
+// jobInfo is a RoundJob with type positions (in Round.types) for the
+// package's own loops.
+type jobInfo struct {
+	RoundJob
+	allowed  []int // positions of Types
+	curType  int   // position of CurrentType, −1 when not running
+	curCount int
+	rigid    bool
+}
+
+// fits reports whether count is within the job's bounds.
+func (j *jobInfo) fits(count int) bool { return count >= j.Min && count <= j.Max }
+
+// NewRound validates in and returns the view of it that a Scheduler built
+// by New(Config{}) hands its policy: for calling a policy on its own (in
+// tests, or to inspect its targets). Place then uses RoundPlacer.
+func NewRound(in Input) (*Round, error) {
+	c, err := indexCluster(&in.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	return newRound(&in, c, RoundPlacer{}, false, true)
+}
+
+// Input returns the round's input.
+func (r *Round) Input() *Input { return r.in }
+
+// Cluster returns the index of the round's cluster: types, usable
+// capacities, device lookups.
+func (r *Round) Cluster() *placement.Index { return r.cluster }
+
+// Jobs returns the round's jobs in Input.Jobs order.
+func (r *Round) Jobs() []RoundJob {
+	out := make([]RoundJob, len(r.jobs))
+	for i := range r.jobs {
+		out[i] = r.jobs[i].RoundJob
+	}
+	return out
+}
+
+// Job returns the job with the given ID.
+func (r *Round) Job(id string) (RoundJob, bool) {
+	i, ok := r.byID[id]
+	if !ok {
+		return RoundJob{}, false
+	}
+	return r.jobs[i].RoundJob, true
+}
+
+// Speedup returns job id's Speedup on count devices of type t spread over
+// nodes nodes, checked (ErrBadSpeedup); 0 for count ≤ 0.
+func (r *Round) Speedup(id string, t accel.TypeKey, nodes, count int) (float64, error) {
+	i, ok := r.byID[id]
+	if !ok {
+		return 0, fmt.Errorf("%w: unknown job %q", ErrInvalid, id)
+	}
+	ti, ok := r.cluster.TypeIndex(t)
+	if !ok {
+		return 0, fmt.Errorf("%w: type %q is not in the cluster", ErrUnknownType, t)
+	}
+	return r.speedup(&r.jobs[i], ti, nodes, count)
+}
+
+// AllowInterference reports whether distributed (multi-node) jobs may
+// share nodes this round (Config.AllowInterference); policies that model
+// placement read it, as the Placer does.
+func (r *Round) AllowInterference() bool { return r.allowInterference }
+
+// Place realises targets with the Scheduler's Placer, from the
+// assignments in effect, and returns the result; running non-preemptible
+// jobs are pinned to their devices first, and targets are checked as
+// Schedule checks the policy's (ErrPolicy). A policy may place several
+// candidate target sets and return the one it likes best: Schedule then
+// uses the result Place gave for it instead of placing it again.
+func (r *Round) Place(ctx context.Context, targets []Target) (PlaceResult, error) {
+	tg, err := r.checkTargets(targets)
+	if err != nil {
+		return PlaceResult{}, err
+	}
+	return r.place(ctx, tg)
+}
+
+// TakesOffers reports whether the Scheduler accepts placements that the
+// policy computed itself (Offer): true when it was built without a
+// Placer of the host's choosing.
+func (r *Round) TakesOffers() bool { return r.takesOffers }
+
+// Offer records res as the placement of targets, computed by the policy
+// itself: when the policy returns these targets, Schedule uses res, after
+// checking it as it checks a Placer's result. It fails with ErrPolicy
+// when the Round does not take offers or res does not realise targets.
+func (r *Round) Offer(targets []Target, res PlaceResult) error {
+	if !r.takesOffers {
+		return fmt.Errorf("%w: this round takes no offered placements (the Scheduler has a Placer of its own)", ErrPolicy)
+	}
+	tg, err := r.checkTargets(targets)
+	if err != nil {
+		return err
+	}
+	if _, _, err := r.checkPlacement(res, tg); err != nil {
+		return fmt.Errorf("%w: offered placement: %w", ErrPolicy, err)
+	}
+	r.placed[placeKey(r.toPlace(tg))] = res
+	return nil
+}
+
+// place realises the checked targets tg (index-aligned with r.jobs),
+// reusing the result of an earlier Place or Offer of the same targets.
+func (r *Round) place(ctx context.Context, tg []Target) (PlaceResult, error) {
+	pt := r.toPlace(tg)
+	key := placeKey(pt)
+	if res, ok := r.placed[key]; ok {
+		return res, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return PlaceResult{}, err
+	}
+	if r.state == nil {
+		st, err := r.cluster.NewState(r.current)
+		if err != nil {
+			return PlaceResult{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		r.state = st
+	}
+	res, err := r.placer.Place(ctx, PlaceInput{Cluster: r.cluster, Current: r.current, State: r.state.Clone(),
+		Targets: pt, AllowInterference: r.allowInterference})
+	if err != nil {
+		return PlaceResult{}, placeError(err)
+	}
+	r.placed[key] = res
+	return res, nil
+}
+
+// placeKey identifies a set of targets as a Placer reads them.
+func placeKey(pt []Target) string {
+	var b strings.Builder
+	for _, t := range pt {
+		b.WriteString(strconv.Quote(t.Job))
+		b.WriteByte(' ')
+		b.WriteString(string(t.Type))
+		b.WriteByte(' ')
+		b.WriteString(strconv.Itoa(t.Count))
+		b.WriteByte(' ')
+		b.WriteString(strconv.Itoa(t.MaxNodes))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// newRound validates in (whose cluster c indexes) and builds its view.
+func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takesOffers bool) (*Round, error) {
+	r := &Round{in: in, cluster: c, types: c.Types(), placer: pl, allowInterference: allowInterference,
+		takesOffers: takesOffers, placed: make(map[string]PlaceResult)}
+	nt := len(r.types)
+	r.cap, r.perNode = make([]int, nt), make([]int, nt)
+	for t, tk := range r.types {
+		r.cap[t], r.perNode[t], _ = c.Usable(tk)
+		r.total += r.cap[t]
+	}
+	r.byID = make(map[string]int, len(in.Jobs))
+	r.jobs = make([]jobInfo, len(in.Jobs))
+	for i := range in.Jobs {
+		j := &in.Jobs[i]
+		if err := checkJob(i, j); err != nil {
+			return nil, err
+		}
+		if _, dup := r.byID[j.ID]; dup {
+			return nil, fmt.Errorf("%w: job %q: duplicate ID", ErrInvalid, j.ID)
+		}
+		r.byID[j.ID] = i
+		ji := jobInfo{RoundJob: RoundJob{Job: j, Weight: j.Weight}, curType: -1}
+		if ji.Weight == 0 {
+			ji.Weight = 1
+		}
+		if len(j.Types) == 0 {
+			for t := range r.types {
+				ji.allowed = append(ji.allowed, t)
+			}
+		} else {
+			for _, tk := range j.Types {
+				t, ok := c.TypeIndex(tk)
+				if !ok {
+					return nil, fmt.Errorf("%w: job %q asks for %q, which the cluster lacks", ErrUnknownType, j.ID, tk)
+				}
+				ji.allowed = append(ji.allowed, t)
+			}
+			slices.Sort(ji.allowed)
+			ji.allowed = slices.Compact(ji.allowed)
+		}
+		for _, t := range ji.allowed {
+			ji.Types = append(ji.Types, r.types[t])
+		}
+		if j.Kind == Rigid {
+			ji.rigid = true
+			ji.Min, ji.Max = j.requested(), j.requested()
+		} else {
+			ji.Min = max(j.MinReplicas, 1)
+			ji.Max = j.MaxReplicas
+			if ji.Max == 0 {
+				ji.Max = max(r.total, ji.Min)
+			}
+		}
+		if d := in.Now.Sub(j.Submitted); d > 0 {
+			ji.Age = d
+		}
+		if err := r.checkSpeedupTypes(j); err != nil {
+			return nil, err
+		}
+		for _, t := range ji.allowed {
+			if _, err := r.speedup(&ji, t, 1, 1); err != nil {
+				return nil, err
+			}
+		}
+		r.jobs[i] = ji
+	}
+	if err := r.checkCurrent(); err != nil {
+		return nil, err
+	}
+	for i := range r.jobs {
+		if j := &r.jobs[i]; j.curCount > 0 {
+			r.current = append(r.current, placement.Assignment{Job: j.Job.ID, Devices: j.Current})
+		}
+	}
+	return r, nil
+}
+
+// checkJob validates one job's own fields.
+func checkJob(i int, j *Job) error {
+	switch {
+	case j.ID == "":
+		return fmt.Errorf("%w: jobs[%d]: empty ID", ErrInvalid, i)
+	case j.MinReplicas < 0 || j.MaxReplicas < 0 || j.Requested < 0:
+		return fmt.Errorf("%w: job %q: negative replica count", ErrInvalid, j.ID)
+	case j.MaxReplicas > 0 && j.MinReplicas > j.MaxReplicas:
+		return fmt.Errorf("%w: job %q: min replicas %d > max replicas %d", ErrInvalid, j.ID, j.MinReplicas, j.MaxReplicas)
+	case math.IsNaN(j.Weight) || math.IsInf(j.Weight, 0) || j.Weight < 0:
+		return fmt.Errorf("%w: job %q: weight %v", ErrInvalid, j.ID, j.Weight)
+	case j.Kind < Rigid || j.Kind > Adaptive:
+		return fmt.Errorf("%w: job %q: unknown kind %d", ErrInvalid, j.ID, int(j.Kind))
+	case j.Attained < 0 || j.Restarts < 0:
+		return fmt.Errorf("%w: job %q: negative attained service or restarts", ErrInvalid, j.ID)
+	case math.IsNaN(j.RemainingWork) || math.IsInf(j.RemainingWork, 0) || j.RemainingWork < 0:
+		return fmt.Errorf("%w: job %q: remaining work %v", ErrInvalid, j.ID, j.RemainingWork)
+	}
+	return nil
+}
+
+// checkCurrent validates Input.Current and records each live job's
+// current allocation.
+func (r *Round) checkCurrent() error {
+	held := 0
+	for _, a := range r.in.Current {
+		held += len(a.Devices)
+	}
+	seen := make(map[string]string, held)
+	var gone map[string]bool // finished jobs seen in Current
+	for k, a := range r.in.Current {
+		// Every entry is checked, a finished job's too: its devices must
+		// exist and not be held twice, though they are then released.
+		var typ accel.TypeKey
+		for _, id := range a.Devices {
+			d, ok := r.cluster.Device(id)
+			if !ok {
+				return fmt.Errorf("%w: current[%d]: job %q: device %q is not in the cluster", ErrInvalid, k, a.Job, id)
+			}
+			if other, dup := seen[id]; dup {
+				return fmt.Errorf("%w: current[%d]: job %q: device %q is also held by job %q", ErrInvalid, k, a.Job, id, other)
+			}
+			seen[id] = a.Job
+			if typ != "" && d.Type != typ {
+				// A target is one (type, count); a gang over two types
+				// cannot be kept, pinned or compared, so it is refused.
+				return fmt.Errorf("%w: current[%d]: job %q holds %s and %s devices; an assignment uses one device type", ErrInvalid, k, a.Job, typ, d.Type)
+			}
+			typ = d.Type
+		}
+		i, ok := r.byID[a.Job]
+		if !ok {
+			// A finished job: its devices are released.
+			if gone[a.Job] {
+				return fmt.Errorf("%w: current[%d]: job %q has two assignments", ErrInvalid, k, a.Job)
+			}
+			if gone == nil {
+				gone = make(map[string]bool)
+			}
+			gone[a.Job] = true
+			continue
+		}
+		ji := &r.jobs[i]
+		if ji.Current != nil {
+			return fmt.Errorf("%w: current[%d]: job %q has two assignments", ErrInvalid, k, a.Job)
+		}
+		ji.Current = slices.Clone(a.Devices)
+		if len(a.Devices) == 0 {
+			continue
+		}
+		ji.curType, _ = r.cluster.TypeIndex(typ)
+		ji.CurrentType, ji.curCount, ji.CurrentNodes = typ, len(a.Devices), r.nodesOf(a.Devices)
+		// Pinned: kept on exactly these devices whatever its Types,
+		// bounds or the policy say (see Job.NonPreemptible).
+		ji.Pinned = ji.Job.NonPreemptible
+	}
+	return nil
+}
+
+// checkSpeedupTypes rejects a job whose Speedup (a goodput.Curve, or any
+// other that lists its types) has a model under a key that names a
+// cluster type in another spelling: measurements under "a100" never match
+// the cluster's "a100-40gb" and would leave the job on a silent linear
+// speedup. Keys of types the cluster lacks are allowed (a job's profiles
+// may cover types elsewhere); malformed keys are not.
+func (r *Round) checkSpeedupTypes(j *Job) error {
+	ts, ok := j.Speedup.(interface{ Types() []string })
+	if !ok {
+		return nil
+	}
+	for _, typ := range ts.Types() {
+		if typ == goodput.AnyType {
+			continue
+		}
+		if _, ok := r.cluster.TypeIndex(accel.TypeKey(typ)); ok {
+			continue
+		}
+		c, err := accel.CanonicalType(typ)
+		if err != nil {
+			return fmt.Errorf("%w: job %q: its Speedup has a model for %q: %w", ErrUnknownType, j.ID, typ, err)
+		}
+		for _, ct := range r.types {
+			if cc, _ := accel.CanonicalType(string(ct)); cc == c {
+				return fmt.Errorf("%w: job %q: its Speedup has a model for %q, which the cluster calls %q (both are %q); key measurements by the cluster's accel.TypeKey", ErrUnknownType, j.ID, typ, ct, c)
+			}
+		}
+	}
+	return nil
+}
+
+// requested returns the count a rigid job runs on.
+func (j *Job) requested() int {
+	switch {
+	case j.Requested > 0:
+		return j.Requested
+	case j.MinReplicas > 0:
+		return j.MinReplicas
+	}
+	return 1
+}
+
+// speedup evaluates job j's Speedup on (type t, nodes, count) and checks it.
+func (r *Round) speedup(j *jobInfo, t, nodes, count int) (float64, error) {
+	if count <= 0 {
+		return 0, nil
+	}
+	if j.Job.Speedup == nil {
+		return float64(count), nil
+	}
+	v := j.Job.Speedup.Speedup(string(r.types[t]), nodes, count)
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return 0, fmt.Errorf("%w: job %q: speedup(%s, %d nodes, %d replicas) = %v", ErrBadSpeedup, j.Job.ID, r.types[t], nodes, count, v)
+	}
+	return v, nil
+}
+
+// packedNodes is the consolidated node count of count devices of type t:
+// ceil(count / devices per node), what a consolidating placement achieves.
+func (r *Round) packedNodes(t, count int) int {
+	if count <= 0 {
+		return 0
+	}
+	d := max(r.perNode[t], 1)
+	return (count + d - 1) / d
+}
+
+// nodesOf returns the number of nodes devices devs span. A gang spans
+// few nodes, so a short list beats a map.
+func (r *Round) nodesOf(devs []string) int {
+	var buf [16]string
+	nodes := buf[:0]
+	for _, id := range devs {
+		d, _ := r.cluster.Device(id)
+		if !slices.Contains(nodes, d.Node) {
+			nodes = append(nodes, d.Node)
+		}
+	}
+	return len(nodes)
+}
+
+// sortedJobs returns the jobs in the order cmpFn gives, pinned jobs first.
+func (r *Round) sortedJobs(cmpFn func(a, b *jobInfo) int) []*jobInfo {
+	order := make([]*jobInfo, len(r.jobs))
+	for i := range r.jobs {
+		order[i] = &r.jobs[i]
+	}
+	slices.SortStableFunc(order, func(a, b *jobInfo) int {
+		if a.Pinned != b.Pinned {
+			if a.Pinned {
+				return -1
+			}
+			return 1
+		}
+		return cmpFn(a, b)
+	})
+	return order
+}
+
+// byIDOrder returns the job positions sorted by job ID.
+func (r *Round) byIDOrder() []int {
+	order := make([]int, len(r.jobs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(r.jobs[a].Job.ID, r.jobs[b].Job.ID) })
+	return order
+}
