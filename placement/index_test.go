@@ -65,3 +65,89 @@ func TestIndexNewStateMatchesNewState(t *testing.T) {
 		t.Fatalf("nil index: %v", err)
 	}
 }
+
+// An Index indexes only a snapshot that validates and indexes alike:
+// health, names, types and links changes are seen, readings are not; and
+// it then equals a fresh index of the snapshot.
+func TestIndexIndexes(t *testing.T) {
+	base := testCluster(uniform("n", 2, 4, "t4", nil)...)
+	x, err := NewIndex(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		change func(c *accel.Cluster)
+		same   bool
+	}{
+		{"same", func(*accel.Cluster) {}, true},
+		{"reading", func(c *accel.Cluster) { c.Nodes[0].Devices[1].PowerWatts = 70 }, true},
+		{"unhealthy", func(c *accel.Cluster) { c.Nodes[1].Devices[2].Healthy = false }, false},
+		{"type", func(c *accel.Cluster) { c.Nodes[1].Devices[0].Type = "a100" }, false},
+		{"numa", func(c *accel.Cluster) { c.Nodes[1].Devices[0].NUMANode = 3 }, false},
+		{"mig", func(c *accel.Cluster) { c.Nodes[1].Devices[0].MIGEnabled = true }, false},
+		{"link", func(c *accel.Cluster) { c.Nodes[0].Links = []accel.Link{{A: 0, B: 1, NVLinks: 2}} }, false},
+		{"name", func(c *accel.Cluster) { c.Nodes[0].Name = "m" }, false},
+		{"fewer nodes", func(c *accel.Cluster) { c.Nodes = c.Nodes[:1] }, false},
+		{"fewer devices", func(c *accel.Cluster) { c.Nodes[0].Devices = c.Nodes[0].Devices[:3] }, false},
+	}
+	for _, tc := range cases {
+		c := base.Clone()
+		tc.change(&c)
+		if got := x.Indexes(&c); got != tc.same {
+			t.Errorf("%s: Indexes = %v, want %v", tc.name, got, tc.same)
+		}
+		if fresh, err := NewIndex(c); tc.same && (err != nil || !reflect.DeepEqual(fresh.ix, x.ix)) {
+			t.Errorf("%s: a fresh index differs (%v)", tc.name, err)
+		}
+	}
+	var none *Index
+	if none.Indexes(&base) {
+		t.Error("a nil Index indexes nothing")
+	}
+}
+
+// The read-only lookups report the snapshot: types, usable devices
+// (healthy, not MIG parents), devices and nodes in name order.
+func TestIndexLookups(t *testing.T) {
+	c := testCluster(nodeSpec{name: "b", typ: "t4", count: 4}, nodeSpec{name: "a", typ: "t4", count: 2},
+		nodeSpec{name: "c", typ: "a100", count: 8})
+	c.Nodes[0].Devices[1].Healthy = false
+	c.Nodes[2].Devices[0].MIGEnabled = true
+	x, err := NewIndex(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := x.Types(); !reflect.DeepEqual(got, []accel.TypeKey{"a100", "t4"}) {
+		t.Fatalf("Types = %v", got)
+	}
+	if i, ok := x.TypeIndex("t4"); i != 1 || !ok {
+		t.Fatalf("TypeIndex(t4) = %d, %v", i, ok)
+	}
+	if _, ok := x.TypeIndex("v100"); ok {
+		t.Fatal("TypeIndex(v100) found")
+	}
+	for typ, want := range map[accel.TypeKey][3]int{"t4": {5, 3, 2}, "a100": {7, 7, 1}, "v100": {}} {
+		if n, per, nodes := x.Usable(typ); [3]int{n, per, nodes} != want {
+			t.Errorf("Usable(%s) = %d, %d, %d, want %v", typ, n, per, nodes, want)
+		}
+	}
+	if d, ok := x.Device("b/1"); !ok || d.Node != "b" || d.Type != "t4" || d.Index != 1 || d.Healthy || !d.Offered || d.Usable() {
+		t.Errorf("Device(b/1) = %+v, %v", d, ok)
+	}
+	if d, _ := x.Device("c/0"); d.Offered || d.Usable() {
+		t.Errorf("MIG parent c/0 = %+v", d)
+	}
+	if _, ok := x.Device("z/0"); ok {
+		t.Error("Device(z/0) found")
+	}
+	if x.Nodes() != 3 {
+		t.Fatalf("Nodes = %d", x.Nodes())
+	}
+	if name, devs := x.Node(0); name != "a" || len(devs) != 2 || devs[1].ID != "a/1" {
+		t.Errorf("Node(0) = %s, %+v", name, devs)
+	}
+	if name, devs := x.Node(3); name != "" || devs != nil {
+		t.Errorf("Node(3) = %q, %v", name, devs)
+	}
+}

@@ -86,7 +86,10 @@ func NewState(c accel.Cluster, current []Assignment) (*State, error) {
 // different current assignments are built without indexing the cluster
 // again (a host that places round after round on the same cluster keeps
 // one). It is immutable: safe for concurrent use.
-type Index struct{ ix *index }
+type Index struct {
+	ix  *index
+	key snapshotKey
+}
 
 // NewIndex validates and indexes the cluster (the errors NewState gives
 // for the cluster).
@@ -95,7 +98,69 @@ func NewIndex(c accel.Cluster) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Index{ix: ix}, nil
+	return &Index{ix: ix, key: keyOf(&c)}, nil
+}
+
+// Indexes reports whether x is the index of c: c has the nodes (names,
+// order, links) and devices (ID, node, index, type, health, NUMA node, MIG
+// mode) of the snapshot x was built from, so it validates and indexes
+// alike; readings such as power or utilisation may differ. A host that
+// keeps the index of its last snapshot checks each new one with it
+// instead of indexing again. It does not allocate.
+func (x *Index) Indexes(c *accel.Cluster) bool {
+	return x != nil && x.ix != nil && x.key.matches(c)
+}
+
+// snapshotKey is what validation and indexing read of a cluster.
+type snapshotKey struct {
+	names []string
+	links [][]accel.Link
+	devs  [][]deviceKey
+}
+
+type deviceKey struct {
+	id, node string
+	typ      accel.TypeKey
+	index    int
+	numa     int
+	healthy  bool
+	mig      bool
+}
+
+func devKey(d *accel.Device) deviceKey {
+	return deviceKey{d.ID, d.Node, d.Type, d.Index, d.NUMANode, d.Healthy, d.MIGEnabled}
+}
+
+func keyOf(c *accel.Cluster) snapshotKey {
+	k := snapshotKey{names: make([]string, len(c.Nodes)), links: make([][]accel.Link, len(c.Nodes)), devs: make([][]deviceKey, len(c.Nodes))}
+	for i, n := range c.Nodes {
+		k.names[i] = n.Name
+		k.links[i] = slices.Clone(n.Links)
+		ds := make([]deviceKey, len(n.Devices))
+		for j := range n.Devices {
+			ds[j] = devKey(&n.Devices[j])
+		}
+		k.devs[i] = ds
+	}
+	return k
+}
+
+func (k *snapshotKey) matches(c *accel.Cluster) bool {
+	if len(c.Nodes) != len(k.names) {
+		return false
+	}
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		if n.Name != k.names[i] || len(n.Devices) != len(k.devs[i]) || !slices.Equal(n.Links, k.links[i]) {
+			return false
+		}
+		for j := range n.Devices {
+			if devKey(&n.Devices[j]) != k.devs[i][j] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // NewState is NewState on the indexed cluster: the same State, and the

@@ -402,30 +402,26 @@ func subset(a, b []string) bool {
 // safe for concurrent use.
 type clusterCache struct {
 	mu  sync.Mutex
-	key clusterKey
 	idx *placement.Index
 }
 
-// index returns the index of c, from the cache when c matches the last
-// cluster indexed.
+// index returns the index of c, the cached one when it indexes c.
 func (cc *clusterCache) index(c *accel.Cluster) (*placement.Index, error) {
 	if cc == nil { // the zero Scheduler
 		return indexCluster(c)
 	}
 	cc.mu.Lock()
-	if cc.idx != nil && cc.key.matches(c) {
-		idx := cc.idx
-		cc.mu.Unlock()
+	idx := cc.idx
+	cc.mu.Unlock()
+	if idx.Indexes(c) {
 		return idx, nil
 	}
-	cc.mu.Unlock()
 	idx, err := indexCluster(c)
 	if err != nil {
 		return nil, err
 	}
-	key := keyOf(c)
 	cc.mu.Lock()
-	cc.key, cc.idx = key, idx
+	cc.idx = idx
 	cc.mu.Unlock()
 	return idx, nil
 }
@@ -440,61 +436,4 @@ func indexCluster(c *accel.Cluster) (*placement.Index, error) {
 		return nil, fmt.Errorf("%w: cluster: %w", ErrInvalid, err)
 	}
 	return x, nil
-}
-
-// clusterKey is the part of a cluster snapshot that validation and
-// indexing read: node names and links, and per device its ID, node,
-// index, type, health, NUMA node and MIG mode. Two snapshots with equal
-// keys validate alike and have the same index; readings such as power or
-// utilisation may differ.
-type clusterKey struct {
-	names []string
-	links [][]accel.Link
-	devs  [][]deviceKey
-}
-
-type deviceKey struct {
-	id, node string
-	typ      accel.TypeKey
-	index    int
-	numa     int
-	healthy  bool
-	mig      bool
-}
-
-func devKey(d *accel.Device) deviceKey {
-	return deviceKey{d.ID, d.Node, d.Type, d.Index, d.NUMANode, d.Healthy, d.MIGEnabled}
-}
-
-func keyOf(c *accel.Cluster) clusterKey {
-	k := clusterKey{names: make([]string, len(c.Nodes)), links: make([][]accel.Link, len(c.Nodes)), devs: make([][]deviceKey, len(c.Nodes))}
-	for i, n := range c.Nodes {
-		k.names[i] = n.Name
-		k.links[i] = slices.Clone(n.Links)
-		ds := make([]deviceKey, len(n.Devices))
-		for j := range n.Devices {
-			ds[j] = devKey(&n.Devices[j])
-		}
-		k.devs[i] = ds
-	}
-	return k
-}
-
-// matches reports whether c has key k, without allocating.
-func (k *clusterKey) matches(c *accel.Cluster) bool {
-	if len(c.Nodes) != len(k.names) {
-		return false
-	}
-	for i := range c.Nodes {
-		n := &c.Nodes[i]
-		if n.Name != k.names[i] || len(n.Devices) != len(k.devs[i]) || !slices.Equal(n.Links, k.links[i]) {
-			return false
-		}
-		for j := range n.Devices {
-			if devKey(&n.Devices[j]) != k.devs[i][j] {
-				return false
-			}
-		}
-	}
-	return true
 }

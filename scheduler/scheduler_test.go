@@ -329,3 +329,45 @@ func TestCancelled(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Rounds on changing clusters give the plans of fresh Schedulers, also
+// when several goroutines share one Scheduler.
+func TestClusterCacheSchedules(t *testing.T) {
+	in := genInput(5, shapes[1])
+	sick := in
+	sick.Cluster = in.Cluster.Clone()
+	for i := range sick.Cluster.Nodes[0].Devices {
+		sick.Cluster.Nodes[0].Devices[i].Healthy = false
+	}
+	inputs := []Input{in, sick, in, sick}
+	want := make([]Plan, len(inputs))
+	for k, x := range inputs {
+		s, _ := New(Config{})
+		p, err := s.Schedule(context.Background(), x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[k] = p
+	}
+	shared, _ := New(Config{})
+	var wg sync.WaitGroup
+	errs := make(chan error, len(inputs))
+	for k := range inputs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := shared.Schedule(context.Background(), inputs[k])
+			if err == nil && !reflect.DeepEqual(got, want[k]) {
+				err = errors.New("plan differs from a fresh Scheduler's")
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -16,9 +16,9 @@ var refShapes = []genOpts{
 	{groups: []group{{2, 8, "a100"}, {4, 4, "t4"}, {2, 8, "v100"}}, jobs: 30, maxReplicas: 24, rounds: 3, pinnedFrac: 0.2, rigidFrac: 0.3},
 }
 
-// TestGoodputVsReference checks that the fast Pollux policy's plan has a
+// TestPolluxVsReference checks that the fast Pollux policy's plan has a
 // fitness at least the reference genetic search's on every instance.
-func TestGoodputVsReference(t *testing.T) {
+func TestPolluxVsReference(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("slow; single-goroutine, so -race adds nothing (.ci/run runs it without -race)")
 	}

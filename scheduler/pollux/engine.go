@@ -149,8 +149,9 @@ func New(p Problem) (*Search, error) {
 	fair := max(1, e.total/max(len(p.Jobs), 1))
 	for i := range p.Jobs {
 		pj := &p.Jobs[i]
-		if pj.Speedup == nil || pj.Min < 1 || pj.Max < pj.Min || !(pj.Weight > 0) || pj.CurrentType >= nt {
-			return nil, fmt.Errorf("%w: job %q: no speedup, bounds [%d, %d], weight %v or current type %d", ErrInvalid, pj.ID, pj.Min, pj.Max, pj.Weight, pj.CurrentType)
+		if pj.Speedup == nil || pj.Min < 1 || pj.Max < pj.Min || !(pj.Weight > 0) || pj.CurrentType < -1 || pj.CurrentType >= nt ||
+			!slices.IsSorted(pj.Types) || slices.ContainsFunc(pj.Types, func(t int) bool { return t < 0 || t >= nt }) {
+			return nil, fmt.Errorf("%w: job %q: no speedup, bounds [%d, %d], weight %v, types %v or current type %d", ErrInvalid, pj.ID, pj.Min, pj.Max, pj.Weight, pj.Types, pj.CurrentType)
 		}
 		if _, dup := e.byID[pj.ID]; dup || (i > 0 && p.Jobs[i-1].ID >= pj.ID) {
 			return nil, fmt.Errorf("%w: job %q: jobs must be sorted by ID, without duplicates", ErrInvalid, pj.ID)

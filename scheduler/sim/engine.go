@@ -50,9 +50,11 @@ type Config struct {
 	// Policy decides each round; it is realised by a scheduler.Scheduler
 	// with Placer. Ignored when Scheduler is set.
 	Policy scheduler.Policy
-	// Placer realises the policy's targets; nil = scheduler.Packer{}.
+	// Placer realises the policy's targets; nil = the Scheduler's default
+	// (scheduler.RoundPlacer, and the policy may offer its own layout).
 	Placer scheduler.Placer
-	// Scheduler, if set, is used as is instead of Policy and Placer.
+	// Scheduler, if set, is used as is instead of Policy and Placer (for
+	// example one built with scheduler.Config.AllowInterference).
 	Scheduler *scheduler.Scheduler
 	// Kind says how the simulator presents workload jobs to the policy.
 	// The zero value is scheduler.Rigid: each job runs on exactly the
