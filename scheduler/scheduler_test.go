@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"reflect"
@@ -369,5 +370,71 @@ func TestClusterCacheSchedules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// fixed is a user policy that returns the same targets every round.
+type fixed []Target
+
+func (f fixed) Allocate(context.Context, *Round) ([]Target, error) { return f, nil }
+
+// The placement package's typed reason reaches Decision.Reason, and
+// actions and reasons marshal to text.
+func TestPlacementReasonReachesDecision(t *testing.T) {
+	cl := testCluster(group{2, 4, "t4"})
+	in := Input{Cluster: cl, Now: t0, Jobs: []Job{
+		{ID: "pinned", Requested: 4, NonPreemptible: true},
+		{ID: "gang", Requested: 4},
+	}, Current: []placement.Assignment{{Job: "pinned", Devices: []string{"t4-0-000/0", "t4-0-000/1", "t4-0-001/0", "t4-0-001/1"}}}}
+	s, _ := New(Config{Policy: fixed{{Job: "gang", Type: "t4", Count: 4, MaxNodes: 1}}})
+	plan, err := s.Schedule(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := plan.Decision("gang")
+	if d.Action != placement.Queue || d.Reason != ReasonFragmented || !strings.Contains(d.Message, "(fragmented)") {
+		t.Fatalf("gang: %+v, want queued, fragmented", d)
+	}
+	b, err := json.Marshal(d)
+	if err != nil || !strings.Contains(string(b), `"action":"queue"`) || !strings.Contains(string(b), `"reason":"fragmented"`) {
+		t.Fatalf("JSON %s, %v", b, err)
+	}
+	var back Decision
+	if err := json.Unmarshal(b, &back); err != nil || back.Reason != ReasonFragmented || back.Action != placement.Queue {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+}
+
+// offering is a user policy that places its one target itself.
+type offering struct{ devs []string }
+
+func (o offering) Allocate(_ context.Context, r *Round) ([]Target, error) {
+	tg := []Target{{Job: "a", Type: "t4", Count: len(o.devs)}}
+	if r.TakesOffers() {
+		if err := r.Offer(tg, PlaceResult{Assignments: []placement.Assignment{{Job: "a", Devices: o.devs}}}); err != nil {
+			return nil, err
+		}
+	}
+	return tg, nil
+}
+
+// A policy's offered placement is used when the Scheduler has no Placer
+// of the host's, checked like a Placer's, and never taken otherwise.
+func TestOfferedPlacement(t *testing.T) {
+	in := Input{Cluster: testCluster(group{2, 4, "t4"}), Now: t0, Jobs: []Job{{ID: "a", Requested: 2}}}
+	own := []string{"t4-0-001/3", "t4-0-000/2"}
+	s, _ := New(Config{Policy: offering{own}})
+	plan, err := s.Schedule(context.Background(), in)
+	if d, _ := plan.Decision("a"); err != nil || !slices.Equal(d.Assignment.Devices, own) {
+		t.Fatalf("offered: %+v, %v", d, err)
+	}
+	s, _ = New(Config{Policy: offering{own}, Placer: Packer{}})
+	plan, err = s.Schedule(context.Background(), in)
+	if d, _ := plan.Decision("a"); err != nil || slices.Equal(d.Assignment.Devices, own) || d.To != 2 {
+		t.Fatalf("with a host placer: %+v, %v", d, err)
+	}
+	s, _ = New(Config{Policy: offering{[]string{"t4-0-000/0", "t4-0-000/0"}}})
+	if _, err := s.Schedule(context.Background(), in); !errors.Is(err, ErrPolicy) {
+		t.Fatalf("a device offered twice: %v, want ErrPolicy", err)
 	}
 }
