@@ -39,3 +39,9 @@ func BenchmarkGenetic160x64(b *testing.B) {
 func BenchmarkFIFO2000x8192(b *testing.B)     { benchSchedule(b, FIFO{}, genInput(1, shape2000x8)) }
 func BenchmarkTiresias2000x8192(b *testing.B) { benchSchedule(b, Tiresias{}, genInput(1, shape2000x8)) }
 func BenchmarkOptimus2000x8192(b *testing.B)  { benchSchedule(b, Optimus{}, genInput(1, shape2000x8)) }
+
+// BenchmarkGoodput40x64 is the small end: 40 jobs on 64 T4s, where the
+// polish on replayed placements runs (≤ 48 jobs).
+func BenchmarkGoodput40x64(b *testing.B) {
+	benchSchedule(b, Pollux{}, genInput(1, genOpts{groups: []group{{16, 4, "t4"}}, jobs: 40, maxReplicas: 16, rounds: 2, pinnedFrac: 0.05, rigidFrac: 0.2}))
+}
