@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/goodsched/goodsched/accel"
 	"reflect"
 	"slices"
 	"strconv"
 	"sync"
 
+	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 )
@@ -56,7 +56,8 @@ type Scheduler struct {
 // and for a policy or placer whose Validate method fails (negative
 // MaxPasses, Population or Threshold, ...).
 func New(cfg Config) (*Scheduler, error) {
-	for name, v := range map[string]any{"Policy": cfg.Policy, "Placer": cfg.Placer} {
+	for i, v := range []any{cfg.Policy, cfg.Placer} {
+		name := [...]string{"Policy", "Placer"}[i]
 		if isNilPointer(v) {
 			return nil, fmt.Errorf("%w: Config.%s is a nil %T; leave it nil for the default", ErrInvalid, name, v)
 		}
