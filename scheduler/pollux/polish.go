@@ -37,7 +37,14 @@ func polishBudget(bins int) int {
 // devices on the others and tops up on free fragments: it pays the
 // restart either way, and whole nodes come free for other gangs.
 func (e *Search) replay(typ, cnt []int, vacate bool) *state {
-	s := e.emptyState()
+	return e.replayInto(e.emptyState(), typ, cnt, vacate)
+}
+
+// replayInto is replay on s, which it first resets to the empty state
+// (reusing s's storage).
+func (e *Search) replayInto(s *state, typ, cnt []int, vacate bool) *state {
+	e.emptyState() // builds e.empty on first use
+	e.empty.copyTo(s)
 	for i := range e.jobs {
 		j := &e.jobs[i]
 		switch {
@@ -134,6 +141,10 @@ func (e *Search) polish(s *state) *state {
 	typ, cnt := slices.Clone(s.typ), slices.Clone(s.cnt)
 	best := e.replay(typ, cnt, false)
 	bestObj := e.objective(best)
+	// Scratch states for the replays of one try; one that wins becomes
+	// best and is replaced. Most tries lose, so most replays allocate
+	// nothing beyond their gangs' slots.
+	scratch := [2]*state{e.emptyState(), e.emptyState()}
 	budget := polishBudget(len(e.lay.binCap))
 	evals := 0
 	try := func() bool {
@@ -148,18 +159,20 @@ func (e *Search) polish(s *state) *state {
 				break
 			}
 		}
-		var r *state
+		w := -1
 		o := math.Inf(-1)
-		for _, v := range modes[:n] {
-			ri := e.replay(typ, cnt, v)
+		for k, v := range modes[:n] {
+			ri := e.replayInto(scratch[k], typ, cnt, v)
 			if oi := e.objective(ri); oi > o {
-				r, o = ri, oi
+				w, o = k, oi
 			}
 		}
 		if o > bestObj+1e-12*(1+math.Abs(bestObj)) {
-			best, bestObj = r, o
-			copy(typ, r.typ)
-			copy(cnt, r.cnt)
+			// The old best is not reused: candidates may still be
+			// enumerating from it.
+			best, scratch[w], bestObj = scratch[w], e.emptyState(), o
+			copy(typ, best.typ)
+			copy(cnt, best.cnt)
 			return true
 		}
 		return false
@@ -288,4 +301,27 @@ func (e *Search) polish(s *state) *state {
 		}
 	}
 	return best
+}
+
+// copyTo makes d a copy of s, reusing d's storage. A job's slot list is
+// never modified in place (moves build new ones), so d shares them.
+func (s *state) copyTo(d *state) {
+	d.typ = append(d.typ[:0], s.typ...)
+	d.cnt = append(d.cnt[:0], s.cnt...)
+	d.place = append(d.place[:0], s.place...)
+	d.free = append(d.free[:0], s.free...)
+	d.bfree = append(d.bfree[:0], s.bfree...)
+	d.bdist = append(d.bdist[:0], s.bdist...)
+	d.pos = append(d.pos[:0], s.pos...)
+	if len(d.bucket) != len(s.bucket) {
+		d.bucket = make([][][]int, len(s.bucket))
+	}
+	for t, bs := range s.bucket {
+		if len(d.bucket[t]) != len(bs) {
+			d.bucket[t] = make([][]int, len(bs))
+		}
+		for k, b := range bs {
+			d.bucket[t][k] = append(d.bucket[t][k][:0], b...)
+		}
+	}
 }
