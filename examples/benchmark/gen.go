@@ -75,57 +75,33 @@ var typeSpeed = map[accel.TypeKey]float64{"t4": 1, "v100": 2.2, "a100": 4, "h100
 // goodput speedup curves per type, and a current placement produced by
 // two earlier Pollux-policy rounds over two thirds of the jobs.
 func instance(rng *rand.Rand, sh shape) (scheduler.Input, error) {
+	return instanceWarm(rng, sh, 2)
+}
+
+// instanceWarm is instance with warm earlier rounds (0 = no current
+// placement: a cold round).
+func instanceWarm(rng *rand.Rand, sh shape, warmRounds int) (scheduler.Input, error) {
 	cl := cluster(sh.groups)
 	types := cl.Types()
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	in := scheduler.Input{Cluster: cl, Now: now}
 	for i := range sh.jobs {
-		base := randomParams(rng, 1)
-		lim := goodput.Limits{InitBatch: 64 << rng.IntN(3), MaxBatch: 4096, MinLocal: 16, MaxLocal: 256, Accumulation: true}
-		models := make(map[string]goodput.CurveModel, len(types))
-		for _, t := range types {
-			p := base
-			s := typeSpeed[t] * (0.7 + 0.6*rng.Float64())
-			if s == 0 {
-				s = 1
-			}
-			p.AlphaC /= s
-			p.BetaC /= s
-			models[string(t)] = goodput.CurveModel{Model: goodput.Model{Params: p,
-				Grad: goodput.GradStats{Sqr: 0.05 + rng.Float64(), Var: 1 + 10*rng.Float64()}, Limits: lim}}
-		}
-		curve, err := goodput.NewCurve(models, goodput.CurveOptions{MaxReplicas: 64})
+		j, err := randomJob(rng, i, types, now)
 		if err != nil {
 			return in, err
 		}
-		j := scheduler.Job{
-			ID:        fmt.Sprintf("job-%05d", i),
-			Submitted: now.Add(-time.Duration(60+rng.IntN(4*3600)) * time.Second),
-			Kind:      scheduler.Adaptive,
-			Speedup:   curve,
-			Weight:    1,
-			Attained:  time.Duration(rng.IntN(30)) * time.Hour,
-		}
-		j.MinReplicas = 1
-		j.MaxReplicas = 1 << (2 + rng.IntN(4))
-		switch rng.IntN(5) {
-		case 0:
-			j.Kind, j.Requested = scheduler.Rigid, 1<<rng.IntN(3)
-		case 1:
-			j.Kind = scheduler.Elastic
-		}
-		if len(types) > 1 && rng.IntN(4) == 0 {
-			j.Types = []accel.TypeKey{types[rng.IntN(len(types))]}
-		}
 		in.Jobs = append(in.Jobs, j)
 	}
+	if warmRounds == 0 {
+		return in, nil
+	}
 	n := len(in.Jobs) * 2 / 3
-	warm := scheduler.Input{Cluster: cl, Jobs: in.Jobs[:n:n], Now: now.Add(-2 * time.Minute)}
+	warm := scheduler.Input{Cluster: cl, Jobs: in.Jobs[:n:n], Now: now.Add(-time.Duration(warmRounds) * time.Minute)}
 	s, err := scheduler.New(scheduler.Config{})
 	if err != nil {
 		return in, err
 	}
-	for range 2 {
+	for range warmRounds {
 		plan, err := s.Schedule(context.Background(), warm)
 		if err != nil {
 			return in, err
@@ -145,4 +121,47 @@ func instance(rng *rand.Rand, sh shape) (scheduler.Input, error) {
 		}
 	}
 	return in, nil
+}
+
+// randomJob draws job number i: adaptive, elastic or rigid, with a
+// goodput speedup curve per type, submitted before now.
+func randomJob(rng *rand.Rand, i int, types []accel.TypeKey, now time.Time) (scheduler.Job, error) {
+	base := randomParams(rng, 1)
+	lim := goodput.Limits{InitBatch: 64 << rng.IntN(3), MaxBatch: 4096, MinLocal: 16, MaxLocal: 256, Accumulation: true}
+	models := make(map[string]goodput.CurveModel, len(types))
+	for _, t := range types {
+		p := base
+		s := typeSpeed[t] * (0.7 + 0.6*rng.Float64())
+		if s == 0 {
+			s = 1
+		}
+		p.AlphaC /= s
+		p.BetaC /= s
+		models[string(t)] = goodput.CurveModel{Model: goodput.Model{Params: p,
+			Grad: goodput.GradStats{Sqr: 0.05 + rng.Float64(), Var: 1 + 10*rng.Float64()}, Limits: lim}}
+	}
+	curve, err := goodput.NewCurve(models, goodput.CurveOptions{MaxReplicas: 64})
+	if err != nil {
+		return scheduler.Job{}, err
+	}
+	j := scheduler.Job{
+		ID:        fmt.Sprintf("job-%05d", i),
+		Submitted: now.Add(-time.Duration(60+rng.IntN(4*3600)) * time.Second),
+		Kind:      scheduler.Adaptive,
+		Speedup:   curve,
+		Weight:    1,
+		Attained:  time.Duration(rng.IntN(30)) * time.Hour,
+	}
+	j.MinReplicas = 1
+	j.MaxReplicas = 1 << (2 + rng.IntN(4))
+	switch rng.IntN(5) {
+	case 0:
+		j.Kind, j.Requested = scheduler.Rigid, 1<<rng.IntN(3)
+	case 1:
+		j.Kind = scheduler.Elastic
+	}
+	if len(types) > 1 && rng.IntN(4) == 0 {
+		j.Types = []accel.TypeKey{types[rng.IntN(len(types))]}
+	}
+	return j, nil
 }

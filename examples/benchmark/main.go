@@ -13,15 +13,59 @@
 //	maxmin_gap                   its proven relative gap (bound − objective) / bound
 //	maxmin_10000x4_ms            the same solve at 10,000 jobs × 4 types, ms
 //
-// With -quick the instances are smaller (20 jobs on 16 devices, 100 on
-// 128, max-min at 256 and 512 jobs) and the keys name those sizes:
-// round_goodput_20x16_ms, round_goodput_100x128_ms, maxmin_256x4_ms,
-// maxmin_512x4_ms; the other keys are the same.
+// The planet-scale part (issue 19; -planet=false skips it) adds, each
+// measured in the same run, with scheduler.Config{} (the Pollux policy):
 //
-// Round times are the median of -reps runs after one warm-up run (speedup
-// curves memoise their values on first use, as they do across a host's
-// rounds). Every ratio is measured in the same run. Instances are
-// deterministic for a given -seed.
+//	round_goodput_40x64_ms                one round, 40 jobs on 64 T4s (16×4), ms
+//	round_goodput_20000x100000_ms         one round, 20,000 jobs on 100,000 devices of 4 types
+//	                                      (3,125×8 a100, v100 and h100, 6,250×4 t4), ms
+//	round_goodput_steady_20000x100000_ms  the next round: the previous plan as Current, 1 min
+//	                                      later, 2% of the jobs finished and as many arrived, ms
+//	round_goodput_50000x131072_ms         one round, 50,000 jobs on the 2,000×8,192 cluster × 16, ms
+//	round_goodput_65536x1_ms              one cold round (no Current) on 65,536 one-T4 nodes (the
+//	                                      key names nodes × devices per node): 5 adaptive jobs
+//	                                      without MaxReplicas, speedup c/(1+α(c−1)) on c devices,
+//	                                      α = 0.0005·(i+1), no cross-node penalty, ms
+//	gavel_round_50000_ms                  one Scheduler.Schedule with gavel.NewPolicy (max-min
+//	                                      fairness over gavel.Published's classes, Tolerance 0.005,
+//	                                      as scheduler/gavel's BenchmarkPolicyRound) and
+//	                                      scheduler.Packer: 50,000 jobs on 1,024×4 v100, 1,536×4
+//	                                      p100 and 1,536×4 k80, each round on the previous plan, ms
+//	scaling_exponent                      k of time ∝ (jobs + devices)^k, least squares of log
+//	                                      time on log(jobs + devices) over 2,000×8,192 (the key
+//	                                      above), 10,000×16,384, 20,000×100,000 and 50,000×131,072
+//	rss_20000x100000_mib                  peak RSS of the process after the 20,000×100,000 rounds
+//	                                      (getrusage maxrss; Linux only), MiB
+//	rss_50000x131072_mib                  the same after the 50,000×131,072 rounds, MiB
+//
+// Its instances come from their own random stream, so the keys above do
+// not depend on -planet. Except for 40×64 (-reps), its round times are the
+// median of min(-reps, 3) runs, and a round whose warm-up run alone takes
+// longer than -budget (60 s) is reported as that one run. The
+// "generated" rounds (all but 65536x1) start from the placement of two
+// earlier rounds over two thirds of the jobs, as the keys above.
+//
+// With -quick the instances are smaller (20 jobs on 16 devices, 100 on
+// 128, max-min at 256 and 512 jobs; planet: 40×64, the ladder 100×128,
+// 200×256 (also the steady round), 400×512, 512 one-GPU nodes, Gavel at
+// 500 jobs) and the keys name those sizes: round_goodput_20x16_ms,
+// round_goodput_100x128_ms, maxmin_256x4_ms, maxmin_512x4_ms,
+// round_goodput_200x256_ms, round_goodput_steady_200x256_ms,
+// round_goodput_400x512_ms, round_goodput_512x1_ms, gavel_round_500_ms;
+// the other keys are the same (no rss_* keys).
+//
+// Round times are wall-clock milliseconds (unless -clock cpu) of one
+// Scheduler.Schedule at the process's GOMAXPROCS (Go's default unless the
+// environment sets it; the program does not; the key gomaxprocs reports
+// it), the median of -reps runs after one warm-up run (speedup curves
+// memoise their values on first use, as they do across a host's rounds).
+// Every ratio is measured in the same run. Instances are deterministic
+// for a given -seed.
+//
+// With -clock cpu every time above (µs, ns, ms, gangs per second) is the
+// process's user+system CPU time instead of wall-clock time (garbage
+// collection on other threads included), which a busy machine disturbs
+// less; the object then has clock_cpu = 1.
 package main
 
 import (
@@ -34,6 +78,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"time"
 
@@ -82,11 +127,24 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.population, "population", 100, fmt.Sprintf("reference GA population, 2..%d (Pollux: 100)", scheduler.MaxPopulation))
 	fs.IntVar(&cfg.generations, "generations", 100, "reference GA generations (Pollux: 100)")
 	fs.BoolVar(&cfg.quick, "quick", false, "small instances only (a smoke test; keys name the smaller sizes)")
+	clockName := fs.String("clock", "wall", "what the times measure: wall (elapsed) or cpu (this process's user+system CPU time; Linux)")
+	fs.BoolVar(&cfg.planet, "planet", true, "also measure the planet-scale rounds (20,000×100,000 and up; minutes)")
+	fs.DurationVar(&cfg.budget, "budget", time.Minute, "a planet-scale round whose warm-up alone takes longer is timed once (0 = no limit)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
-	if cfg.reps < 1 || cfg.population < 2 || cfg.population > scheduler.MaxPopulation || cfg.generations < 1 || cfg.generations > 100_000 || fs.NArg() > 0 {
-		return cfg, fmt.Errorf("want -reps ≥ 1, -population in 2..%d, -generations in 1..100000, no arguments", scheduler.MaxPopulation)
+	switch *clockName {
+	case "wall":
+	case "cpu":
+		if !cpuClockWorks() {
+			return cfg, fmt.Errorf("-clock cpu: not measured on this platform")
+		}
+		cfg.cpu = true
+	default:
+		return cfg, fmt.Errorf("-clock %q: want wall or cpu", *clockName)
+	}
+	if cfg.reps < 1 || cfg.population < 2 || cfg.population > scheduler.MaxPopulation || cfg.generations < 1 || cfg.generations > 100_000 || cfg.budget < 0 || fs.NArg() > 0 {
+		return cfg, fmt.Errorf("want -reps ≥ 1, -population in 2..%d, -generations in 1..100000, -budget ≥ 0, no arguments", scheduler.MaxPopulation)
 	}
 	return cfg, nil
 }
@@ -97,6 +155,9 @@ type config struct {
 	reps                    int
 	population, generations int
 	quick                   bool
+	cpu                     bool          // -clock cpu: time in process CPU, not wall
+	planet                  bool          // measure the planet-scale part
+	budget                  time.Duration // planet: warm-up longer than this = timed once (0 = no limit)
 }
 
 // figure is one measured key.
@@ -120,9 +181,9 @@ func write(w io.Writer, figs []figure, asJSON bool) error {
 		_, err = fmt.Fprintln(w, string(b))
 		return err
 	}
-	fmt.Fprintf(w, "%-30s %14s  %-8s %s\n", "key", "value", "unit", "target")
+	fmt.Fprintf(w, "%-38s %14s  %-8s %s\n", "key", "value", "unit", "target")
 	for _, f := range figs {
-		fmt.Fprintf(w, "%-30s %14.4g  %-8s %s\n", f.key, f.value, f.unit, f.target)
+		fmt.Fprintf(w, "%-38s %14.4g  %-8s %s\n", f.key, f.value, f.unit, f.target)
 	}
 	return nil
 }
@@ -141,9 +202,13 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 		figs = append(figs, figure{key, v, unit, target})
 	}
 	rng := rand.New(rand.NewPCG(cfg.seed, 11))
+	clk := wallClock()
+	if cfg.cpu {
+		clk = cpuClock
+	}
 
 	fmt.Fprintln(log, "goodput: Fit and Optimize …")
-	fitUS, optNS, err := goodputFigures(rng, cfg.quick)
+	fitUS, optNS, err := goodputFigures(clk, rng, cfg.quick)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +216,7 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 	add("goodput_optimize_ns", optNS, "ns", "")
 
 	fmt.Fprintln(log, "placement: gangs per second …")
-	gps, err := placementFigure(rng, cfg.quick)
+	gps, err := placementFigure(clk, rng, cfg.quick)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +237,7 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	smallMS, fastPlan, err := timeRound(ctx, fast, inSmall, cfg.reps)
+	smallMS, fastPlan, err := timeRound(ctx, clk, fast, inSmall, cfg.reps)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +248,7 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	bigMS, _, err := timeRound(ctx, fast, inBig, cfg.reps)
+	bigMS, _, err := timeRound(ctx, clk, fast, inBig, cfg.reps)
 	if err != nil {
 		return nil, err
 	}
@@ -196,12 +261,12 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 		return nil, err
 	}
 	fmt.Fprintln(log, "reference: Pollux GA on", small.name(), "…")
-	start := time.Now()
+	start := clk()
 	refPlan, err := ref.Schedule(ctx, inSmall)
 	if err != nil {
 		return nil, err
 	}
-	refMS := float64(time.Since(start).Microseconds()) / 1000
+	refMS := float64((clk() - start).Microseconds()) / 1000
 	obj := scheduler.Pollux{}
 	minRatio := math.Inf(1)
 	compare := func(name string, in scheduler.Input, fp, rp scheduler.Plan) error {
@@ -253,7 +318,7 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 	}
 	for i, n := range sizes {
 		fmt.Fprintf(log, "gavel: max-min fairness, %d jobs × 4 types …\n", n)
-		ms, gap, err := maxMinFigure(ctx, rng, n, 4, cfg.reps)
+		ms, gap, err := maxMinFigure(ctx, clk, rng, n, 4, cfg.reps)
 		if err != nil {
 			return nil, err
 		}
@@ -265,6 +330,15 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 			add(key, ms, "ms", "")
 		}
 	}
+	if cfg.planet {
+		if err := planetFigures(ctx, cfg, clk, planet(cfg.quick, big), bigMS, log, add); err != nil {
+			return nil, err
+		}
+	}
+	add("gomaxprocs", float64(runtime.GOMAXPROCS(0)), "", "")
+	if cfg.cpu {
+		add("clock_cpu", 1, "", "")
+	}
 	return figs, nil
 }
 
@@ -273,7 +347,7 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 // throughput differs per type, and a fifth of the jobs cannot use some
 // type). It returns the median solve time in ms over reps solves after a
 // warm-up, and the solution's proven gap.
-func maxMinFigure(ctx context.Context, rng *rand.Rand, n, k, reps int) (ms, gap float64, err error) {
+func maxMinFigure(ctx context.Context, clk clock, rng *rand.Rand, n, k, reps int) (ms, gap float64, err error) {
 	p := gavel.Problem{Throughput: make([][]float64, n), Devices: make([]int, k)}
 	for j := range k {
 		p.Devices[j] = max(1, n/8)
@@ -292,7 +366,7 @@ func maxMinFigure(ctx context.Context, rng *rand.Rand, n, k, reps int) (ms, gap 
 	if err != nil {
 		return 0, 0, err
 	}
-	ms, err = medianMS(reps, func() (err error) {
+	ms, err = medianMS(clk, reps, func() (err error) {
 		sol, err = gavel.Solve(ctx, p, gavel.MaxMinFairness{}, nil)
 		return err
 	})
@@ -304,28 +378,37 @@ func maxMinFigure(ctx context.Context, rng *rand.Rand, n, k, reps int) (ms, gap 
 
 // timeRound runs one warm-up round and reps timed rounds; it returns the
 // median in milliseconds and the plan.
-func timeRound(ctx context.Context, s *scheduler.Scheduler, in scheduler.Input, reps int) (float64, scheduler.Plan, error) {
+func timeRound(ctx context.Context, clk clock, s *scheduler.Scheduler, in scheduler.Input, reps int) (float64, scheduler.Plan, error) {
 	plan, err := s.Schedule(ctx, in)
 	if err != nil {
 		return 0, plan, err
 	}
-	ms, err := medianMS(reps, func() error {
+	ms, err := medianMS(clk, reps, func() error {
 		_, err := s.Schedule(ctx, in)
 		return err
 	})
 	return ms, plan, err
 }
 
+// clock reads a monotone time: elapsed or CPU time since some origin.
+type clock func() time.Duration
+
+// wallClock reads the elapsed time since it was made.
+func wallClock() clock {
+	t0 := time.Now()
+	return func() time.Duration { return time.Since(t0) }
+}
+
 // medianMS runs f reps times (reps ≥ 1) and returns the median run time
 // in milliseconds, or f's first error.
-func medianMS(reps int, f func() error) (float64, error) {
+func medianMS(clk clock, reps int, f func() error) (float64, error) {
 	ts := make([]float64, 0, reps)
 	for range reps {
-		start := time.Now()
+		start := clk()
 		if err := f(); err != nil {
 			return 0, err
 		}
-		ts = append(ts, float64(time.Since(start).Nanoseconds())/1e6)
+		ts = append(ts, float64((clk()-start).Nanoseconds())/1e6)
 	}
 	slices.Sort(ts)
 	return ts[len(ts)/2], nil
@@ -333,7 +416,7 @@ func medianMS(reps int, f func() error) (float64, error) {
 
 // goodputFigures times goodput.Fit on synthetic measurements and
 // Model.Optimize on the fitted model.
-func goodputFigures(rng *rand.Rand, quick bool) (fitUS, optNS float64, err error) {
+func goodputFigures(clk clock, rng *rand.Rand, quick bool) (fitUS, optNS float64, err error) {
 	truth := randomParams(rng, 1)
 	var obs []goodput.Observation
 	for _, sh := range [][3]int{{1, 1, 32}, {1, 1, 128}, {1, 2, 128}, {1, 4, 128}, {2, 2, 128}, {2, 8, 128}, {4, 16, 64}, {1, 4, 256}} {
@@ -346,13 +429,13 @@ func goodputFigures(rng *rand.Rand, quick bool) (fitUS, optNS float64, err error
 		fits = 10
 	}
 	var p goodput.Params
-	start := time.Now()
+	start := clk()
 	for range fits {
 		if p, _, err = goodput.Fit(obs, goodput.FitOptions{}); err != nil {
 			return 0, 0, err
 		}
 	}
-	fitUS = float64(time.Since(start).Nanoseconds()) / 1e3 / float64(fits)
+	fitUS = float64((clk() - start).Nanoseconds()) / 1e3 / float64(fits)
 	m := goodput.Model{Params: p, Grad: goodput.GradStats{Sqr: 0.1, Var: 4},
 		Limits: goodput.Limits{InitBatch: 128, MaxBatch: 4096, MinLocal: 16, MaxLocal: 256, Accumulation: true}}
 	calls := 20000
@@ -360,13 +443,13 @@ func goodputFigures(rng *rand.Rand, quick bool) (fitUS, optNS float64, err error
 		calls = 500
 	}
 	sink := 0
-	start = time.Now()
+	start = clk()
 	for k := range calls {
 		replicas := 1 + k%64
 		nodes := (replicas + 3) / 4
 		sink += m.Optimize(nodes, replicas).Batch
 	}
-	optNS = float64(time.Since(start).Nanoseconds()) / float64(calls)
+	optNS = float64((clk() - start).Nanoseconds()) / float64(calls)
 	if sink < 0 {
 		fmt.Println(sink)
 	}
@@ -375,7 +458,7 @@ func goodputFigures(rng *rand.Rand, quick bool) (fitUS, optNS float64, err error
 
 // placementFigure places random gangs on 8,192 devices until 90% full,
 // committing each, and returns gangs per second.
-func placementFigure(rng *rand.Rand, quick bool) (float64, error) {
+func placementFigure(clk clock, rng *rand.Rand, quick bool) (float64, error) {
 	groups := []group{{256, 8, "a100"}, {256, 8, "v100"}, {512, 4, "t4"}, {128, 16, "h100"}}
 	if quick {
 		groups = []group{{16, 8, "a100"}, {16, 4, "t4"}}
@@ -389,7 +472,7 @@ func placementFigure(rng *rand.Rand, quick bool) (float64, error) {
 	total := cl.Size()
 	var pl placement.Placer
 	placed, used := 0, 0
-	start := time.Now()
+	start := clk()
 	for k := 0; used < total*9/10 && k < 10*total; k++ {
 		n := []int{1, 1, 2, 2, 4, 8, 16}[rng.IntN(7)]
 		req := placement.Request{Job: fmt.Sprintf("g%06d", k), Types: []accel.TypeKey{types[rng.IntN(len(types))]}, Count: n}
@@ -403,7 +486,7 @@ func placementFigure(rng *rand.Rand, quick bool) (float64, error) {
 		placed++
 		used += n
 	}
-	sec := time.Since(start).Seconds()
+	sec := (clk() - start).Seconds()
 	if placed == 0 || sec <= 0 {
 		return 0, fmt.Errorf("no gang placed")
 	}

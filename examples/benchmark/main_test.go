@@ -7,9 +7,11 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goodsched/goodsched/scheduler"
 )
@@ -73,7 +75,8 @@ func BenchmarkRound2000x8192(b *testing.B) {
 
 // TestFlags: bad numbers are usage errors, -h says what the program does.
 func TestFlags(t *testing.T) {
-	for _, args := range [][]string{{"-population", "1000000000"}, {"-population", "1"}, {"-reps", "0"}, {"-nope"}, {"extra"}} {
+	for _, args := range [][]string{{"-population", "1000000000"}, {"-population", "1"}, {"-reps", "0"}, {"-nope"}, {"extra"},
+		{"-clock", "sundial"}, {"-budget", "-1s"}} {
 		if _, err := parse(args, io.Discard); err == nil {
 			t.Errorf("%v: no error", args)
 		}
@@ -81,5 +84,176 @@ func TestFlags(t *testing.T) {
 	var buf bytes.Buffer
 	if _, err := parse([]string{"-h"}, &buf); !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(buf.String(), "usage: benchmark [flags]\n\nbenchmark measures") {
 		t.Errorf("-h: %v\n%s", err, buf.String())
+	}
+}
+
+// TestPlanetFlag: the planet-scale part is on by default and -planet=false
+// turns it off; -budget and -clock are read.
+func TestPlanetFlag(t *testing.T) {
+	cfg, err := parse(nil, io.Discard)
+	if err != nil || !cfg.planet || cfg.budget != time.Minute || cfg.cpu {
+		t.Errorf("defaults: %+v, %v", cfg, err)
+	}
+	cfg, err = parse([]string{"-planet=false", "-budget", "2s", "-clock", "wall"}, io.Discard)
+	if err != nil || cfg.planet || cfg.budget != 2*time.Second {
+		t.Errorf("-planet=false -budget 2s: %+v, %v", cfg, err)
+	}
+	if cpuClockWorks() {
+		if cfg, err := parse([]string{"-clock", "cpu"}, io.Discard); err != nil || !cfg.cpu {
+			t.Errorf("-clock cpu: %+v, %v", cfg, err)
+		}
+	}
+}
+
+// TestQuickPlanet runs the planet-scale part on its -quick stand-ins and
+// checks that every key is there under the small sizes' names.
+func TestQuickPlanet(t *testing.T) {
+	figs, err := run(context.Background(), config{seed: 1, reps: 1, population: 20, generations: 10, quick: true, planet: true, budget: time.Minute}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := make(map[string]float64)
+	for _, f := range figs {
+		if _, dup := m[f.key]; dup {
+			t.Errorf("key %s twice", f.key)
+		}
+		m[f.key] = f.value
+	}
+	for _, k := range []string{"round_goodput_20000x100000_ms", "round_goodput_steady_20000x100000_ms", "round_goodput_50000x131072_ms",
+		"round_goodput_65536x1_ms", "gavel_round_50000_ms", "rss_20000x100000_mib"} {
+		if _, ok := m[k]; ok {
+			t.Errorf("-quick reports the full-size key %s", k)
+		}
+	}
+	for _, k := range []string{"round_goodput_40x64_ms", "round_goodput_200x256_ms", "round_goodput_steady_200x256_ms",
+		"round_goodput_400x512_ms", "round_goodput_512x1_ms", "gavel_round_500_ms", "round_goodput_100x128_ms"} {
+		if v, ok := m[k]; !ok || v <= 0 {
+			t.Errorf("%s = %v, %v", k, v, ok)
+		}
+	}
+	if k, ok := m["scaling_exponent"]; !ok || math.IsNaN(k) || math.IsInf(k, 0) {
+		t.Errorf("scaling_exponent = %v, %v", k, ok)
+	}
+	if g, ok := m["gomaxprocs"]; !ok || g < 1 {
+		t.Errorf("gomaxprocs = %v, %v", g, ok)
+	}
+}
+
+// TestPlanetSizes: the full-size planet instances have the sizes their
+// keys name.
+func TestPlanetSizes(t *testing.T) {
+	big := shape{groups: []group{{256, 8, "a100"}, {256, 8, "v100"}, {512, 4, "t4"}, {128, 16, "h100"}}, jobs: 2000}
+	sz := planet(false, big)
+	var ladder []string
+	for _, sh := range append(sz.ladder, sz.generated, sz.largest) {
+		ladder = append(ladder, sh.size())
+		if len(sh.groups) != 4 {
+			t.Errorf("%s: %d types, want 4", sh.name(), len(sh.groups))
+		}
+	}
+	if got, want := strings.Join(ladder, " "), "2000x8192 10000x16384 20000x100000 50000x131072"; got != want {
+		t.Errorf("ladder %s, want %s", got, want)
+	}
+	if sz.small40.size() != "40x64" || sz.wideNodes != 65536 || sz.gavelJobs != 50000 {
+		t.Errorf("small end %s, wide %d nodes, gavel %d jobs", sz.small40.size(), sz.wideNodes, sz.gavelJobs)
+	}
+}
+
+// TestSteadyInput: the steady round changes at most 5% of the jobs, keeps
+// the other jobs' plan as Current and names no finished job there.
+func TestSteadyInput(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	in, err := instance(rng, shape{groups: []group{{8, 4, "t4"}}, jobs: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := scheduler.New(scheduler.Config{})
+	plan, err := s.Schedule(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := steadyInput(rng, in, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := make(map[string]bool)
+	for _, j := range in.Jobs {
+		old[j.ID] = true
+	}
+	seen, kept := make(map[string]bool), 0
+	for _, j := range next.Jobs {
+		if seen[j.ID] {
+			t.Fatalf("job %s twice", j.ID)
+		}
+		seen[j.ID] = true
+		if old[j.ID] {
+			kept++
+		}
+	}
+	if changed := (len(in.Jobs) - kept) + (len(next.Jobs) - kept); changed == 0 || changed*20 > len(in.Jobs) {
+		t.Errorf("%d of %d jobs change; want 1..5%%", changed, len(in.Jobs))
+	}
+	if len(plan.Assignments()) == 0 {
+		t.Fatal("empty plan")
+	}
+	want := 0
+	for _, a := range plan.Assignments() {
+		if seen[a.Job] {
+			want++
+		}
+	}
+	if len(next.Current) != want {
+		t.Errorf("Current holds %d assignments, want the %d of live jobs", len(next.Current), want)
+	}
+	for _, a := range next.Current {
+		if !seen[a.Job] {
+			t.Errorf("Current names finished job %s", a.Job)
+		}
+	}
+	if !next.Now.After(in.Now) {
+		t.Errorf("Now %v not after %v", next.Now, in.Now)
+	}
+	if _, err := s.Schedule(context.Background(), next); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestBudget: a warm-up round longer than the budget is reported as that
+// one run; otherwise the median of the repetitions.
+func TestBudget(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 3))
+	in, err := instance(rng, shape{groups: []group{{2, 4, "t4"}}, jobs: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := scheduler.New(scheduler.Config{})
+	for _, tc := range []struct {
+		budget    time.Duration
+		wantReads int
+	}{{time.Second / 2, 2}, {0, 2 + 2*3}, {time.Hour, 2 + 2*3}} {
+		reads := 0
+		clk := func() time.Duration { reads++; return time.Duration(reads) * time.Second } // each run "takes" 1 s
+		ms, _, err := timeRoundBudget(context.Background(), clk, s, in, 3, tc.budget, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reads != tc.wantReads || ms != 1000 {
+			t.Errorf("budget %v: %d clock reads, %v ms; want %d, 1000", tc.budget, reads, ms, tc.wantReads)
+		}
+	}
+}
+
+// TestSlope: the fitted exponent of an exact power law.
+func TestSlope(t *testing.T) {
+	var xs, ys []float64
+	for _, n := range []float64{1e4, 3e4, 1.2e5, 1.8e5} {
+		xs = append(xs, math.Log(n))
+		ys = append(ys, math.Log(0.002*math.Pow(n, 1.33)))
+	}
+	if k := slope(xs, ys); math.Abs(k-1.33) > 1e-9 {
+		t.Errorf("slope %v, want 1.33", k)
+	}
+	if k := slope([]float64{1, 1}, []float64{2, 3}); !math.IsNaN(k) {
+		t.Errorf("slope of one x: %v, want NaN", k)
 	}
 }
