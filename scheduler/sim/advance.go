@@ -27,7 +27,7 @@ func (e *engine) advance(dt float64) {
 		rem -= d
 		for rem > 0 && !j.done {
 			rate := e.rate(j)
-			if slow[j.idx] {
+			if slow != nil && slow[j.idx] {
 				rate *= 1 - e.cfg.Interference
 			}
 			next := j.app.EpochProgress(j.epoch + 1)
@@ -55,7 +55,7 @@ func (e *engine) advance(dt float64) {
 				e.finished++
 				j.done = true
 				j.finish = e.now + (dt - rem)
-				j.devs, j.counts, j.nodes = nil, nil, nil
+				j.release()
 				break
 			}
 			e.rebatch(j)
@@ -74,7 +74,11 @@ func (e *engine) rate(j *job) float64 {
 	if j.rateValid && key == j.stepKey {
 		return j.cachedRate
 	}
-	step, sync, ok := j.app.StepTime(j.typ, j.counts, float64(j.local))
+	if e.noMemo || !j.stepMemo || j.stepGen != j.gen || j.stepLocal != j.local {
+		j.stepT, j.syncT, j.stepOK = j.app.StepTime(j.typ, j.counts, float64(j.local))
+		j.stepMemo, j.stepGen, j.stepLocal = true, j.gen, j.local
+	}
+	step, sync, ok := j.stepT, j.syncT, j.stepOK
 	if !ok || !(step > 0) {
 		j.rateValid, j.stepKey, j.cachedRate = true, key, 0
 		return 0
@@ -96,10 +100,10 @@ func (e *engine) rate(j *job) float64 {
 // interfered marks the jobs slowed by interference: distributed jobs on a
 // node that hosts more than one distributed job.
 func (e *engine) interfered() []bool {
-	slow := make([]bool, len(e.jobs))
 	if e.cfg.Interference == 0 {
-		return slow
+		return nil
 	}
+	slow := make([]bool, len(e.jobs))
 	dist := make([]int, len(e.cluster.Nodes))
 	for _, j := range e.live {
 		if !j.done && len(j.nodes) > 1 {
@@ -146,9 +150,9 @@ func (e *engine) faults() {
 				}
 				j.failures++
 				j.progress, j.epoch = j.ckptProg, j.ckptEp
-				j.devs, j.counts, j.nodes, j.typ = nil, nil, nil, ""
+				j.release()
+				j.typ = ""
 				j.local, j.accum, j.batch, j.stall = 0, 0, 0, 0
-				j.rateValid = false
 			}
 		}
 	}
@@ -195,9 +199,12 @@ func (e *engine) checkInvariants() error {
 		if !j.done && j.epoch >= j.app.MaxEpochs {
 			return fmt.Errorf("%w: job %s reached its target but is not completed", ErrLostJob, j.spec.Name)
 		}
-		for _, d := range j.devs {
-			i, ok := e.devIdx[d]
-			if !ok {
+		if len(j.devIdx) != len(j.devs) {
+			return fmt.Errorf("%w: job %s: device index out of date", ErrLostJob, j.spec.Name)
+		}
+		for k, d := range j.devs {
+			i := j.devIdx[k]
+			if i < 0 {
 				return fmt.Errorf("%w: job %s runs on unknown device %s", ErrLostJob, j.spec.Name, d)
 			}
 			if o := e.owner[i]; o >= 0 {

@@ -146,6 +146,20 @@ type job struct {
 	stepKey    [3]int // local, accum, epoch of cached rate
 	cachedRate float64
 	rateValid  bool
+	// gen counts the job's allocations (type and per-node counts); the
+	// memos below are valid for one gen.
+	gen int
+	// step and sync time of the allocation at per-device batch stepLocal
+	// (Application.StepTime is a pure function of them).
+	stepGen, stepLocal int
+	stepT, syncT       float64
+	stepOK, stepMemo   bool
+	// devIdx holds the index of each of devs in the engine's device
+	// order (-1: unknown device), for the invariant check.
+	devIdx []int
+	// rb is the state right after the last rebatch; a rebatch with the
+	// same inputs (allocation, curve, plan) would leave it unchanged.
+	rb rebatchState
 
 	// what the job has measured (adaptive jobs)
 	lrn    *learner
@@ -182,6 +196,9 @@ type engine struct {
 	finished int
 	healthy  int
 	moved    bool // allocations or health changed: check invariants
+	// noMemo turns off the per-job memos of step times and rebatch
+	// outcomes (tests compare the two).
+	noMemo bool
 	// invariant-check buffers, indexed like devIdx
 	devIdx     map[string]int
 	owner      []int
@@ -534,6 +551,7 @@ func (e *engine) schedule(ctx context.Context) error {
 			// many per node: the job keeps running, as in the Pollux
 			// simulator, which tracks GPUs per node only.
 			j.devs = slices.Clone(devs)
+			e.indexDevices(j)
 			e.moved = true
 			continue
 		}
@@ -750,9 +768,9 @@ func (e *engine) reallocate(j *job, typ accel.TypeKey, devs []string, plan goodp
 	j.ckptProg, j.ckptEp = j.progress, j.epoch
 	e.moved = true
 	if len(devs) == 0 {
-		j.devs, j.counts, j.nodes, j.typ = nil, nil, nil, ""
+		j.release()
+		j.typ = ""
 		j.local, j.accum, j.batch, j.stall = 0, 0, 0, 0
-		j.rateValid = false
 		return
 	}
 	if t, ok := e.devType[devs[0]]; ok && typ == "" {
@@ -760,7 +778,9 @@ func (e *engine) reallocate(j *job, typ accel.TypeKey, devs []string, plan goodp
 	}
 	j.typ = typ
 	j.rateValid = false
+	j.gen++
 	j.devs = slices.Clone(devs)
+	e.indexDevices(j)
 	per := make(map[int]int)
 	for _, d := range devs {
 		per[e.devNode[d]]++
@@ -776,6 +796,26 @@ func (e *engine) reallocate(j *job, typ accel.TypeKey, devs []string, plan goodp
 	}
 	j.stall = j.app.RestartDelay.Seconds()
 	e.chooseBatch(j, plan)
+}
+
+// release takes the job's devices away (preemption, completion, node
+// failure); its type stays as it was.
+func (j *job) release() {
+	j.devs, j.counts, j.nodes, j.devIdx = nil, nil, nil, nil
+	j.rateValid = false
+	j.gen++
+}
+
+// indexDevices records the engine index of each of the job's devices.
+func (e *engine) indexDevices(j *job) {
+	j.devIdx = j.devIdx[:0]
+	for _, d := range j.devs {
+		i, ok := e.devIdx[d]
+		if !ok {
+			i = -1
+		}
+		j.devIdx = append(j.devIdx, i)
+	}
 }
 
 // chooseBatch sets the per-device batch and accumulation steps for the
@@ -832,15 +872,53 @@ func (e *engine) rebatch(j *job) {
 	if e.cfg.Kind != scheduler.Adaptive || j.app.FixedBatch > 0 || len(j.devs) == 0 {
 		return
 	}
+	if !e.noMemo && j.rb.same(j) {
+		return // same inputs as the last rebatch: the same outcome
+	}
 	next := e.replan(j)
-	if next.Local <= 0 {
+	if next.Local > 0 {
+		cur := j.plan
+		if m, ok := j.lrn.est.Model(e.estType(j.typ)); ok && cur.Local > 0 {
+			cur.Goodput = m.Goodput(len(j.counts), len(j.devs), cur.Local, cur.Accum)
+		}
+		if cur.Local <= 0 || goodput.Switch(cur, next) {
+			e.chooseBatch(j, next)
+		}
+	}
+	j.rb.record(j)
+}
+
+// rebatchState is what rebatch's outcome depends on, recorded after a
+// rebatch: the allocation (gen), the job's speedup curve (an immutable
+// snapshot, current for the Estimator's version, which also pins its
+// fitted models and gradient statistics) and the batch the job runs.
+// Rebatching is idempotent, so a later rebatch with the same state is a
+// no-op.
+type rebatchState struct {
+	valid        bool
+	gen          int
+	curve        *goodput.Curve
+	version      int
+	plan         goodput.BatchPlan
+	local, accum int
+}
+
+func (r *rebatchState) record(j *job) {
+	l := j.lrn
+	if l == nil || l.curve == nil || l.curveVer != l.version || len(j.devs) > l.curveMax {
+		r.valid = false // replan did not use a current curve
 		return
 	}
-	cur := j.plan
-	if m, ok := j.lrn.est.Model(e.estType(j.typ)); ok && cur.Local > 0 {
-		cur.Goodput = m.Goodput(len(j.counts), len(j.devs), cur.Local, cur.Accum)
-	}
-	if cur.Local <= 0 || goodput.Switch(cur, next) {
-		e.chooseBatch(j, next)
-	}
+	*r = rebatchState{valid: true, gen: j.gen, curve: l.curve, version: l.version, plan: j.plan, local: j.local, accum: j.accum}
+}
+
+// same reports whether a rebatch of j now would see what the recorded
+// one saw: replan would reuse the same current curve (speedupOf rebuilds
+// it only for a new version or a larger allocation) on the same
+// allocation, from the same batch.
+func (r *rebatchState) same(j *job) bool {
+	l := j.lrn
+	return r.valid && l != nil && r.gen == j.gen && r.curve == l.curve && r.version == l.version &&
+		l.curveVer == l.version && len(j.devs) <= l.curveMax &&
+		r.plan == j.plan && r.local == j.local && r.accum == j.accum
 }
