@@ -124,3 +124,81 @@ func BenchmarkPolicyRound(b *testing.B) {
 		cur = res.Assignments
 	}
 }
+
+// BenchmarkPolicyRoundLarge is the Policy round at 50,000 jobs of Gavel's
+// classes on 4,096 nodes × 4 devices (16,384 GPUs: 1,024 v100, 1,536 p100
+// and 1,536 k80 nodes, the BenchmarkPolicyRound cluster × 16; the cluster
+// of examples/benchmark's gavel_round_50000_ms). Each round runs on the
+// previous round's placement, 6 minutes later, so most running jobs keep
+// their devices. "policy" times scheduler.NewRound + Policy.Allocate (the
+// Packer's placement between rounds is not timed); "schedule" times a
+// whole Scheduler.Schedule with scheduler.Packer, as examples/benchmark
+// does.
+func BenchmarkPolicyRoundLarge(b *testing.B) {
+	const n, spec = 50000, "1024x4:v100,1536x4:p100,1536x4:k80"
+	b.Run("policy", func(b *testing.B) { benchPolicyRound(b, n, spec, false) })
+	b.Run("schedule", func(b *testing.B) { benchPolicyRound(b, n, spec, true) })
+}
+
+// benchPolicyRound times rounds of n trace jobs on the cluster spec, each
+// on the placement of the one before: NewRound + Allocate, or with
+// schedule the whole Scheduler.Schedule with the Packer.
+func benchPolicyRound(b *testing.B, n int, spec string, schedule bool) {
+	tab, err := Published()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := accel.ParseSpec(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	trace := gavelTrace(b, tab, n, time.Second, 1)
+	classOf := map[string]string{}
+	var jobs []scheduler.Job
+	for _, j := range trace {
+		classOf[j.id] = j.class
+		jobs = append(jobs, scheduler.Job{ID: j.id, Requested: j.scale})
+	}
+	pol, err := NewPolicy(Config{Throughput: tab.Throughput(func(j *scheduler.Job) string { return classOf[j.ID] }),
+		Settings: Settings{Tolerance: 0.005}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := scheduler.New(scheduler.Config{Policy: pol, Placer: scheduler.Packer{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cur []placement.Assignment
+	var cpu time.Duration
+	b.ReportAllocs()
+	r := 0
+	for b.Loop() {
+		in := scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * 6 * time.Minute)}
+		r++
+		c0 := cpuTime()
+		if schedule {
+			plan, err := s.Schedule(context.Background(), in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cpu += cpuTime() - c0
+			cur = plan.Assignments()
+			continue
+		}
+		tg, err := allocate(pol, in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuTime() - c0
+		b.StopTimer()
+		res, err := packTargets(c, cur, tg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cur = res.Assignments
+		b.StartTimer()
+	}
+	if cpu > 0 {
+		b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+	}
+}

@@ -7,7 +7,10 @@ import (
 	"github.com/goodsched/goodsched/placement"
 	"maps"
 	"math"
+	"math/bits"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,14 +126,18 @@ type roundState struct {
 	started   bool
 	last      time.Time
 	lastReset time.Time
-	jobSet    []string
-	jobs      map[string]*jobCounters
+	jobSet    []string       // the last round's job IDs, sorted
+	counters  []*jobCounters // per jobSet entry
 	// resetDue records that the job set changed since the last reset
 	// (Gavel's need_to_update_allocation).
 	resetDue bool
 	// iso is Gavel's finish-time bookkeeping per job: cumulative isolated
 	// time, and the steps left and isolated throughput of the last round.
 	iso map[string]*isoCounters
+	// inIDs are the last round's job IDs in input order and inByID their
+	// indexes in ID order, reused while the jobs come in the same order.
+	inIDs  []string
+	inByID []int
 }
 
 // isoCounters is one job's cumulative isolated time (finish-time fairness).
@@ -142,8 +149,51 @@ type isoCounters struct {
 
 // jobCounters is a job's time received per type and in all since the last reset.
 type jobCounters struct {
-	received map[accel.TypeKey]time.Duration
+	received []typeTime // in order of first use (a job uses few types)
 	total    time.Duration
+}
+
+// typeTime is the time received on one type.
+type typeTime struct {
+	typ accel.TypeKey
+	d   time.Duration
+}
+
+// on returns the time received on type t.
+func (c *jobCounters) on(t accel.TypeKey) time.Duration {
+	for _, r := range c.received {
+		if r.typ == t {
+			return r.d
+		}
+	}
+	return 0
+}
+
+// add credits d on type t.
+func (c *jobCounters) add(t accel.TypeKey, d time.Duration) {
+	for k := range c.received {
+		if c.received[k].typ == t {
+			c.received[k].d += d
+			return
+		}
+	}
+	c.received = append(c.received, typeTime{t, d})
+}
+
+// byID returns the indexes of jobs in ID order (read-only: it is kept for
+// the next round, which reuses it when its jobs come in the same order).
+func (st *roundState) byID(jobs []scheduler.Job) []int {
+	if len(jobs) == len(st.inIDs) && slices.EqualFunc(jobs, st.inIDs, func(j scheduler.Job, id string) bool { return j.ID == id }) {
+		return st.inByID
+	}
+	ids := make([]string, len(jobs))
+	order := make([]int, len(jobs))
+	for i := range jobs {
+		ids[i], order[i] = jobs[i].ID, i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(ids[a], ids[b]) })
+	st.inIDs, st.inByID = ids, order
+	return order
 }
 
 var (
@@ -182,7 +232,7 @@ func NewPolicy(cfg Config) (*Policy, error) {
 			}
 		}
 	}
-	return &Policy{cfg: cfg, st: roundState{jobs: map[string]*jobCounters{}}}, nil
+	return &Policy{cfg: cfg}, nil
 }
 
 // RoundLength implements scheduler.RoundLength: Config.RoundLength (6
@@ -193,7 +243,7 @@ func (p *Policy) RoundLength() time.Duration { return p.cfg.RoundLength }
 func (p *Policy) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.st = roundState{jobs: map[string]*jobCounters{}}
+	p.st = roundState{}
 }
 
 // typeInfo is one accelerator type of the round's cluster.
@@ -203,21 +253,28 @@ type typeInfo struct {
 	perNode int            // most healthy devices on one node
 	nodes   []string       // nodes with healthy devices of the type, sorted
 	at      map[string]int // node name → index into nodes and free
-	free    []int          // free healthy devices per node
+	free    []int          // free healthy devices per node (change with take, then reindex after a copy)
+	// byFree[f] holds the nodes with f free devices (f ≥ 1) and frees the
+	// counts f that some node has, so that pack finds its nodes without
+	// scanning the type (byFree[f] is made when first used).
+	byFree []nodeSet
+	frees  nodeSet
+	use    []int // pack's scratch
 }
 
 // round is the state that one call to Allocate shares between its steps.
 type round struct {
 	p       *Policy
 	in      scheduler.Input
-	types   []typeInfo               // types with devices, in Cluster.Types order
-	tIdx    map[accel.TypeKey]int    // type → index into types
-	ix      *placement.Index         // the round's cluster
-	curType map[string]accel.TypeKey // job ID → type it runs on now
-	curDevs map[string][]string      // job ID → devices it holds now
-	targets []scheduler.Target       // per input job
-	scale   []int                    // gang size per input job
-	rows    []int                    // input index of each problem row
+	types   []typeInfo            // types with devices, in Cluster.Types order
+	tIdx    map[accel.TypeKey]int // type → index into types
+	ix      *placement.Index      // the round's cluster
+	curType []accel.TypeKey       // per input job: the type it runs on now ("" = none)
+	curDevs [][]string            // per input job: the devices it holds now
+	jobs    []*jobCounters        // per input job: its time-share counters
+	targets []scheduler.Target    // per input job
+	scale   []int                 // gang size per input job
+	rows    []int                 // input index of each problem row
 	prob    Problem
 	obj     Objective
 	sol     Solution
@@ -225,11 +282,14 @@ type round struct {
 	placed  []int  // per input job: 1 + type index, 0 = waiting
 	pinned  []int  // placed of the pinned jobs, 0 for the others
 	choice  []int  // per input job: 1 + index into cands, 0 = none
+	byID    []int  // input job indexes by job ID
+	idRank  []int  // per input job: its place in byID
 }
 
 // cand is one type that a problem row has a share on, with its priorities.
 type cand struct {
 	row, typ  int
+	id        int // the job's place in ID order
 	jobPrio   float64
 	prio, due float64
 	got       float64
@@ -247,7 +307,7 @@ func (p *Policy) Allocate(ctx context.Context, sr *scheduler.Round) ([]scheduler
 		return nil, err
 	}
 	r := newRound(p, sr)
-	p.credit(in, r.curType)
+	r.jobs = p.credit(in, r.byID, r.curType)
 	if err := r.buildProblem(); err != nil {
 		return nil, err
 	}
@@ -276,7 +336,7 @@ func (p *Policy) check(in scheduler.Input) error {
 func newRound(p *Policy, sr *scheduler.Round) *round {
 	ix := sr.Cluster()
 	r := &round{p: p, in: *sr.Input(), ix: ix, tIdx: map[accel.TypeKey]int{},
-		curType: map[string]accel.TypeKey{}, curDevs: map[string][]string{}}
+		curType: make([]accel.TypeKey, len(sr.Input().Jobs)), curDevs: make([][]string, len(sr.Input().Jobs))}
 	for _, t := range ix.Types() {
 		if c, perNode, _ := ix.Usable(t); c > 0 {
 			r.tIdx[t] = len(r.types)
@@ -297,9 +357,18 @@ func newRound(p *Policy, sr *scheduler.Round) *round {
 			}
 		}
 	}
-	for _, j := range sr.Jobs() {
+	for j := range r.types {
+		r.types[j].reindex()
+	}
+	jobs := r.in.Jobs
+	r.byID = p.st.byID(jobs)
+	r.idRank = make([]int, len(jobs))
+	for k, i := range r.byID {
+		r.idRank[i] = k
+	}
+	for i, j := range sr.Jobs() { // in Input.Jobs order
 		if len(j.Current) > 0 {
-			r.curType[j.Job.ID], r.curDevs[j.Job.ID] = j.CurrentType, j.Current
+			r.curType[i], r.curDevs[i] = j.CurrentType, j.Current
 		}
 	}
 	return r
@@ -317,6 +386,11 @@ func (r *round) buildProblem() error {
 		prob.Devices[j] = t.count
 	}
 	r.scale = make([]int, len(in.Jobs))
+	n := len(in.Jobs)
+	r.rows = make([]int, 0, n)
+	prob.Throughput, prob.Scale, prob.Weight = make([][]float64, 0, n), make([]int, 0, n), make([]float64, 0, n)
+	prob.StepsLeft, prob.Elapsed = make([]float64, 0, n), make([]time.Duration, 0, n)
+	flat := make([]float64, n*len(types)) // the rows, end to end
 	for i := range in.Jobs {
 		job := &in.Jobs[i]
 		r.targets[i] = scheduler.Target{Job: job.ID, Reason: scheduler.ReasonNoCapacity, Note: "no allowed type can hold the gang"}
@@ -325,7 +399,8 @@ func (r *round) buildProblem() error {
 			s = max(job.MinReplicas, 1)
 		}
 		r.scale[i] = s
-		row := make([]float64, len(types))
+		row := flat[:len(types):len(types)]
+		clear(row) // a row that was not kept may have left values here
 		ok := false
 		for j, t := range types {
 			if (len(job.Types) > 0 && !slices.Contains(job.Types, t.key)) || s > t.count {
@@ -341,6 +416,7 @@ func (r *round) buildProblem() error {
 		if !ok {
 			continue
 		}
+		flat = flat[len(types):]
 		r.rows = append(r.rows, i)
 		prob.Throughput = append(prob.Throughput, row)
 		prob.Scale = append(prob.Scale, s)
@@ -443,14 +519,29 @@ func (r *round) isolatedElapsed() []time.Duration {
 // priority X / time received.
 func (r *round) rank() {
 	types, prob := r.types, &r.prob
+	n := 0
+	for m := range r.rows {
+		for _, x := range r.sol.X[m] {
+			if x > 1e-9 {
+				n++
+			}
+		}
+	}
+	r.cands = make([]cand, 0, n)
+	gots := make([]float64, len(types)) // per type: the fraction of time received there
 	for m, i := range r.rows {
-		id := r.in.Jobs[i].ID
-		jc := r.p.st.jobs[id]
+		jc := r.jobs[i]
+		clear(gots)
+		if jc.total > 0 {
+			for j, t := range types {
+				gots[j] = float64(jc.on(t.key)) / float64(jc.total)
+			}
+		}
 		var due, recv float64
 		for j, x := range r.sol.X[m] {
 			due += x * prob.Throughput[m][j]
 			if jc.total > 0 {
-				recv += float64(jc.received[types[j].key]) / float64(jc.total) * prob.Throughput[m][j]
+				recv += gots[j] * prob.Throughput[m][j]
 			}
 		}
 		jp := 1e9 * due
@@ -461,20 +552,19 @@ func (r *round) rank() {
 		// time-weighted mean of the job's planned types: it then cannot fall
 		// behind its due throughput by not moving.
 		perTime := due / sum(r.sol.X[m])
+		cur := r.curType[i]
+		whole := len(r.curDevs[i]) == r.scale[i]
 		for j, x := range r.sol.X[m] {
 			if x <= 1e-9 {
 				continue
 			}
-			got := 0.0
-			if jc.total > 0 {
-				got = float64(jc.received[types[j].key]) / float64(jc.total)
-			}
+			got := gots[j]
 			prio := x * 1e9
 			if got > 0 {
 				prio = x / got
 			}
-			c := cand{row: m, typ: j, jobPrio: jp, prio: prio, due: x, got: got,
-				stays: r.curType[id] == types[j].key && len(r.curDevs[id]) == r.scale[i] &&
+			c := cand{row: m, typ: j, id: r.idRank[i], jobPrio: jp, prio: prio, due: x, got: got,
+				stays: cur == types[j].key && whole &&
 					prob.Throughput[m][j] >= perTime*(1-1e-9)}
 			if c.stays {
 				c.jobPrio *= 1 + r.p.cfg.StayBonus
@@ -482,10 +572,25 @@ func (r *round) rank() {
 			r.cands = append(r.cands, c)
 		}
 	}
-	jobs, rows := r.in.Jobs, r.rows
+	// Job priority, then job ID, then stays, prio, due and type (the
+	// comparisons return early: this sort is the bulk of rank).
 	slices.SortFunc(r.cands, func(a, b cand) int {
-		return cmp.Or(cmp.Compare(b.jobPrio, a.jobPrio), cmp.Compare(jobs[rows[a.row]].ID, jobs[rows[b.row]].ID),
-			boolCmp(b.stays, a.stays), cmp.Compare(b.prio, a.prio), cmp.Compare(b.due, a.due), cmp.Compare(a.typ, b.typ))
+		if c := cmp.Compare(b.jobPrio, a.jobPrio); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		if c := boolCmp(b.stays, a.stays); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.prio, a.prio); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.due, a.due); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.typ, b.typ)
 	})
 }
 
@@ -502,6 +607,7 @@ func (r *round) realise() {
 	r.backfill()
 	for j := range r.types {
 		copy(r.types[j].free, initFree[j])
+		r.types[j].reindex()
 	}
 	r.replay()
 }
@@ -511,7 +617,7 @@ func (r *round) realise() {
 func (r *round) keep(i, j int) bool {
 	t := &r.types[j]
 	need := map[string]int{}
-	for _, d := range r.curDevs[r.in.Jobs[i].ID] {
+	for _, d := range r.curDevs[i] {
 		dev, ok := r.ix.Device(d)
 		if !ok || !dev.Usable() || dev.Type != t.key {
 			return false
@@ -524,15 +630,14 @@ func (r *round) keep(i, j int) bool {
 		}
 	}
 	for n, k := range need {
-		t.free[t.at[n]] -= k
+		t.take(t.at[n], k)
 	}
 	return true
 }
 
 // onCurrent reports whether input job i runs now on a whole gang of type j.
 func (r *round) onCurrent(i, j int) bool {
-	id := r.in.Jobs[i].ID
-	return r.curType[id] == r.types[j].key && len(r.curDevs[id]) == r.scale[i]
+	return r.curType[i] == r.types[j].key && len(r.curDevs[i]) == r.scale[i]
 }
 
 // pin keeps the running non-preemptible jobs on their devices and returns
@@ -545,12 +650,12 @@ func (r *round) pin() []int {
 	}
 	for i := range r.in.Jobs {
 		job := &r.in.Jobs[i]
-		t, running := r.curType[job.ID]
+		t, running := r.curType[i], len(r.curDevs[i]) > 0
 		j, known := r.tIdx[t]
 		if job.NonPreemptible && running && known && r.keep(i, j) {
 			r.placed[i] = j + 1
-			remaining[j] -= len(r.curDevs[job.ID])
-			r.targets[i] = scheduler.Target{Job: job.ID, Type: t, Count: len(r.curDevs[job.ID]),
+			remaining[j] -= len(r.curDevs[i])
+			r.targets[i] = scheduler.Target{Job: job.ID, Type: t, Count: len(r.curDevs[i]),
 				Reason: scheduler.ReasonPinned, Note: "non-preemptible, keeps its devices"}
 		}
 	}
@@ -630,7 +735,7 @@ func (r *round) replay() {
 		rest = append(rest, i)
 	}
 	slices.SortStableFunc(rest, func(a, b int) int {
-		return cmp.Or(cmp.Compare(r.scale[b], r.scale[a]), cmp.Compare(r.in.Jobs[a].ID, r.in.Jobs[b].ID))
+		return cmp.Or(cmp.Compare(r.scale[b], r.scale[a]), cmp.Compare(r.idRank[a], r.idRank[b]))
 	})
 	for _, i := range rest {
 		if !pack(&r.types[r.placed[i]-1], r.scale[i]) {
@@ -642,6 +747,8 @@ func (r *round) replay() {
 // explain writes the targets of the placed jobs that are not pinned and
 // the notes of the problem rows that wait.
 func (r *round) explain() {
+	name := r.obj.Name()
+	var buf []byte
 	for i := range r.in.Jobs {
 		if r.placed[i] == 0 || r.pinned[i] != 0 {
 			continue
@@ -652,9 +759,9 @@ func (r *round) explain() {
 		if c.stays || r.onCurrent(i, c.typ) {
 			reason = scheduler.ReasonUnchanged
 		}
+		buf = placedNote(buf[:0], name, c.due, t.key, c.got, c.jobPrio)
 		r.targets[i] = scheduler.Target{Job: r.in.Jobs[i].ID, Type: t.key, Count: r.scale[i], MaxNodes: nodesFor(r.scale[i], t.perNode),
-			Reason: reason, Note: fmt.Sprintf("%s: share due %.3f of time on %s, received %.3f (job priority %.3g)",
-				r.obj.Name(), c.due, t.key, c.got, c.jobPrio)}
+			Reason: reason, Note: string(buf)}
 	}
 	for m, i := range r.rows {
 		if r.placed[i] != 0 {
@@ -666,100 +773,279 @@ func (r *round) explain() {
 				best, bt = x, string(r.types[j].key)
 			}
 		}
-		r.targets[i] = scheduler.Target{Job: r.in.Jobs[i].ID, Reason: scheduler.ReasonObjective,
-			Note: fmt.Sprintf("%s: waits this round; share due %.3f (most on %s), jobs further below their share go first", r.obj.Name(), sum(r.sol.X[m]), bt)}
+		buf = waitNote(buf[:0], name, sum(r.sol.X[m]), bt)
 		if best == 0 {
-			r.targets[i].Note = fmt.Sprintf("%s: no share this round", r.obj.Name())
+			buf = append(append(buf[:0], name...), ": no share this round"...)
 		}
+		r.targets[i] = scheduler.Target{Job: r.in.Jobs[i].ID, Reason: scheduler.ReasonObjective, Note: string(buf)}
 	}
 }
 
+// placedNote appends the note of a placed job to buf: fmt's
+// "%s: share due %.3f of time on %s, received %.3f (job priority %.3g)",
+// built with strconv, which costs a fraction of fmt.Sprintf at 50,000
+// notes a round.
+func placedNote(buf []byte, name string, due float64, t accel.TypeKey, got, prio float64) []byte {
+	buf = append(append(buf, name...), ": share due "...)
+	buf = append(append(append(strconv.AppendFloat(buf, due, 'f', 3, 64), " of time on "...), t...), ", received "...)
+	buf = append(strconv.AppendFloat(buf, got, 'f', 3, 64), " (job priority "...)
+	return append(strconv.AppendFloat(buf, prio, 'g', 3, 64), ')')
+}
+
+// waitNote appends the note of a waiting job to buf: fmt's
+// "%s: waits this round; share due %.3f (most on %s), jobs further below
+// their share go first", built with strconv as placedNote is.
+func waitNote(buf []byte, name string, due float64, most string) []byte {
+	buf = append(append(buf, name...), ": waits this round; share due "...)
+	buf = append(append(strconv.AppendFloat(buf, due, 'f', 3, 64), " (most on "...), most...)
+	return append(buf, "), jobs further below their share go first"...)
+}
+
 // credit adds the time since the last round to the jobs that ran, and
-// resets the counters when the job set changed long enough ago.
-func (p *Policy) credit(in scheduler.Input, curType map[string]accel.TypeKey) {
+// resets the counters when the job set changed long enough ago. byID is
+// the input jobs' indexes in ID order and curType their current types; it
+// returns each input job's counters.
+func (p *Policy) credit(in scheduler.Input, byID []int, curType []accel.TypeKey) []*jobCounters {
 	st := &p.st
-	ids := make([]string, len(in.Jobs))
-	for i := range in.Jobs {
-		ids[i] = in.Jobs[i].ID
+	ids := make([]string, len(byID))
+	for k, i := range byID {
+		ids[k] = in.Jobs[i].ID
 	}
-	slices.Sort(ids)
+	changed := !slices.Equal(ids, st.jobSet)
+	counters := st.counters
+	if changed {
+		// Carry the counters of the jobs that stay (nil for new ones):
+		// both lists are sorted, so this is a merge.
+		counters = make([]*jobCounters, len(ids))
+		o := 0
+		for k, id := range ids {
+			for o < len(st.jobSet) && st.jobSet[o] < id {
+				o++
+			}
+			if o < len(st.jobSet) && st.jobSet[o] == id {
+				counters[k] = st.counters[o]
+			}
+		}
+	}
 	if st.started {
 		dt := in.Now.Sub(st.last)
-		for _, id := range ids {
-			c := st.jobs[id]
+		for k, c := range counters {
 			if c == nil {
 				continue
 			}
 			c.total += dt
-			if t, ok := curType[id]; ok && t != "" {
-				c.received[t] += dt
+			if t := curType[byID[k]]; t != "" {
+				c.add(t, dt)
 			}
 		}
 	}
-	st.resetDue = st.resetDue || !slices.Equal(ids, st.jobSet)
+	st.resetDue = st.resetDue || changed
 	if st.resetDue && (!st.started || in.Now.Sub(st.lastReset) >= p.cfg.ResetInterval) {
-		st.jobs = map[string]*jobCounters{}
+		clear(counters)
 		st.lastReset = in.Now
 		st.resetDue = false
 	}
-	for _, id := range slices.Sorted(maps.Keys(st.jobs)) {
-		if _, ok := slices.BinarySearch(ids, id); !ok {
-			delete(st.jobs, id)
+	out := make([]*jobCounters, len(in.Jobs))
+	for k, c := range counters {
+		if c == nil {
+			c = &jobCounters{}
+			counters[k] = c
 		}
+		out[byID[k]] = c
 	}
-	for _, id := range ids {
-		if st.jobs[id] == nil {
-			st.jobs[id] = &jobCounters{received: map[accel.TypeKey]time.Duration{}}
-		}
-	}
-	st.jobSet = ids
+	st.jobSet, st.counters = ids, counters
 	st.started = true
 	st.last = in.Now
+	return out
 }
 
 // pack reserves s devices of type t on as few nodes as the type allows:
-// best fit on one node when one has room, else the nodes with the most
-// free devices first. It reports false (reserving nothing) when the gang
-// cannot be consolidated.
+// best fit on one node when one has room (the fewest free devices that
+// hold the gang, the first such node in name order), else the nodes with
+// the most free devices first (ties in name order). It reports false
+// (reserving nothing) when the gang cannot be consolidated. It costs
+// O(log nodes) per node it looks at, not a scan of the type's nodes.
 func pack(t *typeInfo, s int) bool {
 	limit := nodesFor(s, t.perNode)
 	if limit == 1 {
-		best := -1
-		for k, f := range t.free {
-			if f >= s && (best < 0 || f < t.free[best]) {
-				best = k
-			}
-		}
-		if best < 0 {
+		f := t.frees.next(s)
+		if f < 0 {
 			return false
 		}
-		t.free[best] -= s
+		t.take(t.byFree[f].next(0), s)
 		return true
 	}
-	order := make([]int, len(t.free))
-	for k := range order {
-		order[k] = k
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.free[b], t.free[a]) })
 	need := s
-	var use []int
-	for _, k := range order[:min(limit, len(order))] {
-		if need <= 0 || t.free[k] == 0 {
-			break
+	use := t.use[:0]
+	for f := t.frees.prev(len(t.byFree) - 1); f > 0 && need > 0 && len(use) < limit; f = t.frees.prev(f - 1) {
+		b := t.byFree[f]
+		for k := b.next(0); k >= 0 && need > 0 && len(use) < limit; k = b.next(k + 1) {
+			use = append(use, k)
+			need -= f
 		}
-		use = append(use, k)
-		need -= t.free[k]
 	}
+	t.use = use
 	if need > 0 {
 		return false
 	}
 	need = s
 	for _, k := range use {
 		d := min(need, t.free[k])
-		t.free[k] -= d
+		t.take(k, d)
 		need -= d
 	}
 	return true
+}
+
+// reindex files every node of t under its free count, after free was set
+// wholesale.
+func (t *typeInfo) reindex() {
+	top := 0
+	for _, f := range t.free {
+		top = max(top, f)
+	}
+	if len(t.byFree) < top+1 {
+		t.byFree = append(t.byFree, make([]nodeSet, top+1-len(t.byFree))...)
+	}
+	if t.frees == nil || t.frees.size() < len(t.byFree) {
+		t.frees = newNodeSet(len(t.byFree))
+	} else {
+		t.frees.clear()
+	}
+	for _, b := range t.byFree {
+		b.clear()
+	}
+	for k, f := range t.free {
+		if f > 0 {
+			t.file(k, f)
+		}
+	}
+}
+
+// take reserves d of node k's free devices.
+func (t *typeInfo) take(k, d int) {
+	f := t.free[k]
+	if f > 0 {
+		b := t.byFree[f]
+		b.remove(k)
+		if b.empty() {
+			t.frees.remove(f)
+		}
+	}
+	f -= d
+	t.free[k] = f
+	if f > 0 {
+		t.file(k, f)
+	}
+}
+
+// file adds node k to the nodes with f free devices.
+func (t *typeInfo) file(k, f int) {
+	b := t.byFree[f]
+	if b == nil {
+		b = newNodeSet(len(t.free))
+		t.byFree[f] = b
+	}
+	if b.empty() {
+		t.frees.add(f)
+	}
+	b.add(k)
+}
+
+// nodeSet is a set of the integers 0..n-1 (node indexes, free counts) as
+// a tree of 64-bit words: bit b of word w on level l+1 is set when word
+// 64w+b on level l is non-zero, and the top level is one word. Adding,
+// removing, and finding the next or previous member cost O(log64 n).
+type nodeSet [][]uint64
+
+// newNodeSet returns an empty set of 0..n-1.
+func newNodeSet(n int) nodeSet {
+	var s nodeSet
+	for {
+		w := max((n+63)/64, 1)
+		s = append(s, make([]uint64, w))
+		if w == 1 {
+			return s
+		}
+		n = w
+	}
+}
+
+// size returns how many integers s can hold (a multiple of 64).
+func (s nodeSet) size() int { return 64 * len(s[0]) }
+
+// clear removes every member.
+func (s nodeSet) clear() {
+	for _, lv := range s {
+		clear(lv)
+	}
+}
+
+// empty reports whether s has no members.
+func (s nodeSet) empty() bool { return s[len(s)-1][0] == 0 }
+
+// add inserts i.
+func (s nodeSet) add(i int) {
+	for _, lv := range s {
+		w := i >> 6
+		was := lv[w]
+		lv[w] |= 1 << (i & 63)
+		if was != 0 {
+			return
+		}
+		i = w
+	}
+}
+
+// remove deletes i.
+func (s nodeSet) remove(i int) {
+	for _, lv := range s {
+		w := i >> 6
+		lv[w] &^= 1 << (i & 63)
+		if lv[w] != 0 {
+			return
+		}
+		i = w
+	}
+}
+
+// next returns the least member ≥ i (i ≥ 0), or -1 when there is none.
+func (s nodeSet) next(i int) int {
+	for l, lv := range s {
+		w := i >> 6
+		if w >= len(lv) {
+			return -1
+		}
+		if m := lv[w] >> (i & 63); m != 0 {
+			i += bits.TrailingZeros64(m)
+			for ; l > 0; l-- {
+				i = i<<6 + bits.TrailingZeros64(s[l-1][i])
+			}
+			return i
+		}
+		i = w + 1
+	}
+	return -1
+}
+
+// prev returns the greatest member ≤ i (i < size), or -1 when there is
+// none.
+func (s nodeSet) prev(i int) int {
+	for l, lv := range s {
+		if i < 0 {
+			return -1
+		}
+		w := i >> 6
+		if m := lv[w] << (63 - i&63); m != 0 {
+			i -= bits.LeadingZeros64(m)
+			for ; l > 0; l-- {
+				i = i<<6 + 63 - bits.LeadingZeros64(s[l-1][i])
+			}
+			return i
+		}
+		i = w - 1
+	}
+	return -1
 }
 
 // nodesFor returns the fewest nodes that hold s devices at perNode a node.
