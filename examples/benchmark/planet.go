@@ -276,7 +276,9 @@ func gavelRound(ctx context.Context, clk clock, seed uint64, n int, spec string,
 		fmt.Fprintf(log, "  warm-up round took %v > -budget %v: reported once\n", first, budget)
 		return float64(first.Nanoseconds()) / 1e6, nil
 	}
-	return medianMS(clk, reps, step)
+	ms, err := medianMS(clk, reps, step)
+	fmt.Fprintf(log, "  %.4g ms (median of %d)\n", ms, reps)
+	return ms, err
 }
 
 // timeRoundBudget is timeRound, except that when the warm-up round alone
