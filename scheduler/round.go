@@ -232,6 +232,10 @@ func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takes
 	}
 	r.byID = make(map[string]int, len(in.Jobs))
 	r.jobs = make([]jobInfo, len(in.Jobs))
+	every := make([]int, nt) // the allowed types of a job without Types, shared
+	for t := range every {
+		every[t] = t
+	}
 	for i := range in.Jobs {
 		j := &in.Jobs[i]
 		if err := checkJob(i, j); err != nil {
@@ -246,10 +250,9 @@ func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takes
 			ji.Weight = 1
 		}
 		if len(j.Types) == 0 {
-			for t := range r.types {
-				ji.allowed = append(ji.allowed, t)
-			}
+			ji.allowed, ji.Types = every, slices.Clip(r.types) // clipped: an append copies
 		} else {
+			ji.allowed = make([]int, 0, len(j.Types))
 			for _, tk := range j.Types {
 				t, ok := c.TypeIndex(tk)
 				if !ok {
@@ -259,9 +262,10 @@ func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takes
 			}
 			slices.Sort(ji.allowed)
 			ji.allowed = slices.Compact(ji.allowed)
-		}
-		for _, t := range ji.allowed {
-			ji.Types = append(ji.Types, r.types[t])
+			ji.Types = make([]accel.TypeKey, len(ji.allowed))
+			for k, t := range ji.allowed {
+				ji.Types[k] = r.types[t]
+			}
 		}
 		if j.Kind == Rigid {
 			ji.rigid = true
