@@ -117,84 +117,60 @@ func (Packer) Place(ctx context.Context, in PlaceInput) (PlaceResult, error) {
 		todo = append(todo, t)
 	}
 	// Free usable devices per (type, node), lowest index first.
-	type slot struct {
-		node string
-		free []string
-	}
-	slots := make(map[accel.TypeKey][]*slot)
+	pools := make(map[accel.TypeKey]*pool)
 	for ni := range in.Cluster.Nodes() {
-		node, devs := in.Cluster.Node(ni)
-		byType := make(map[accel.TypeKey]*slot)
-		for _, d := range devs {
+		_, devs := in.Cluster.Node(ni)
+		var sl *freeSlot
+		for _, d := range devs { // by type, then index
 			if !d.Usable() || used[d.ID] {
 				continue
 			}
-			sl := byType[d.Type]
-			if sl == nil {
-				sl = &slot{node: node}
-				byType[d.Type] = sl
-				slots[d.Type] = append(slots[d.Type], sl)
+			if sl == nil || sl.typ != d.Type {
+				p := pools[d.Type]
+				if p == nil {
+					p = &pool{}
+					pools[d.Type] = p
+				}
+				sl = &freeSlot{typ: d.Type, pos: len(p.slots)}
+				p.slots = append(p.slots, sl)
 			}
 			sl.free = append(sl.free, d.ID)
 		}
 	}
+	for _, p := range pools {
+		p.index()
+	}
 	slices.SortStableFunc(todo, func(a, b Target) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Job, b.Job))
 	})
-	name := func(s *slot) string { return s.node }
 	for k, t := range todo {
 		if k&63 == 0 {
 			if err := ctx.Err(); err != nil {
 				return PlaceResult{}, err
 			}
 		}
-		ss := slots[t.Type]
-		total := 0
-		best := -1
-		for i, s := range ss {
-			n := len(s.free)
-			total += n
-			if n >= t.Count && (best < 0 || n < len(ss[best].free) || (n == len(ss[best].free) && name(s) < name(ss[best]))) {
-				best = i
-			}
+		p := pools[t.Type]
+		if p == nil {
+			p = &pool{}
 		}
-		if total < t.Count {
-			res.Unplaced = append(res.Unplaced, unplaced(t, placement.ReasonCapacity, fmt.Sprintf("only %d free %s devices for %d", total, t.Type, t.Count)))
+		if p.total < t.Count {
+			res.Unplaced = append(res.Unplaced, unplaced(t, placement.ReasonCapacity, fmt.Sprintf("only %d free %s devices for %d", p.total, t.Type, t.Count)))
 			continue
 		}
 		var pick []string
-		if best >= 0 {
-			s := ss[best]
-			pick = slices.Clone(s.free[:t.Count])
-			s.free = s.free[t.Count:]
+		if s := p.bestFit(t.Count); s != nil {
+			pick = p.take(s, t.Count)
 		} else {
-			order := slices.Clone(ss)
-			slices.SortStableFunc(order, func(a, b *slot) int {
-				return cmp.Or(cmp.Compare(len(b.free), len(a.free)), cmp.Compare(name(a), name(b)))
-			})
-			need, nodes := t.Count, 0
-			for _, s := range order {
-				if need == 0 {
-					break
-				}
-				if len(s.free) > 0 {
-					need -= min(need, len(s.free))
-					nodes++
-				}
-			}
-			if t.MaxNodes > 0 && nodes > t.MaxNodes {
+			if nodes := p.spread(t.Count); t.MaxNodes > 0 && nodes > t.MaxNodes {
 				res.Unplaced = append(res.Unplaced, unplaced(t, placement.ReasonFragmented, fmt.Sprintf("%d %s devices span %d nodes, more than %d", t.Count, t.Type, nodes, t.MaxNodes)))
 				continue
 			}
-			need = t.Count
-			for _, s := range order {
-				if need == 0 {
-					break
-				}
-				k := min(need, len(s.free))
-				pick = append(pick, s.free[:k]...)
-				s.free = s.free[k:]
-				need -= k
+			// Whole nodes with the most free devices first, then by name.
+			for need := t.Count; need > 0; {
+				s := p.most()
+				got := p.take(s, min(need, len(s.free)))
+				pick = append(pick, got...)
+				need -= len(got)
 			}
 		}
 		res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: pick})
@@ -208,4 +184,141 @@ func (Packer) Place(ctx context.Context, in PlaceInput) (PlaceResult, error) {
 func unplaced(t Target, code placement.ReasonCode, text string) placement.Unplaced {
 	return placement.Unplaced{Target: placement.Target{Job: t.Job, Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes},
 		Reason: placement.Reason{Code: code, Text: text}}
+}
+
+// freeSlot is the free usable devices of one type on one node, lowest
+// index first; pos is the node's rank by name among the type's nodes.
+type freeSlot struct {
+	typ  accel.TypeKey
+	pos  int
+	free []string
+	gen  int // bumped when free changes, so that stale bucket entries are skipped
+}
+
+// pool files a type's nodes by free count, so that Packer's best fit and
+// most-free choices cost O(log nodes) instead of a scan of every node.
+type pool struct {
+	slots []*freeSlot
+	total int
+	// bucket[k] is a min-heap by name rank of the nodes with k free
+	// devices (entries with an old gen are stale); live[k] counts the
+	// current ones.
+	bucket [][]bucketEntry
+	live   []int
+}
+
+type bucketEntry struct{ pos, gen int }
+
+// index files every node by its free count.
+func (p *pool) index() {
+	most := 0
+	for _, s := range p.slots {
+		most = max(most, len(s.free))
+		p.total += len(s.free)
+	}
+	p.bucket, p.live = make([][]bucketEntry, most+1), make([]int, most+1)
+	for _, s := range p.slots { // name order: each bucket is a valid heap as it is
+		p.bucket[len(s.free)] = append(p.bucket[len(s.free)], bucketEntry{s.pos, s.gen})
+		p.live[len(s.free)]++
+	}
+}
+
+// first returns the node with k free devices that comes first by name
+// (nil when none), dropping stale entries.
+func (p *pool) first(k int) *freeSlot {
+	h := &p.bucket[k]
+	for len(*h) > 0 {
+		e := (*h)[0]
+		if s := p.slots[e.pos]; s.gen == e.gen {
+			return s
+		}
+		heapPop(h)
+	}
+	return nil
+}
+
+// bestFit is the node with the fewest free devices that still holds c,
+// first by name (nil when no node does).
+func (p *pool) bestFit(c int) *freeSlot {
+	for k := c; k < len(p.live); k++ {
+		if p.live[k] > 0 {
+			return p.first(k)
+		}
+	}
+	return nil
+}
+
+// most is the node with the most free devices, first by name.
+func (p *pool) most() *freeSlot {
+	for k := len(p.live) - 1; k > 0; k-- {
+		if p.live[k] > 0 {
+			return p.first(k)
+		}
+	}
+	return nil
+}
+
+// spread is how many nodes c devices take, most free first.
+func (p *pool) spread(c int) int {
+	nodes := 0
+	for k := len(p.live) - 1; k > 0 && c > 0; k-- {
+		n := p.live[k]
+		if n*k >= c {
+			return nodes + (c+k-1)/k
+		}
+		nodes += n
+		c -= n * k
+	}
+	return nodes
+}
+
+// take removes the first c free devices of node s and refiles it.
+func (p *pool) take(s *freeSlot, c int) []string {
+	k := len(s.free)
+	got := slices.Clone(s.free[:c])
+	s.free = s.free[c:]
+	s.gen++
+	p.total -= c
+	p.live[k]--
+	if k-c > 0 {
+		heapPush(&p.bucket[k-c], bucketEntry{s.pos, s.gen})
+		p.live[k-c]++
+	}
+	return got
+}
+
+// heapPush and heapPop keep a min-heap of entries by pos.
+func heapPush(h *[]bucketEntry, e bucketEntry) {
+	*h = append(*h, e)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		up := (i - 1) / 2
+		if a[up].pos <= a[i].pos {
+			break
+		}
+		a[up], a[i] = a[i], a[up]
+		i = up
+	}
+}
+
+func heapPop(h *[]bucketEntry) {
+	a := *h
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		l, small := 2*i+1, i
+		if l < n && a[l].pos < a[small].pos {
+			small = l
+		}
+		if r := l + 1; r < n && a[r].pos < a[small].pos {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		a[i], a[small] = a[small], a[i]
+		i = small
+	}
+	*h = a
 }
