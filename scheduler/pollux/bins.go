@@ -79,6 +79,9 @@ func newLayout(c *accel.Cluster, x *placement.Index) *layout {
 
 // state is one allocation: a (type, count, bins) per job and the free
 // devices per bin, indexed by (type, free count, hosts a distributed job).
+// Only bins with free devices are listed in the buckets (pack, probe and
+// countNew never look at full bins), so the keys of free count 0 stay
+// empty.
 type state struct {
 	typ, cnt []int
 	place    [][]slot
@@ -87,13 +90,50 @@ type state struct {
 	bdist    []int // per bin: distributed jobs on it
 	bucket   [][][]int
 	pos      []int
+	// wide keeps aggregates of the jobs spanning more than wideSlots
+	// bins, so that probing and moving them costs what changes rather
+	// than their bin count; nil until one is needed.
+	wide *wideIndex
+}
+
+// wideSlots is the most bins a job may span before the state keeps its
+// aggregates (see wideIndex).
+const wideSlots = 16
+
+// wideIndex holds, for jobs spanning more than wideSlots bins (from the
+// first time one is probed or moved), the sum of the free devices on its
+// bins, how many of its bins host another distributed job, and whether
+// its slots are sorted by size; and for every bin the wide jobs on it, so
+// that a change of the bin updates them.
+//
+// An entry for job i is valid while the state's slot list of i is the
+// very list it was built for (place[i]): a state reset by copying another
+// state's fields over it leaves stale entries behind, which are then
+// ignored, dropped when their bins are used, and rebuilt when i is
+// assigned again.
+type wideIndex struct {
+	place  [][]slot // per job: the slot list the entry describes; nil = none
+	free   []int    // per job: Σ bfree over its bins
+	dirty  []int    // per job: its bins with another distributed job on them
+	sorted []bool   // per job: slot sizes non-decreasing
+	occ    []int32  // per bin b: the wide jobs on it, at layout.binStart[b]
+	nocc   []int32  // per bin: how many
+	// back and hw: the storage growWide allocated for a job's slots and
+	// the longest list it made there. A job whose list is exactly that
+	// (nothing else refers to the storage beyond it) grows in place.
+	back []*slot
+	hw   []int
 }
 
 // emptyState returns a state with no job placed: a copy of the layout's
 // empty state, built on first use (the polish replays from an empty state
 // thousands of times a round; copying is much cheaper than bucketing every
 // bin again, and gives the same bucket order).
-func (e *Search) emptyState() *state {
+func (e *Search) emptyState() *state { return e.emptyBase().clone() }
+
+// emptyBase returns the layout's empty state itself, building it on first
+// use (read it, copy it; never change it).
+func (e *Search) emptyBase() *state {
 	l := e.lay
 	if e.empty == nil {
 		nt := len(e.types)
@@ -112,7 +152,7 @@ func (e *Search) emptyState() *state {
 		}
 		e.empty = s
 	}
-	return e.empty.clone()
+	return e.empty
 }
 
 func (s *state) clone() *state {
@@ -128,7 +168,134 @@ func (s *state) clone() *state {
 			c.bucket[t][k] = slices.Clone(b)
 		}
 	}
+	if w := s.wide; w != nil {
+		c.wide = &wideIndex{place: slices.Clone(w.place), free: slices.Clone(w.free), dirty: slices.Clone(w.dirty),
+			sorted: slices.Clone(w.sorted), occ: slices.Clone(w.occ), nocc: slices.Clone(w.nocc),
+			back: make([]*slot, len(w.back)), hw: make([]int, len(w.hw))} // c's lists are its own copies
+		for i, p := range c.place {
+			if sameSlots(w.place[i], s.place[i]) {
+				c.wide.place[i] = p
+			}
+		}
+	}
 	return c
+}
+
+// sameSlots reports whether a and b are the same slot list (not merely
+// equal ones).
+func sameSlots(a, b []slot) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
+}
+
+// wideOK reports whether s keeps valid aggregates for job i.
+func (s *state) wideOK(i int) bool {
+	return s.wide != nil && s.wide.place[i] != nil && sameSlots(s.wide.place[i], s.place[i])
+}
+
+// touch updates the aggregates of the wide jobs on bin b after its free
+// count changed by dFree and its distributed jobs from d0 to d1.
+func (s *state) touch(l *layout, b, dFree, d0, d1 int) {
+	w := s.wide
+	if w == nil || w.nocc[b] == 0 {
+		return
+	}
+	dd := 0
+	if d1 > 1 && d0 <= 1 { // a wide job is distributed itself: others are d − 1
+		dd = 1
+	} else if d0 > 1 && d1 <= 1 {
+		dd = -1
+	}
+	base := l.binStart[b]
+	for k := int32(0); k < w.nocc[b]; k++ {
+		if j := int(w.occ[base+int(k)]); s.wideOK(j) {
+			w.free[j] += dFree
+			w.dirty[j] += dd
+		}
+	}
+}
+
+// unwide drops job i's entry and its listings on the bins it describes.
+func (s *state) unwide(l *layout, i int) {
+	w := s.wide
+	if w == nil || w.place[i] == nil {
+		return
+	}
+	for _, sl := range w.place[i] {
+		s.unlist(l, sl.bin, i)
+	}
+	w.place[i], w.free[i], w.dirty[i], w.sorted[i], w.back[i], w.hw[i] = nil, 0, 0, false, nil, 0
+}
+
+// unlist removes job i from bin b's wide jobs, if it is there.
+func (s *state) unlist(l *layout, b, i int) {
+	w := s.wide
+	base, n := l.binStart[b], int(w.nocc[b])
+	for k := 0; k < n; k++ {
+		if int(w.occ[base+k]) == i {
+			w.occ[base+k] = w.occ[base+n-1]
+			w.nocc[b]--
+			return
+		}
+	}
+}
+
+// list adds job i to bin b's wide jobs, first dropping stale entries.
+func (s *state) list(l *layout, b, i int) {
+	w := s.wide
+	base := l.binStart[b]
+	for k := 0; k < int(w.nocc[b]); {
+		if j := int(w.occ[base+k]); !s.wideOK(j) {
+			n := int(w.nocc[b])
+			w.occ[base+k] = w.occ[base+n-1]
+			w.nocc[b]--
+			continue
+		}
+		k++
+	}
+	w.occ[base+int(w.nocc[b])] = int32(i)
+	w.nocc[b]++
+}
+
+// mkwide builds job i's entry for its slots now (it has none).
+func (s *state) mkwide(l *layout, i int) {
+	if s.wide == nil {
+		n := len(s.typ)
+		s.wide = &wideIndex{place: make([][]slot, n), free: make([]int, n), dirty: make([]int, n), sorted: make([]bool, n),
+			occ: make([]int32, len(l.devNum)), nocc: make([]int32, len(l.binCap)), back: make([]*slot, n), hw: make([]int, n)}
+	}
+	w := s.wide
+	p := s.place[i]
+	free, dirty, sorted := 0, 0, true
+	for k, sl := range p {
+		s.list(l, sl.bin, i)
+		free += s.bfree[sl.bin]
+		if s.bdist[sl.bin] > 1 {
+			dirty++
+		}
+		if k > 0 && p[k-1].k > sl.k {
+			sorted = false
+		}
+	}
+	w.place[i], w.free[i], w.dirty[i], w.sorted[i], w.back[i], w.hw[i] = p, free, dirty, sorted, nil, 0
+}
+
+// ownFree is the sum of the free devices on job i's bins and dirty how
+// many of them host another distributed job.
+func (e *Search) ownFree(s *state, i int) (free, dirty int) {
+	if e.isWide(s, i) {
+		return s.wide.free[i], s.wide.dirty[i]
+	}
+	self := 0
+	if len(s.place[i]) > 1 {
+		self = 1
+	}
+	for _, sl := range s.place[i] {
+		free += s.bfree[sl.bin]
+		if s.bdist[sl.bin]-self > 0 {
+			dirty++
+		}
+	}
+	return free, dirty
 }
 
 func (s *state) key(b int) int {
@@ -140,6 +307,9 @@ func (s *state) key(b int) int {
 }
 
 func (s *state) rebucket(l *layout, b int) {
+	if s.bfree[b] == 0 {
+		return // full bins are not listed
+	}
 	t := l.binType[b]
 	k := s.key(b)
 	s.pos[b] = len(s.bucket[t][k])
@@ -147,6 +317,9 @@ func (s *state) rebucket(l *layout, b int) {
 }
 
 func (s *state) unbucket(l *layout, b int) {
+	if s.bfree[b] == 0 {
+		return
+	}
 	t := l.binType[b]
 	k := s.key(b)
 	list := s.bucket[t][k]
@@ -159,14 +332,19 @@ func (s *state) unbucket(l *layout, b int) {
 
 func (s *state) adjust(l *layout, b, dFree, dDist int) {
 	s.unbucket(l, b)
+	d0 := s.bdist[b]
 	s.bfree[b] += dFree
 	s.bdist[b] += dDist
 	s.rebucket(l, b)
+	s.touch(l, b, dFree, d0, s.bdist[b])
 }
 
 // release frees job i's devices.
 func (e *Search) release(s *state, i int) {
 	p := s.place[i]
+	if s.wide != nil {
+		s.unwide(e.lay, i)
+	}
 	if len(p) == 0 && s.cnt[i] == 0 {
 		return
 	}
@@ -189,11 +367,104 @@ func (e *Search) assign(s *state, i, t, c int, p []slot) {
 	if len(p) > 1 {
 		dist = 1
 	}
+	if s.wide != nil {
+		s.unwide(e.lay, i) // a stale entry
+	}
 	for _, sl := range p {
 		s.adjust(e.lay, sl.bin, -sl.k, dist)
 	}
 	s.typ[i], s.cnt[i], s.place[i] = t, c, p
 	s.free[t] -= c
+}
+
+// isWide reports whether job i spans more than wideSlots bins, building
+// its aggregates if it has none yet (on first use, not on assign: many
+// states are only laid out and judged).
+func (e *Search) isWide(s *state, i int) bool {
+	if len(s.place[i]) <= e.wideSlots {
+		return false
+	}
+	if !s.wideOK(i) {
+		s.unwide(e.lay, i) // a stale entry
+		s.mkwide(e.lay, i)
+	}
+	return true
+}
+
+// growWide adds slots extra (on bins job i does not use) to wide job i,
+// whose bins are all full: what release and assign would do to the
+// listed bins (a full bin that keeps its share of the job is not listed
+// before, between or after, so only the new bins move).
+func (e *Search) growWide(s *state, i, c int, extra []slot) {
+	l := e.lay
+	old := s.place[i]
+	w := s.wide
+	var p []slot
+	if &old[0] == w.back[i] && len(old) == w.hw[i] && cap(old)-len(old) >= len(extra) {
+		p = append(old, extra...) // storage only this list uses beyond old
+	} else {
+		p = make([]slot, len(old), max(2*len(old), len(old)+len(extra)))
+		copy(p, old)
+		p = append(p, extra...)
+		w.back[i] = &p[0]
+	}
+	w.hw[i] = len(p)
+	for _, sl := range extra {
+		s.adjust(l, sl.bin, -sl.k, 1)
+		s.list(l, sl.bin, i)
+		w.free[i] += s.bfree[sl.bin]
+		if s.bdist[sl.bin] > 1 {
+			w.dirty[i]++
+		}
+	}
+	if w.sorted[i] {
+		w.sorted[i] = slices.IsSortedFunc(extra, func(a, b slot) int { return a.k - b.k }) && old[len(old)-1].k <= extra[0].k
+	}
+	s.free[s.typ[i]] -= c - s.cnt[i]
+	s.cnt[i], s.place[i] = c, p
+	w.place[i] = p
+}
+
+// shrinkWide shrinks wide job i, whose bins are all full and whose slots
+// are sorted by size, to c devices by dropping its smallest slots first
+// (what apply's shrink gives), keeping it on more than one bin: release
+// and assign of the kept full bins leave the listed bins as they are, so
+// only the dropped bins and a partly dropped one move. It reports false,
+// leaving s unchanged, when the job would end on one bin.
+func (e *Search) shrinkWide(s *state, i, c int) bool {
+	l := e.lay
+	old := s.place[i]
+	drop := s.cnt[i] - c
+	m := 0
+	for m < len(old) && drop >= old[m].k {
+		drop -= old[m].k
+		m++
+	}
+	if len(old)-m < 2 {
+		return false
+	}
+	w := s.wide
+	for _, sl := range old[:m] {
+		s.unlist(l, sl.bin, i)
+		if s.bdist[sl.bin] > 1 {
+			w.dirty[i]--
+		}
+		s.adjust(l, sl.bin, sl.k, -1)
+	}
+	p := old[m:]
+	if drop > 0 {
+		p = slices.Clone(p)
+		p[0].k -= drop
+		s.adjust(l, p[0].bin, drop, 0) // updates job i's free too: it is listed there
+	}
+	s.free[s.typ[i]] += s.cnt[i] - c
+	s.cnt[i], s.place[i] = c, p
+	if len(p) > e.wideSlots {
+		w.place[i] = p
+	} else {
+		s.unwide(l, i) // the entry still describes old, which unwide walks
+	}
+	return true
 }
 
 // eligible reports whether bin b may take part of a distributed gang.
@@ -209,9 +480,16 @@ func (e *Search) eligible(s *state, b int) bool {
 // returns nil when nothing fits; the slots it returns live in a scratch
 // buffer that the next pack overwrites (copy them to keep them).
 func (e *Search) pack(s *state, t, c int, own []slot) []slot {
+	return e.packOn(s, t, c, own, len(own) == 0)
+}
+
+// packOn is pack with the one-bin choice only when single is true (pack
+// skips it for a growing gang, even when none of its bins is listed and
+// own may be left out).
+func (e *Search) packOn(s *state, t, c int, own []slot, single bool) []slot {
 	l := e.lay
 	dmax := l.maxCap[t]
-	if len(own) == 0 && c <= dmax {
+	if single && c <= dmax {
 		for f := c; f <= dmax; f++ {
 			for _, flag := range [2]int{1, 0} {
 				if list := s.bucket[t][2*f+flag]; len(list) > 0 {
@@ -341,6 +619,9 @@ func (e *Search) apply(s *state, i, t, c int) bool {
 		case c == oldC:
 			return true
 		case c < oldC:
+			if e.isWide(s, i) && s.wide.free[i] == 0 && s.wide.sorted[i] && e.shrinkWide(s, i, c) {
+				return true
+			}
 			p := slices.Clone(old)
 			slices.SortStableFunc(p, func(a, b slot) int { return a.k - b.k })
 			drop := oldC - c
@@ -361,15 +642,15 @@ func (e *Search) apply(s *state, i, t, c int) bool {
 			return true
 		}
 		// Grow across bins: its own bins must be free of other distributed jobs.
-		self := 0
-		if len(old) > 1 {
-			self = 1
-		}
-		ok := true
-		for _, sl := range old {
-			if e.interference && s.bdist[sl.bin]-self > 0 {
-				ok = false
+		free, dirty := e.ownFree(s, i)
+		ok := !e.interference || dirty == 0
+		if ok && free == 0 && s.wideOK(i) {
+			// Nothing to top up on its (full) bins: only new bins move.
+			if extra := e.packOn(s, t, need, nil, false); extra != nil {
+				e.growWide(s, i, c, extra)
+				return true
 			}
+			ok = false // pack finds no room: re-place, as below
 		}
 		if ok {
 			p := slices.Clone(old)
@@ -424,6 +705,18 @@ func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 		if len(old) == 1 {
 			return 1, true
 		}
+		if e.isWide(s, i) && s.wide.sorted[i] {
+			// The sizes in order are the sorted ones: drop from the front.
+			drop, n := oldC-c, len(old)
+			for _, sl := range old {
+				if drop < sl.k {
+					break
+				}
+				drop -= sl.k
+				n--
+			}
+			return n, true
+		}
 		var buf [16]int
 		ks := buf[:0]
 		for _, sl := range old {
@@ -443,23 +736,17 @@ func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 		return 1, true
 	case oldC > 0 && oldT == t:
 		// Grow across bins: own bins first, then the fewest new bins.
-		self := 0
-		if len(old) > 1 {
-			self = 1
-		}
-		rem := c - oldC
-		clean := true
-		for _, sl := range old {
-			rem -= s.bfree[sl.bin]
-			if e.interference && s.bdist[sl.bin]-self > 0 {
-				clean = false
-			}
-		}
-		if clean {
+		free, dirty := e.ownFree(s, i)
+		rem := c - oldC - free
+		if clean := !e.interference || dirty == 0; clean {
 			if rem <= 0 {
 				return len(old), true
 			}
-			if n, ok := e.countNew(s, t, rem, old); ok {
+			own := old
+			if free == 0 {
+				own = nil // none of its bins is listed
+			}
+			if n, ok := e.countNew(s, t, rem, own); ok {
 				return len(old) + n, true
 			}
 			if e.fast {

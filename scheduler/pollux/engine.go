@@ -123,6 +123,9 @@ type Search struct {
 	// its scratch output.
 	cursor  []int
 	packBuf []slot
+	// wideSlots: jobs on more bins get aggregates in the state (see
+	// wideIndex); tests raise it to compare with the plain bookkeeping.
+	wideSlots int
 }
 
 // New builds the search for p.
@@ -136,7 +139,7 @@ func New(p Problem) (*Search, error) {
 		return nil, fmt.Errorf("%w: negative restart delay %v", ErrInvalid, p.RestartDelay)
 	}
 	e := &Search{prob: &p, types: p.Index.Types(), p: p.Exponent, geo: p.Geometric, interference: p.Interference,
-		fast: len(p.Jobs) > coldStartJobs, byID: make(map[string]int, len(p.Jobs))}
+		fast: len(p.Jobs) > coldStartJobs, byID: make(map[string]int, len(p.Jobs)), wideSlots: wideSlots}
 	nt := len(e.types)
 	e.cap, e.perNode, e.look = make([]int, nt), make([]int, nt), make([]int, nt)
 	for t, tk := range e.types {

@@ -210,15 +210,28 @@ func (e *Search) Fits(sol *Solution, i, t, count int) bool {
 }
 
 // nodesOf counts the nodes devices devs span. A gang spans few nodes, so
-// a short list beats a map.
+// a short list beats a map, up to a point.
 func (e *Search) nodesOf(devs []string) int {
 	var buf [16]string
 	nodes := buf[:0]
+	var seen map[string]bool
 	for _, id := range devs {
 		d, _ := e.prob.Index.Device(id)
-		if !slices.Contains(nodes, d.Node) {
+		switch {
+		case seen != nil:
+			seen[d.Node] = true
+		case !slices.Contains(nodes, d.Node):
 			nodes = append(nodes, d.Node)
+			if len(nodes) == len(buf) {
+				seen = make(map[string]bool, len(devs))
+				for _, n := range nodes {
+					seen[n] = true
+				}
+			}
 		}
+	}
+	if seen != nil {
+		return len(seen)
 	}
 	return len(nodes)
 }
