@@ -488,8 +488,9 @@ func (p *Placer) packMulti(s *State, r *Request, t int32, k int, sw search, skip
 	var takes []take
 	remaining := k
 	ok := false
+	skipped := inSet(skip)
 	usable := func(n int32) bool {
-		if slices.Contains(skip, n) || !p.eligible(s, r, n, t, sw) {
+		if skipped(n) || !p.eligible(s, r, n, t, sw) {
 			return false
 		}
 		if idleOnly {
@@ -517,8 +518,9 @@ func (p *Placer) packMulti(s *State, r *Request, t int32, k int, sw search, skip
 	if !ok {
 		return nil
 	}
+	taken := inSet(nodesOf(takes))
 	s.free[t].AscendGreaterOrEqual(freeKey{int32(remaining), -1}, func(key freeKey) bool {
-		if !usable(key.node) || slices.ContainsFunc(takes, func(tk take) bool { return tk.node == key.node }) {
+		if !usable(key.node) || taken(key.node) {
 			return true
 		}
 		avail, sl, _ := s.avail(key.node, t)
@@ -572,4 +574,17 @@ func nodesOf(takes []take) []int32 {
 		out[i] = tk.node
 	}
 	return out
+}
+
+// inSet returns a membership test for nodes: a scan of a short list, a map
+// for a long one (a gang over thousands of nodes).
+func inSet(nodes []int32) func(int32) bool {
+	if len(nodes) <= 16 {
+		return func(n int32) bool { return slices.Contains(nodes, n) }
+	}
+	set := make(map[int32]bool, len(nodes))
+	for _, n := range nodes {
+		set[n] = true
+	}
+	return func(n int32) bool { return set[n] }
 }

@@ -447,16 +447,30 @@ func (r *Round) packedNodes(t, count int) int {
 	return (count + d - 1) / d
 }
 
-// nodesOf returns the number of nodes devices devs span. A gang spans
-// few nodes, so a short list beats a map.
+// nodesOf returns the number of nodes devices devs span: a short list
+// for the usual gang of a few nodes, a map beyond.
 func (r *Round) nodesOf(devs []string) int {
 	var buf [16]string
 	nodes := buf[:0]
+	var seen map[string]bool
 	for _, id := range devs {
 		d, _ := r.cluster.Device(id)
-		if !slices.Contains(nodes, d.Node) {
+		switch {
+		case seen != nil:
+			seen[d.Node] = true
+		case slices.Contains(nodes, d.Node):
+		case len(nodes) < len(buf):
 			nodes = append(nodes, d.Node)
+		default:
+			seen = make(map[string]bool, 2*len(buf))
+			for _, n := range nodes {
+				seen[n] = true
+			}
+			seen[d.Node] = true
 		}
+	}
+	if seen != nil {
+		return len(seen)
 	}
 	return len(nodes)
 }

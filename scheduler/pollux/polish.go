@@ -43,8 +43,7 @@ func (e *Search) replay(typ, cnt []int, vacate bool) *state {
 // replayInto is replay on s, which it first resets to the empty state
 // (reusing s's storage).
 func (e *Search) replayInto(s *state, typ, cnt []int, vacate bool) *state {
-	e.emptyState() // builds e.empty on first use
-	e.empty.copyTo(s)
+	e.emptyBase().copyTo(s)
 	for i := range e.jobs {
 		j := &e.jobs[i]
 		switch {
@@ -304,8 +303,10 @@ func (e *Search) polish(s *state) *state {
 }
 
 // copyTo makes d a copy of s, reusing d's storage. A job's slot list is
-// never modified in place (moves build new ones), so d shares them.
+// never modified in place (moves build new ones), so d shares them; the
+// wide jobs' aggregates are rebuilt on use.
 func (s *state) copyTo(d *state) {
+	d.wide = nil
 	d.typ = append(d.typ[:0], s.typ...)
 	d.cnt = append(d.cnt[:0], s.cnt...)
 	d.place = append(d.place[:0], s.place...)
