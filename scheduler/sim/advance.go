@@ -176,18 +176,13 @@ func (e *engine) setHealth(node int, ok bool) {
 // waiting, running or completed; no device serves two jobs; running jobs
 // hold healthy devices.
 func (e *engine) checkInvariants() error {
+	// Only held devices are visited: a device counts as taken in this
+	// check when its ownedAt stamp is this check's number.
 	if e.owner == nil {
 		e.owner = make([]int, len(e.devIdx))
-		e.healthyDev = make([]bool, len(e.devIdx))
+		e.ownedAt = make([]int, len(e.devIdx))
 	}
-	k := 0
-	for _, n := range e.cluster.Nodes {
-		for _, d := range n.Devices {
-			e.healthyDev[k] = d.Healthy
-			e.owner[k] = -1
-			k++
-		}
-	}
+	e.checks++
 	for _, j := range e.live {
 		ji := j.idx
 		if j.done && len(j.devs) > 0 {
@@ -207,11 +202,11 @@ func (e *engine) checkInvariants() error {
 			if i < 0 {
 				return fmt.Errorf("%w: job %s runs on unknown device %s", ErrLostJob, j.spec.Name, d)
 			}
-			if o := e.owner[i]; o >= 0 {
-				return fmt.Errorf("%w: device %s serves %s and %s", ErrLostJob, d, e.jobs[o].spec.Name, j.spec.Name)
+			if e.ownedAt[i] == e.checks {
+				return fmt.Errorf("%w: device %s serves %s and %s", ErrLostJob, d, e.jobs[e.owner[i]].spec.Name, j.spec.Name)
 			}
-			e.owner[i] = ji
-			if !e.healthyDev[i] {
+			e.owner[i], e.ownedAt[i] = ji, e.checks
+			if at := e.devAt[i]; !e.cluster.Nodes[at[0]].Devices[at[1]].Healthy {
 				return fmt.Errorf("%w: job %s runs on unhealthy device %s", ErrLostJob, j.spec.Name, d)
 			}
 		}

@@ -199,10 +199,14 @@ type engine struct {
 	// noMemo turns off the per-job memos of step times and rebatch
 	// outcomes (tests compare the two).
 	noMemo bool
-	// invariant-check buffers, indexed like devIdx
-	devIdx     map[string]int
-	owner      []int
-	healthyDev []bool
+	// invariant-check state, indexed like devIdx: where each device is
+	// in cluster.Nodes, and which job held it at check number checks
+	// (ownedAt; a device is free in this check unless ownedAt == checks)
+	devIdx  map[string]int
+	devAt   [][2]int
+	owner   []int
+	ownedAt []int
+	checks  int
 }
 
 func (c *Config) validate() error {
@@ -338,8 +342,9 @@ func newEngine(cfg Config) (*engine, error) {
 	for i, n := range e.cluster.Nodes {
 		e.nodeIdx[n.Name] = i
 		per := map[accel.TypeKey]int{}
-		for _, d := range n.Devices {
+		for k, d := range n.Devices {
 			e.devIdx[d.ID] = len(e.devIdx)
+			e.devAt = append(e.devAt, [2]int{i, k})
 			e.devNode[d.ID] = i
 			e.devType[d.ID] = d.Type
 			per[d.Type]++

@@ -2,7 +2,9 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -74,5 +76,50 @@ func TestMemosAreExact(t *testing.T) {
 				t.Errorf("memos changed the reports: %d, without %d", fast.Reports, slow.Reports)
 			}
 		})
+	}
+}
+
+// The invariant check, which visits only held devices, still catches a
+// device serving two jobs, an unhealthy device in use and a device the
+// cluster does not have, and passes a consistent state.
+func TestInvariantsCatchBadAllocations(t *testing.T) {
+	cfg := Config{Cluster: cluster(t, "2x2:t4"), Jobs: polluxJobs(t, "workloads", "workload-6", 2), Apps: polluxApps(t),
+		Policy: scheduler.FIFO{}}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	setup := func(devs0, devs1 []string) *engine {
+		e, err := newEngine(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.live = e.jobs
+		e.jobs[0].devs, e.jobs[1].devs = devs0, devs1
+		e.indexDevices(e.jobs[0])
+		e.indexDevices(e.jobs[1])
+		return e
+	}
+	var ids []string // node 0's two devices, then node 1's
+	for _, n := range cfg.Cluster.Nodes {
+		for _, d := range n.Devices {
+			ids = append(ids, d.ID)
+		}
+	}
+	e := setup(ids[:2], ids[2:])
+	for range 3 { // repeated checks of one state agree
+		if err := e.checkInvariants(); err != nil {
+			t.Fatalf("consistent state: %v", err)
+		}
+	}
+	if err := setup(ids[:2], ids[1:3]).checkInvariants(); !errors.Is(err, ErrLostJob) || !strings.Contains(err.Error(), "serves") {
+		t.Errorf("double booking: %v", err)
+	}
+	e = setup(ids[:2], ids[2:])
+	e.setHealth(1, false)
+	if err := e.checkInvariants(); !errors.Is(err, ErrLostJob) || !strings.Contains(err.Error(), "unhealthy") {
+		t.Errorf("unhealthy device: %v", err)
+	}
+	if err := setup([]string{"nope"}, nil).checkInvariants(); !errors.Is(err, ErrLostJob) || !strings.Contains(err.Error(), "unknown device") {
+		t.Errorf("unknown device: %v", err)
 	}
 }
