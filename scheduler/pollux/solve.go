@@ -69,9 +69,18 @@ func (e *Search) Solve(ctx context.Context, maxPasses int) ([]*Solution, error) 
 			e.apply(deflated, i, deflated.typ[i], j.min)
 		}
 	}
-	states := []*state{warm, deflated}
+	states := []*state{warm}
+	starts := []*state{deflated}
 	if len(e.jobs) <= coldStartJobs {
-		states = append(states, cold)
+		starts = append(starts, cold)
+	}
+	for _, s := range starts {
+		// A start equal to one already kept (a cold round: nothing runs,
+		// so all three are the empty cluster) would search to the same
+		// result: skip it.
+		if !slices.ContainsFunc(states, s.same) {
+			states = append(states, s)
+		}
 	}
 	for _, s := range states {
 		if err := e.fill(ctx, s); err != nil {
@@ -261,3 +270,19 @@ func sameDevices(a, b []string) bool {
 // Baseline returns job i's fair-share baseline: its best speedup on 1/J of
 // the cluster, the denominator of its value.
 func (e *Search) Baseline(i int) float64 { return e.jobs[i].base }
+
+// same reports whether s and o are the same allocation with the same free
+// bins in the same bucket order (so that a search from either ends alike).
+func (s *state) same(o *state) bool {
+	if !slices.Equal(s.typ, o.typ) || !slices.Equal(s.cnt, o.cnt) || !slices.Equal(s.bfree, o.bfree) ||
+		!slices.Equal(s.bdist, o.bdist) || !slices.Equal(s.pos, o.pos) || !slices.Equal(s.free, o.free) ||
+		!slices.EqualFunc(s.place, o.place, slices.Equal[[]slot]) || len(s.bucket) != len(o.bucket) {
+		return false
+	}
+	for t := range s.bucket {
+		if !slices.EqualFunc(s.bucket[t], o.bucket[t], slices.Equal[[]int]) {
+			return false
+		}
+	}
+	return true
+}
