@@ -46,9 +46,6 @@
 //	-json               print one JSON object instead of the table
 //	-cpuprofile FILE    write a CPU profile of the simulation (for go tool pprof)
 //
-// The command runs with GOGC=200 unless GOGC is set in the environment
-// (fewer collections; see gcPercent).
-//
 // Exit status 2 means bad input (a one-line message on stderr); 1 means the
 // simulation failed.
 package main
@@ -65,7 +62,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -80,20 +76,8 @@ import (
 )
 
 func main() {
-	if os.Getenv("GOGC") == "" {
-		// A run allocates a lot of short-lived round state (the policy's
-		// search, the jobs' curves) over a small live heap, so the
-		// default GOGC=100 collects very often; letting the heap grow to
-		// 3× the live heap instead of 2× roughly halves the collections
-		// for 1.5× the peak memory (issue 19). GOGC in the environment
-		// still decides.
-		debug.SetGCPercent(gcPercent)
-	}
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
-
-// gcPercent is the collector's target heap growth for the command.
-const gcPercent = 200
 
 type options struct {
 	workload, philly, cluster, policies, profiles, out string

@@ -72,8 +72,6 @@ func benchGoodput(b *testing.B, jobs []JobSpec, apps map[string]*Application, sp
 // BenchmarkPhilly10kGoodput is issue 19's simulator figure: 10,000 jobs
 // of the Philly trace on 2,048 GPUs (512 nodes × 4 T4) with the goodput
 // policy. Run it with -benchtime=1x; it needs GOODSCHED_PHILLY_TRACE.
-// examples/simulate runs with GOGC=200 (see its gcPercent): set GOGC=200
-// to time what the command does.
 func BenchmarkPhilly10kGoodput(b *testing.B) {
 	apps := polluxApps(b)
 	benchGoodput(b, phillyJobs(b, apps, 10000), apps, "512x4:t4")
