@@ -488,9 +488,15 @@ func (p *Placer) packMulti(s *State, r *Request, t int32, k int, sw search, skip
 	var takes []take
 	remaining := k
 	ok := false
-	skipped := inSet(skip)
+	var skipped map[int32]bool // a set only for a gang over many nodes
+	if len(skip) > 16 {
+		skipped = make(map[int32]bool, len(skip))
+		for _, n := range skip {
+			skipped[n] = true
+		}
+	}
 	usable := func(n int32) bool {
-		if skipped(n) || !p.eligible(s, r, n, t, sw) {
+		if (skipped != nil && skipped[n]) || (skipped == nil && slices.Contains(skip, n)) || !p.eligible(s, r, n, t, sw) {
 			return false
 		}
 		if idleOnly {
@@ -518,9 +524,15 @@ func (p *Placer) packMulti(s *State, r *Request, t int32, k int, sw search, skip
 	if !ok {
 		return nil
 	}
-	taken := inSet(nodesOf(takes))
+	var taken map[int32]bool // a set only for a gang over many nodes
+	if len(takes) > 16 {
+		taken = make(map[int32]bool, len(takes))
+		for _, tk := range takes {
+			taken[tk.node] = true
+		}
+	}
 	s.free[t].AscendGreaterOrEqual(freeKey{int32(remaining), -1}, func(key freeKey) bool {
-		if !usable(key.node) || taken(key.node) {
+		if !usable(key.node) || (taken != nil && taken[key.node]) || (taken == nil && slices.ContainsFunc(takes, func(tk take) bool { return tk.node == key.node })) {
 			return true
 		}
 		avail, sl, _ := s.avail(key.node, t)
@@ -574,17 +586,4 @@ func nodesOf(takes []take) []int32 {
 		out[i] = tk.node
 	}
 	return out
-}
-
-// inSet returns a membership test for nodes: a scan of a short list, a map
-// for a long one (a gang over thousands of nodes).
-func inSet(nodes []int32) func(int32) bool {
-	if len(nodes) <= 16 {
-		return func(n int32) bool { return slices.Contains(nodes, n) }
-	}
-	set := make(map[int32]bool, len(nodes))
-	for _, n := range nodes {
-		set[n] = true
-	}
-	return func(n int32) bool { return set[n] }
 }
