@@ -2,7 +2,9 @@ package placement
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/goodsched/goodsched/accel"
@@ -149,5 +151,32 @@ func TestIndexLookups(t *testing.T) {
 	}
 	if name, devs := x.Node(3); name != "" || devs != nil {
 		t.Errorf("Node(3) = %q, %v", name, devs)
+	}
+	for ids, want := range map[string]int{"": 0, "a/0": 1, "a/0 a/1": 1, "a/1 b/2 c/7": 3, "a/0 z/9": 2} {
+		if got := x.NodesOf(strings.Fields(ids)); got != want {
+			t.Errorf("NodesOf(%s) = %d, want %d", ids, got, want)
+		}
+	}
+	// Beyond 16 nodes the count switches to a set.
+	var wide accel.Cluster
+	var ids []string
+	for n := range 40 {
+		name := fmt.Sprintf("w%02d", n)
+		wide.Nodes = append(wide.Nodes, accel.Node{Name: name, Devices: []accel.Device{{ID: name + "/0", Node: name, Type: "t4", Healthy: true}}})
+		ids = append(ids, name+"/0", name+"/0")
+	}
+	if w, _ := NewIndex(wide); w.NodesOf(ids) != 40 {
+		t.Errorf("NodesOf over 40 nodes = %d", w.NodesOf(ids))
+	}
+}
+
+func TestSameDevices(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{{"", "", true}, {"a b", "a b", true}, {"a b", "b a", true}, {"a b", "a c", false}, {"a", "a b", false}} {
+		if got := SameDevices(strings.Fields(c.a), strings.Fields(c.b)); got != c.want {
+			t.Errorf("SameDevices(%q, %q) = %v", c.a, c.b, got)
+		}
 	}
 }

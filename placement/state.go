@@ -938,3 +938,57 @@ func (ix *index) info(g int32) DeviceInfo {
 	return DeviceInfo{ID: d.id, Node: n.name, Type: ix.types[sl.typ], Index: d.index,
 		Healthy: ix.healthy[g], Offered: sl.offer&(1<<d.bit) != 0}
 }
+
+// NodesOf returns how many nodes the devices with the given IDs span
+// (unknown IDs count together as one more node).
+func (x *Index) NodesOf(ids []string) int {
+	if x == nil || x.ix == nil {
+		return 0
+	}
+	var buf [16]int32
+	nodes := buf[:0]
+	var seen map[int32]bool // beyond 16 nodes
+	for _, id := range ids {
+		n := int32(-1)
+		if g, ok := x.ix.devByID[id]; ok {
+			n = x.ix.devs[g].node
+		}
+		switch {
+		case seen != nil:
+			seen[n] = true
+		case !slices.Contains(nodes, n):
+			nodes = append(nodes, n)
+			if len(nodes) == len(buf) {
+				seen = make(map[int32]bool, len(ids))
+				for _, m := range nodes {
+					seen[m] = true
+				}
+			}
+		}
+	}
+	if seen != nil {
+		return len(seen)
+	}
+	return len(nodes)
+}
+
+// SameDevices reports whether a and b list the same devices, in any order
+// (each device once).
+func SameDevices(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if slices.Equal(a, b) {
+		return true // the common case: devices kept in the same order
+	}
+	set := make(map[string]bool, len(b))
+	for _, id := range b {
+		set[id] = true
+	}
+	for _, id := range a {
+		if !set[id] {
+			return false
+		}
+	}
+	return true
+}

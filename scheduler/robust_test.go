@@ -92,7 +92,7 @@ func TestPinnedOutsideAllowedTypes(t *testing.T) {
 			continue
 		}
 		d, _ := plan.Decision("p")
-		if d.Action != placement.Keep || !sameDevices(d.Assignment.Devices, cur[0].Devices) {
+		if d.Action != placement.Keep || !placement.SameDevices(d.Assignment.Devices, cur[0].Devices) {
 			t.Errorf("%s: pinned job outside its Types got %+v, want Keep on its devices", name, d)
 		}
 	}

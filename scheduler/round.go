@@ -372,7 +372,7 @@ func (r *Round) checkCurrent() error {
 			continue
 		}
 		ji.curType, _ = r.cluster.TypeIndex(typ)
-		ji.CurrentType, ji.curCount, ji.CurrentNodes = typ, len(a.Devices), r.nodesOf(a.Devices)
+		ji.CurrentType, ji.curCount, ji.CurrentNodes = typ, len(a.Devices), r.cluster.NodesOf(a.Devices)
 		// Pinned: kept on exactly these devices whatever its Types,
 		// bounds or the policy say (see Job.NonPreemptible).
 		ji.Pinned = ji.Job.NonPreemptible
@@ -445,34 +445,6 @@ func (r *Round) packedNodes(t, count int) int {
 	}
 	d := max(r.perNode[t], 1)
 	return (count + d - 1) / d
-}
-
-// nodesOf returns the number of nodes devices devs span: a short list
-// for the usual gang of a few nodes, a map beyond.
-func (r *Round) nodesOf(devs []string) int {
-	var buf [16]string
-	nodes := buf[:0]
-	var seen map[string]bool
-	for _, id := range devs {
-		d, _ := r.cluster.Device(id)
-		switch {
-		case seen != nil:
-			seen[d.Node] = true
-		case slices.Contains(nodes, d.Node):
-		case len(nodes) < len(buf):
-			nodes = append(nodes, d.Node)
-		default:
-			seen = make(map[string]bool, 2*len(buf))
-			for _, n := range nodes {
-				seen[n] = true
-			}
-			seen[d.Node] = true
-		}
-	}
-	if seen != nil {
-		return len(seen)
-	}
-	return len(nodes)
 }
 
 // sortedJobs returns the jobs in the order cmpFn gives, pinned jobs first.

@@ -244,7 +244,7 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 		want, typ := tg[i].Count, tg[i].Type
 		if kept[a.Job] {
 			// An unplaced job may keep what it held.
-			if !sameDevices(a.Devices, r.jobs[i].Current) {
+			if !placement.SameDevices(a.Devices, r.jobs[i].Current) {
 				return nil, nil, fmt.Errorf("%w: job %q: unplaced but given devices other than its own", ErrPlacement, a.Job)
 			}
 			want, typ = len(a.Devices), r.jobs[i].CurrentType
@@ -306,7 +306,7 @@ func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reaso
 		d.Assignment = placement.Assignment{Job: j.Job.ID, Devices: devs}
 		d.Nodes = j.CurrentNodes
 		if !slices.Equal(devs, j.Current) {
-			d.Nodes = r.nodesOf(devs)
+			d.Nodes = r.cluster.NodesOf(devs)
 		}
 		d.SpeedupAfter, _ = r.speedup(j, ti, d.Nodes, d.To)
 		if bp, ok := j.Job.Speedup.(goodput.BatchPlanner); ok {
@@ -342,7 +342,7 @@ func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reaso
 	case d.From == 0:
 		d.Action = placement.Start
 		head = fmt.Sprintf("started on %d×%s (%d node%s)", d.To, d.Type, d.Nodes, plural(d.Nodes))
-	case sameDevices(devs, j.Current):
+	case placement.SameDevices(devs, j.Current):
 		d.Action = placement.Keep
 		head = fmt.Sprintf("kept %d×%s", d.To, d.Type)
 	case subset(j.Current, devs):
@@ -370,11 +370,6 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
-}
-
-// sameDevices reports whether a and b hold the same devices in any order.
-func sameDevices(a, b []string) bool {
-	return len(a) == len(b) && subset(a, b)
 }
 
 // subset reports whether every device of a is in b.

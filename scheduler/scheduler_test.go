@@ -128,7 +128,7 @@ func checkPlan(t *testing.T, in Input, plan Plan) {
 			}
 		}
 		if j.NonPreemptible && len(cur[j.ID]) > 0 {
-			if d.Action != placement.Keep || !sameDevices(d.Assignment.Devices, cur[j.ID]) {
+			if d.Action != placement.Keep || !placement.SameDevices(d.Assignment.Devices, cur[j.ID]) {
 				t.Fatalf("pinned job %q moved: %v %v→%v", d.Job, d.Action, cur[j.ID], d.Assignment.Devices)
 			}
 		}
@@ -142,7 +142,7 @@ func checkPlan(t *testing.T, in Input, plan Plan) {
 				t.Fatalf("job %q: stop with %d→%d", d.Job, d.From, d.To)
 			}
 		case placement.Keep:
-			if !sameDevices(d.Assignment.Devices, cur[j.ID]) {
+			if !placement.SameDevices(d.Assignment.Devices, cur[j.ID]) {
 				t.Fatalf("job %q: keep but devices changed", d.Job)
 			}
 		case placement.Grow:

@@ -151,14 +151,14 @@ func (e *Search) Realized(assignments []placement.Assignment) (float64, error) {
 		}
 		n := j.CurrentNodes
 		if !slices.Equal(a.Devices, j.Current) {
-			n = e.nodesOf(a.Devices)
+			n = e.prob.Index.NodesOf(a.Devices)
 		}
 		v, err := j.Speedup(t, n, len(a.Devices))
 		if err != nil {
 			return 0, err
 		}
 		v /= j.base
-		if j.penal && !sameDevices(a.Devices, j.Current) {
+		if j.penal && !placement.SameDevices(a.Devices, j.Current) {
 			v *= j.rf
 		}
 		vals[i] = v
@@ -218,53 +218,12 @@ func (e *Search) Fits(sol *Solution, i, t, count int) bool {
 	return ok
 }
 
-// nodesOf counts the nodes devices devs span. A gang spans few nodes, so
-// a short list beats a map, up to a point.
-func (e *Search) nodesOf(devs []string) int {
-	var buf [16]string
-	nodes := buf[:0]
-	var seen map[string]bool
-	for _, id := range devs {
-		d, _ := e.prob.Index.Device(id)
-		switch {
-		case seen != nil:
-			seen[d.Node] = true
-		case !slices.Contains(nodes, d.Node):
-			nodes = append(nodes, d.Node)
-			if len(nodes) == len(buf) {
-				seen = make(map[string]bool, len(devs))
-				for _, n := range nodes {
-					seen[n] = true
-				}
-			}
-		}
-	}
-	if seen != nil {
-		return len(seen)
-	}
-	return len(nodes)
-}
-
 func sumSlots(p []slot) int {
 	n := 0
 	for _, sl := range p {
 		n += sl.k
 	}
 	return n
-}
-
-// sameDevices reports whether a and b hold the same devices in any order.
-func sameDevices(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if slices.Equal(a, b) {
-		return true // the common case: devices kept in the same order
-	}
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(x, y)
 }
 
 // Baseline returns job i's fair-share baseline: its best speedup on 1/J of
