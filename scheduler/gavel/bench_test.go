@@ -82,47 +82,7 @@ func BenchmarkObjectives(b *testing.B) {
 // BenchmarkPolicyRound is one Allocate of the round mechanism: 2,048 jobs
 // of Gavel's classes on 256 nodes × 4 devices of three types.
 func BenchmarkPolicyRound(b *testing.B) {
-	tab, err := Published()
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := accel.ParseSpec("64x4:v100,96x4:p100,96x4:k80")
-	if err != nil {
-		b.Fatal(err)
-	}
-	trace := gavelTrace(b, tab, 2048, time.Second, 1)
-	classOf := map[string]string{}
-	var jobs []scheduler.Job
-	for _, j := range trace {
-		classOf[j.id] = j.class
-		jobs = append(jobs, scheduler.Job{ID: j.id, Requested: j.scale})
-	}
-	pol, err := NewPolicy(Config{Throughput: tab.Throughput(func(j *scheduler.Job) string { return classOf[j.ID] }),
-		Settings: Settings{Tolerance: 0.005}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var cur []placement.Assignment
-	b.ReportAllocs()
-	r := 0
-	c0 := cpuTime()
-	defer func() {
-		if c := cpuTime() - c0; c > 0 {
-			b.ReportMetric(float64(c.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
-		}
-	}()
-	for b.Loop() {
-		tg, err := allocate(pol, scheduler.Input{Cluster: c, Jobs: jobs, Current: cur, Now: t0.Add(time.Duration(r) * 6 * time.Minute)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		r++
-		res, err := packTargets(c, cur, tg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cur = res.Assignments
-	}
+	benchPolicyRound(b, 2048, "64x4:v100,96x4:p100,96x4:k80", false)
 }
 
 // BenchmarkPolicyRoundLarge is the Policy round at 50,000 jobs of Gavel's
@@ -153,13 +113,8 @@ func benchPolicyRound(b *testing.B, n int, spec string, schedule bool) {
 		b.Fatal(err)
 	}
 	trace := gavelTrace(b, tab, n, time.Second, 1)
-	classOf := map[string]string{}
-	var jobs []scheduler.Job
-	for _, j := range trace {
-		classOf[j.id] = j.class
-		jobs = append(jobs, scheduler.Job{ID: j.id, Requested: j.scale})
-	}
-	pol, err := NewPolicy(Config{Throughput: tab.Throughput(func(j *scheduler.Job) string { return classOf[j.ID] }),
+	jobs, throughput := traceJobs(tab, trace)
+	pol, err := NewPolicy(Config{Throughput: throughput,
 		Settings: Settings{Tolerance: 0.005}})
 	if err != nil {
 		b.Fatal(err)

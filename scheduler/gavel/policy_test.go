@@ -215,6 +215,18 @@ func TestPolicyConcurrentUse(t *testing.T) {
 }
 
 // simJob is one job of the JCT comparison.
+// traceJobs turns trace jobs into scheduler jobs (their gang sizes) and
+// the throughput function of their classes in tab.
+func traceJobs(tab *Table, trace []*simJob) ([]scheduler.Job, ThroughputFunc) {
+	classOf := make(map[string]string, len(trace))
+	jobs := make([]scheduler.Job, 0, len(trace))
+	for _, j := range trace {
+		classOf[j.id] = j.class
+		jobs = append(jobs, scheduler.Job{ID: j.id, Requested: j.scale})
+	}
+	return jobs, tab.Throughput(func(j *scheduler.Job) string { return classOf[j.ID] })
+}
+
 type simJob struct {
 	id      string
 	class   string
@@ -382,13 +394,8 @@ func TestPolicyDeterministic(t *testing.T) {
 	c := mustCluster(t, "2x4:v100,2x4:p100,2x4:k80")
 	run := func() []scheduler.Target {
 		trace := gavelTrace(t, tab, 40, time.Minute, 5)
-		classOf := map[string]string{}
-		var jobs []scheduler.Job
-		for _, j := range trace {
-			classOf[j.id] = j.class
-			jobs = append(jobs, scheduler.Job{ID: j.id, Requested: j.scale})
-		}
-		pol, _ := NewPolicy(Config{Throughput: tab.Throughput(func(j *scheduler.Job) string { return classOf[j.ID] })})
+		jobs, throughput := traceJobs(tab, trace)
+		pol, _ := NewPolicy(Config{Throughput: throughput})
 		var cur []placement.Assignment
 		var all []scheduler.Target
 		for r := range 10 {
@@ -514,13 +521,8 @@ func TestThroughScheduler(t *testing.T) {
 	}
 	c := mustCluster(t, "2x4:v100,4x4:p100,6x4:k80")
 	trace := readGavelTrace(t, "testdata/max_min_fairness.trace")
-	classOf := map[string]string{}
-	var jobs []scheduler.Job
-	for _, j := range trace[:60] {
-		classOf[j.id] = j.class
-		jobs = append(jobs, scheduler.Job{ID: j.id, Requested: j.scale})
-	}
-	pol, err := NewPolicy(Config{Throughput: tab.Throughput(func(j *scheduler.Job) string { return classOf[j.ID] })})
+	jobs, throughput := traceJobs(tab, trace[:60])
+	pol, err := NewPolicy(Config{Throughput: throughput})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,13 +137,8 @@ func TestPolicyDigest(t *testing.T) {
 			t.Fatal(err)
 		}
 		trace := gavelTrace(t, tab, sz.n, time.Second, 1)
-		classOf := map[string]string{}
-		var jobs []scheduler.Job
-		for _, j := range trace {
-			classOf[j.id] = j.class
-			jobs = append(jobs, scheduler.Job{ID: j.id, Requested: j.scale})
-		}
-		pol, err := NewPolicy(Config{Throughput: tab.Throughput(func(j *scheduler.Job) string { return classOf[j.ID] }),
+		jobs, throughput := traceJobs(tab, trace)
+		pol, err := NewPolicy(Config{Throughput: throughput,
 			Settings: Settings{Tolerance: 0.005}})
 		if err != nil {
 			t.Fatal(err)

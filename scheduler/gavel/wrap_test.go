@@ -32,13 +32,11 @@ func TestWrapForwardsGavel(t *testing.T) {
 		for _, placer := range []scheduler.Placer{nil, scheduler.Packer{}} {
 			for seed := range uint64(2) {
 				trace := gavelTrace(t, tab, 30, time.Minute, seed)
-				classOf := map[string]string{}
-				var jobs []scheduler.Job
-				for _, j := range trace {
-					classOf[j.id] = j.class
-					jobs = append(jobs, scheduler.Job{ID: j.id, Requested: j.scale, Submitted: t0})
+				jobs, throughput := traceJobs(tab, trace)
+				for i := range jobs {
+					jobs[i].Submitted = t0
 				}
-				cfg := Config{Objective: obj, Throughput: tab.Throughput(func(j *scheduler.Job) string { return classOf[j.ID] })}
+				cfg := Config{Objective: obj, Throughput: throughput}
 				plainPol, err := NewPolicy(cfg)
 				if err != nil {
 					t.Fatal(err)
