@@ -16,44 +16,14 @@ import (
 // scanPacker is Packer as it was, scanning every node per gang.
 type scanPacker struct{}
 
-// Place is Packer.Place as it was before the pools: the oracle.
+// Place is Packer.Place as it was before the pools (after the same
+// keepCurrent): the oracle.
 func (scanPacker) Place(ctx context.Context, in PlaceInput) (PlaceResult, error) {
 	if err := ctx.Err(); err != nil {
 		return PlaceResult{}, err
 	}
-	cur := make(map[string][]string, len(in.Current))
-	for _, a := range in.Current {
-		cur[a.Job] = a.Devices
-	}
-	used := make(map[string]bool)
-	var res PlaceResult
-	var todo []Target
-	for _, t := range in.Targets {
-		if t.Count <= 0 {
-			continue
-		}
-		devs := cur[t.Job]
-		keep := len(devs) == t.Count
-		var nodes []string
-		for _, id := range devs {
-			d, found := in.Cluster.Device(id)
-			if !found || d.Type != t.Type || !d.Usable() || used[id] {
-				keep = false
-				break
-			}
-			if !slices.Contains(nodes, d.Node) {
-				nodes = append(nodes, d.Node)
-			}
-		}
-		if keep && (t.MaxNodes <= 0 || len(nodes) <= t.MaxNodes) {
-			for _, id := range devs {
-				used[id] = true
-			}
-			res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: slices.Clone(devs)})
-			continue
-		}
-		todo = append(todo, t)
-	}
+	kept, used, todo := keepCurrent(in)
+	res := PlaceResult{Assignments: kept}
 	// Free usable devices per (type, node), lowest index first.
 	type slot struct {
 		node string

@@ -83,39 +83,8 @@ func (Packer) Place(ctx context.Context, in PlaceInput) (PlaceResult, error) {
 	if err := ctx.Err(); err != nil {
 		return PlaceResult{}, err
 	}
-	cur := make(map[string][]string, len(in.Current))
-	for _, a := range in.Current {
-		cur[a.Job] = a.Devices
-	}
-	used := make(map[string]bool)
-	var res PlaceResult
-	var todo []Target
-	for _, t := range in.Targets {
-		if t.Count <= 0 {
-			continue
-		}
-		devs := cur[t.Job]
-		keep := len(devs) == t.Count
-		var nodes []string
-		for _, id := range devs {
-			d, found := in.Cluster.Device(id)
-			if !found || d.Type != t.Type || !d.Usable() || used[id] {
-				keep = false
-				break
-			}
-			if !slices.Contains(nodes, d.Node) {
-				nodes = append(nodes, d.Node)
-			}
-		}
-		if keep && (t.MaxNodes <= 0 || len(nodes) <= t.MaxNodes) {
-			for _, id := range devs {
-				used[id] = true
-			}
-			res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: slices.Clone(devs)})
-			continue
-		}
-		todo = append(todo, t)
-	}
+	kept, used, todo := keepCurrent(in)
+	res := PlaceResult{Assignments: kept}
 	// Free usable devices per (type, node), lowest index first.
 	pools := make(map[accel.TypeKey]*pool)
 	for ni := range in.Cluster.Nodes() {
@@ -178,6 +147,39 @@ func (Packer) Place(ctx context.Context, in PlaceInput) (PlaceResult, error) {
 	slices.SortFunc(res.Assignments, func(a, b placement.Assignment) int { return cmp.Compare(a.Job, b.Job) })
 	slices.SortFunc(res.Unplaced, func(a, b placement.Unplaced) int { return cmp.Compare(a.Target.Job, b.Target.Job) })
 	return res, nil
+}
+
+// keepCurrent returns the assignments of the jobs whose current devices
+// already meet their target (count, type, usable, within MaxNodes), the
+// devices they hold, and the targets left to place.
+func keepCurrent(in PlaceInput) (kept []placement.Assignment, used map[string]bool, todo []Target) {
+	cur := make(map[string][]string, len(in.Current))
+	for _, a := range in.Current {
+		cur[a.Job] = a.Devices
+	}
+	used = make(map[string]bool)
+	for _, t := range in.Targets {
+		if t.Count <= 0 {
+			continue
+		}
+		devs := cur[t.Job]
+		keep := len(devs) == t.Count
+		for _, id := range devs {
+			if d, found := in.Cluster.Device(id); !found || d.Type != t.Type || !d.Usable() || used[id] {
+				keep = false
+				break
+			}
+		}
+		if keep && (t.MaxNodes <= 0 || in.Cluster.NodesOf(devs) <= t.MaxNodes) {
+			for _, id := range devs {
+				used[id] = true
+			}
+			kept = append(kept, placement.Assignment{Job: t.Job, Devices: slices.Clone(devs)})
+			continue
+		}
+		todo = append(todo, t)
+	}
+	return kept, used, todo
 }
 
 // unplaced reports target t as not placed, with a typed reason.
