@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -300,15 +301,22 @@ func TestConcurrentSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	schedulesConcurrently(t, s, []Input{in, in, in, in}, []Plan{want, want, want, want})
+}
+
+// schedulesConcurrently runs inputs on s from one goroutine each and
+// checks each plan against want.
+func schedulesConcurrently(t *testing.T, s *Scheduler, inputs []Input, want []Plan) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
+	errs := make(chan error, len(inputs))
+	for k := range inputs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := s.Schedule(context.Background(), in)
-			if err == nil && !reflect.DeepEqual(got, want) {
-				err = errors.New("concurrent plan differs")
+			got, err := s.Schedule(context.Background(), inputs[k])
+			if err == nil && !reflect.DeepEqual(got, want[k]) {
+				err = fmt.Errorf("input %d: concurrent plan differs", k)
 			}
 			errs <- err
 		}()
@@ -351,26 +359,7 @@ func TestClusterCacheSchedules(t *testing.T) {
 		want[k] = p
 	}
 	shared, _ := New(Config{})
-	var wg sync.WaitGroup
-	errs := make(chan error, len(inputs))
-	for k := range inputs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got, err := shared.Schedule(context.Background(), inputs[k])
-			if err == nil && !reflect.DeepEqual(got, want[k]) {
-				err = errors.New("plan differs from a fresh Scheduler's")
-			}
-			errs <- err
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	schedulesConcurrently(t, shared, inputs, want)
 }
 
 // fixed is a user policy that returns the same targets every round.
