@@ -8,6 +8,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler/internal/nodeset"
 )
 
 // RoundPlacer realises targets with the placement package's round
@@ -194,7 +195,6 @@ type freeSlot struct {
 	typ  accel.TypeKey
 	pos  int
 	free []string
-	gen  int // bumped when free changes, so that stale bucket entries are skipped
 }
 
 // pool files a type's nodes by free count, so that Packer's best fit and
@@ -202,14 +202,13 @@ type freeSlot struct {
 type pool struct {
 	slots []*freeSlot
 	total int
-	// bucket[k] is a min-heap by name rank of the nodes with k free
-	// devices (entries with an old gen are stale); live[k] counts the
-	// current ones.
-	bucket [][]bucketEntry
+	// byFree[k] holds the name ranks of the nodes with k free devices
+	// (made on first use) and live[k] how many there are; frees holds
+	// the counts k that some node has.
+	byFree []nodeset.Set
 	live   []int
+	frees  nodeset.Set
 }
-
-type bucketEntry struct{ pos, gen int }
 
 // index files every node by its free count.
 func (p *pool) index() {
@@ -218,52 +217,46 @@ func (p *pool) index() {
 		most = max(most, len(s.free))
 		p.total += len(s.free)
 	}
-	p.bucket, p.live = make([][]bucketEntry, most+1), make([]int, most+1)
-	for _, s := range p.slots { // name order: each bucket is a valid heap as it is
-		p.bucket[len(s.free)] = append(p.bucket[len(s.free)], bucketEntry{s.pos, s.gen})
-		p.live[len(s.free)]++
+	p.byFree, p.live, p.frees = make([]nodeset.Set, most+1), make([]int, most+1), nodeset.New(most+1)
+	for _, s := range p.slots {
+		p.file(s.pos, len(s.free))
 	}
 }
 
-// first returns the node with k free devices that comes first by name
-// (nil when none), dropping stale entries.
-func (p *pool) first(k int) *freeSlot {
-	h := &p.bucket[k]
-	for len(*h) > 0 {
-		e := (*h)[0]
-		if s := p.slots[e.pos]; s.gen == e.gen {
-			return s
-		}
-		heapPop(h)
+// file adds node pos to the nodes with k > 0 free devices.
+func (p *pool) file(pos, k int) {
+	if p.byFree[k] == nil {
+		p.byFree[k] = nodeset.New(len(p.slots))
 	}
-	return nil
+	if p.live[k] == 0 {
+		p.frees.Add(k)
+	}
+	p.byFree[k].Add(pos)
+	p.live[k]++
 }
+
+// first returns the node with k free devices that comes first by name.
+func (p *pool) first(k int) *freeSlot { return p.slots[p.byFree[k].Next(0)] }
 
 // bestFit is the node with the fewest free devices that still holds c,
 // first by name (nil when no node does).
 func (p *pool) bestFit(c int) *freeSlot {
-	for k := c; k < len(p.live); k++ {
-		if p.live[k] > 0 {
-			return p.first(k)
-		}
+	if c >= len(p.live) {
+		return nil
+	}
+	if k := p.frees.Next(c); k > 0 {
+		return p.first(k)
 	}
 	return nil
 }
 
 // most is the node with the most free devices, first by name.
-func (p *pool) most() *freeSlot {
-	for k := len(p.live) - 1; k > 0; k-- {
-		if p.live[k] > 0 {
-			return p.first(k)
-		}
-	}
-	return nil
-}
+func (p *pool) most() *freeSlot { return p.first(p.frees.Prev(len(p.live) - 1)) }
 
 // spread is how many nodes c devices take, most free first.
 func (p *pool) spread(c int) int {
 	nodes := 0
-	for k := len(p.live) - 1; k > 0 && c > 0; k-- {
+	for k := p.frees.Prev(len(p.live) - 1); k > 0 && c > 0; k = p.frees.Prev(k - 1) {
 		n := p.live[k]
 		if n*k >= c {
 			return nodes + (c+k-1)/k
@@ -277,50 +270,15 @@ func (p *pool) spread(c int) int {
 // take removes the first c free devices of node s and refiles it.
 func (p *pool) take(s *freeSlot, c int) []string {
 	k := len(s.free)
+	p.byFree[k].Remove(s.pos)
+	if p.live[k]--; p.live[k] == 0 {
+		p.frees.Remove(k)
+	}
 	got := slices.Clone(s.free[:c])
 	s.free = s.free[c:]
-	s.gen++
 	p.total -= c
-	p.live[k]--
-	if k-c > 0 {
-		heapPush(&p.bucket[k-c], bucketEntry{s.pos, s.gen})
-		p.live[k-c]++
+	if k > c {
+		p.file(s.pos, k-c)
 	}
 	return got
-}
-
-// heapPush and heapPop keep a min-heap of entries by pos.
-func heapPush(h *[]bucketEntry, e bucketEntry) {
-	*h = append(*h, e)
-	a := *h
-	for i := len(a) - 1; i > 0; {
-		up := (i - 1) / 2
-		if a[up].pos <= a[i].pos {
-			break
-		}
-		a[up], a[i] = a[i], a[up]
-		i = up
-	}
-}
-
-func heapPop(h *[]bucketEntry) {
-	a := *h
-	n := len(a) - 1
-	a[0] = a[n]
-	a = a[:n]
-	for i := 0; ; {
-		l, small := 2*i+1, i
-		if l < n && a[l].pos < a[small].pos {
-			small = l
-		}
-		if r := l + 1; r < n && a[r].pos < a[small].pos {
-			small = r
-		}
-		if small == i {
-			break
-		}
-		a[i], a[small] = a[small], a[i]
-		i = small
-	}
-	*h = a
 }

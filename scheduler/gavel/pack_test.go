@@ -111,57 +111,11 @@ func TestPackMatchesScan(t *testing.T) {
 		// The index agrees with free: every node is filed under its count.
 		for k, f := range ti.free {
 			for g := 1; g < len(ti.byFree); g++ {
-				in := ti.byFree[g] != nil && ti.byFree[g].next(k) == k
+				in := ti.byFree[g] != nil && ti.byFree[g].Next(k) == k
 				if in != (g == f) {
 					t.Fatalf("instance %d: node %d (free %d) filed under %d: %v", inst, k, f, g, in)
 				}
 			}
-		}
-	}
-}
-
-// TestNodeSet checks the word tree against a plain set over sizes that
-// need one to three levels.
-func TestNodeSet(t *testing.T) {
-	rng := rand.New(rand.NewPCG(19, 6))
-	for _, n := range []int{1, 5, 63, 64, 65, 200, 4095, 4096, 4097, 70000} {
-		s := newNodeSet(n)
-		in := make([]bool, n)
-		for range min(3*n, 3000) {
-			i := rng.IntN(n)
-			if rng.IntN(2) == 0 {
-				s.add(i)
-				in[i] = true
-			} else {
-				s.remove(i)
-				in[i] = false
-			}
-			q := rng.IntN(n)
-			if s.empty() != !slices.Contains(in, true) {
-				t.Fatalf("n=%d: empty() = %v", n, s.empty())
-			}
-			wantNext, wantPrev := -1, -1
-			for k := q; k < n; k++ {
-				if in[k] {
-					wantNext = k
-					break
-				}
-			}
-			for k := q; k >= 0; k-- {
-				if in[k] {
-					wantPrev = k
-					break
-				}
-			}
-			if got := s.next(q); got != wantNext {
-				t.Fatalf("n=%d: next(%d) = %d, want %d", n, q, got, wantNext)
-			}
-			if got := s.prev(q); got != wantPrev {
-				t.Fatalf("n=%d: prev(%d) = %d, want %d", n, q, got, wantPrev)
-			}
-		}
-		if got := s.next(s.size()); got != -1 {
-			t.Fatalf("n=%d: next(size) = %d", n, got)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/internal/nodeset"
 )
 
 // ThroughputFunc returns a job's throughput (steps per second, or any unit
@@ -257,8 +257,8 @@ type typeInfo struct {
 	// byFree[f] holds the nodes with f free devices (f ≥ 1) and frees the
 	// counts f that some node has, so that pack finds its nodes without
 	// scanning the type (byFree[f] is made when first used).
-	byFree []nodeSet
-	frees  nodeSet
+	byFree []nodeset.Set
+	frees  nodeset.Set
 	use    []int // pack's scratch
 }
 
@@ -868,18 +868,18 @@ func (p *Policy) credit(in scheduler.Input, byID []int, curType []accel.TypeKey)
 func pack(t *typeInfo, s int) bool {
 	limit := nodesFor(s, t.perNode)
 	if limit == 1 {
-		f := t.frees.next(s)
+		f := t.frees.Next(s)
 		if f < 0 {
 			return false
 		}
-		t.take(t.byFree[f].next(0), s)
+		t.take(t.byFree[f].Next(0), s)
 		return true
 	}
 	need := s
 	use := t.use[:0]
-	for f := t.frees.prev(len(t.byFree) - 1); f > 0 && need > 0 && len(use) < limit; f = t.frees.prev(f - 1) {
+	for f := t.frees.Prev(len(t.byFree) - 1); f > 0 && need > 0 && len(use) < limit; f = t.frees.Prev(f - 1) {
 		b := t.byFree[f]
-		for k := b.next(0); k >= 0 && need > 0 && len(use) < limit; k = b.next(k + 1) {
+		for k := b.Next(0); k >= 0 && need > 0 && len(use) < limit; k = b.Next(k + 1) {
 			use = append(use, k)
 			need -= f
 		}
@@ -905,15 +905,15 @@ func (t *typeInfo) reindex() {
 		top = max(top, f)
 	}
 	if len(t.byFree) < top+1 {
-		t.byFree = append(t.byFree, make([]nodeSet, top+1-len(t.byFree))...)
+		t.byFree = append(t.byFree, make([]nodeset.Set, top+1-len(t.byFree))...)
 	}
-	if t.frees == nil || t.frees.size() < len(t.byFree) {
-		t.frees = newNodeSet(len(t.byFree))
+	if t.frees == nil || t.frees.Size() < len(t.byFree) {
+		t.frees = nodeset.New(len(t.byFree))
 	} else {
-		t.frees.clear()
+		t.frees.Clear()
 	}
 	for _, b := range t.byFree {
-		b.clear()
+		b.Clear()
 	}
 	for k, f := range t.free {
 		if f > 0 {
@@ -927,9 +927,9 @@ func (t *typeInfo) take(k, d int) {
 	f := t.free[k]
 	if f > 0 {
 		b := t.byFree[f]
-		b.remove(k)
-		if b.empty() {
-			t.frees.remove(f)
+		b.Remove(k)
+		if b.Empty() {
+			t.frees.Remove(f)
 		}
 	}
 	f -= d
@@ -943,109 +943,13 @@ func (t *typeInfo) take(k, d int) {
 func (t *typeInfo) file(k, f int) {
 	b := t.byFree[f]
 	if b == nil {
-		b = newNodeSet(len(t.free))
+		b = nodeset.New(len(t.free))
 		t.byFree[f] = b
 	}
-	if b.empty() {
-		t.frees.add(f)
+	if b.Empty() {
+		t.frees.Add(f)
 	}
-	b.add(k)
-}
-
-// nodeSet is a set of the integers 0..n-1 (node indexes, free counts) as
-// a tree of 64-bit words: bit b of word w on level l+1 is set when word
-// 64w+b on level l is non-zero, and the top level is one word. Adding,
-// removing, and finding the next or previous member cost O(log64 n).
-type nodeSet [][]uint64
-
-// newNodeSet returns an empty set of 0..n-1.
-func newNodeSet(n int) nodeSet {
-	var s nodeSet
-	for {
-		w := max((n+63)/64, 1)
-		s = append(s, make([]uint64, w))
-		if w == 1 {
-			return s
-		}
-		n = w
-	}
-}
-
-// size returns how many integers s can hold (a multiple of 64).
-func (s nodeSet) size() int { return 64 * len(s[0]) }
-
-// clear removes every member.
-func (s nodeSet) clear() {
-	for _, lv := range s {
-		clear(lv)
-	}
-}
-
-// empty reports whether s has no members.
-func (s nodeSet) empty() bool { return s[len(s)-1][0] == 0 }
-
-// add inserts i.
-func (s nodeSet) add(i int) {
-	for _, lv := range s {
-		w := i >> 6
-		was := lv[w]
-		lv[w] |= 1 << (i & 63)
-		if was != 0 {
-			return
-		}
-		i = w
-	}
-}
-
-// remove deletes i.
-func (s nodeSet) remove(i int) {
-	for _, lv := range s {
-		w := i >> 6
-		lv[w] &^= 1 << (i & 63)
-		if lv[w] != 0 {
-			return
-		}
-		i = w
-	}
-}
-
-// next returns the least member ≥ i (i ≥ 0), or -1 when there is none.
-func (s nodeSet) next(i int) int {
-	for l, lv := range s {
-		w := i >> 6
-		if w >= len(lv) {
-			return -1
-		}
-		if m := lv[w] >> (i & 63); m != 0 {
-			i += bits.TrailingZeros64(m)
-			for ; l > 0; l-- {
-				i = i<<6 + bits.TrailingZeros64(s[l-1][i])
-			}
-			return i
-		}
-		i = w + 1
-	}
-	return -1
-}
-
-// prev returns the greatest member ≤ i (i < size), or -1 when there is
-// none.
-func (s nodeSet) prev(i int) int {
-	for l, lv := range s {
-		if i < 0 {
-			return -1
-		}
-		w := i >> 6
-		if m := lv[w] << (63 - i&63); m != 0 {
-			i -= bits.LeadingZeros64(m)
-			for ; l > 0; l-- {
-				i = i<<6 + 63 - bits.LeadingZeros64(s[l-1][i])
-			}
-			return i
-		}
-		i = w - 1
-	}
-	return -1
+	b.Add(k)
 }
 
 // nodesFor returns the fewest nodes that hold s devices at perNode a node.
