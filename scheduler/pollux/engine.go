@@ -126,6 +126,9 @@ type Search struct {
 	// wideSlots: jobs on more bins get aggregates in the state (see
 	// wideIndex); tests raise it to compare with the plain bookkeeping.
 	wideSlots int
+	// noPolishBound makes polish replay every try; tests set it to
+	// compare with the bounded polish.
+	noPolishBound bool
 }
 
 // New builds the search for p.

@@ -145,9 +145,17 @@ func (e *Search) polish(s *state) *state {
 	// nothing beyond their gangs' slots.
 	scratch := [2]*state{e.emptyState(), e.emptyState()}
 	budget := polishBudget(len(e.lay.binCap))
+	bound := e.newPolishBound(best, typ, cnt)
 	evals := 0
 	try := func() bool {
 		evals++
+		// A try whose bound cannot beat the best is rejected unreplayed:
+		// the same decision a replay would reach, at a fraction of its
+		// cost (most tries lose). It still counts against the budget, so
+		// that the search is the one it would be without the bound.
+		if !e.noPolishBound && bound.rejects(typ, cnt, bestObj) {
+			return false
+		}
 		// Both ways of shrinking multi-node jobs (when one does); the
 		// first wins ties.
 		modes := [2]bool{false, true}
@@ -172,6 +180,7 @@ func (e *Search) polish(s *state) *state {
 			best, scratch[w], bestObj = scratch[w], e.emptyState(), o
 			copy(typ, best.typ)
 			copy(cnt, best.cnt)
+			bound.rebase(typ, cnt)
 			return true
 		}
 		return false
@@ -300,6 +309,91 @@ func (e *Search) polish(s *state) *state {
 		}
 	}
 	return best
+}
+
+// polishBound bounds from above the objective a replay of targets
+// (typ, cnt) can reach, job by job: a pinned job's term is fixed; a job
+// without devices contributes u(0); any other job ends on its target at
+// some node count between the packed one and one bin per device, or, when
+// it runs on the target's type now and its resize fails, where it runs
+// now, or with nothing; its term is at most the best of those (u is
+// increasing). The bound of a try is kept as a difference from the
+// targets the best replay came from, so that a try costs a look at the
+// jobs it changed.
+type polishBound struct {
+	e        *Search
+	pinned   []float64 // per job: a pinned job's term (any replay's)
+	typ, cnt []int     // the base targets
+	terms    []float64 // per job: its bound at the base targets
+	sum, abs float64   // Σ terms and Σ |terms|
+	memo     map[[3]int]float64
+}
+
+func (e *Search) newPolishBound(best *state, typ, cnt []int) *polishBound {
+	b := &polishBound{e: e, pinned: make([]float64, len(e.jobs)), memo: make(map[[3]int]float64),
+		typ: make([]int, len(typ)), cnt: make([]int, len(cnt)), terms: make([]float64, len(typ))}
+	for i := range e.jobs {
+		if e.jobs[i].pinned {
+			b.pinned[i] = e.jobUtil(best, i)
+		}
+	}
+	b.rebase(typ, cnt)
+	return b
+}
+
+// rebase makes (typ, cnt) the base targets.
+func (b *polishBound) rebase(typ, cnt []int) {
+	copy(b.typ, typ)
+	copy(b.cnt, cnt)
+	b.sum, b.abs = 0, 0
+	for i := range typ {
+		b.terms[i] = b.term(i, typ[i], cnt[i])
+		b.sum += b.terms[i]
+		b.abs += math.Abs(b.terms[i])
+	}
+}
+
+// term is the bound on job i's term of the objective when its target is
+// c devices of type t.
+func (b *polishBound) term(i, t, c int) float64 {
+	e := b.e
+	j := &e.jobs[i]
+	switch {
+	case j.pinned:
+		return b.pinned[i]
+	case c <= 0 || t < 0:
+		return j.w * e.util(0)
+	}
+	k := [3]int{i, t, c}
+	if v, ok := b.memo[k]; ok {
+		return v
+	}
+	best := 0.0
+	lo := (c + e.lay.maxCap[t] - 1) / max(e.lay.maxCap[t], 1)
+	for n := lo; n <= min(c, len(e.lay.binsOf[t])); n++ {
+		best = max(best, e.value(j, t, n, c))
+	}
+	if e.curOK[i] && t == j.t0 {
+		best = max(best, e.value(j, j.t0, len(e.cur[i]), j.c0))
+	}
+	v := j.w * e.util(best)
+	b.memo[k] = v
+	return v
+}
+
+// rejects reports whether no replay of (typ, cnt) can beat bestObj by
+// polish's margin: its bound, with a margin for the rounding of the sums,
+// is at most the threshold.
+func (b *polishBound) rejects(typ, cnt []int, bestObj float64) bool {
+	ub, abs := b.sum, b.abs
+	for i := range typ {
+		if typ[i] != b.typ[i] || cnt[i] != b.cnt[i] {
+			v := b.term(i, typ[i], cnt[i])
+			ub += v - b.terms[i]
+			abs += math.Abs(v)
+		}
+	}
+	return ub+1e-9*(1+abs) <= bestObj+1e-12*(1+math.Abs(bestObj))
 }
 
 // copyTo makes d a copy of s, reusing d's storage. A job's slot list is

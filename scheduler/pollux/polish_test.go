@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -107,4 +109,112 @@ func TestPolishVacate(t *testing.T) {
 	if best < want*(1-1e-9) {
 		t.Fatalf("best layout's fitness %v < vacated layout's %v", best, want)
 	}
+}
+
+// randomPolishProblem is a random round for the polish: 1 to 3 device
+// types on nodes of 2 to 8 devices, up to polishJobs jobs of which some
+// run, some are rigid or pinned, with speedups that are not monotone in
+// the node count (so that the polish's bound must take the best node
+// count, not the packed one).
+func randomPolishProblem(t *testing.T, seed uint64) Problem {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	types := []accel.TypeKey{"t4", "v100", "a100-40gb"}[:1+rng.IntN(3)]
+	var c accel.Cluster
+	for n := range 3 + rng.IntN(10) {
+		tk := types[rng.IntN(len(types))]
+		name := fmt.Sprintf("n%02d", n)
+		node := accel.Node{Name: name}
+		for k := range 2 + rng.IntN(7) {
+			node.Devices = append(node.Devices, accel.Device{ID: fmt.Sprintf("%s/%d", name, k), Node: name, Index: k, Type: tk, Healthy: true})
+		}
+		c.Nodes = append(c.Nodes, node)
+	}
+	ix, err := placement.NewIndex(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := map[int][]accel.Device{} // per type position, in node order
+	for _, n := range c.Nodes {
+		for _, d := range n.Devices {
+			ti, _ := ix.TypeIndex(d.Type)
+			free[ti] = append(free[ti], d)
+		}
+	}
+	p := Problem{Cluster: &c, Index: ix, Exponent: []float64{-1, -3, 0.5}[rng.IntN(3)], RestartDelay: 30 * time.Second, Interference: rng.IntN(2) == 0}
+	for k := range 2 + rng.IntN(polishJobs-1) {
+		alpha, node, scale := 0.3*rng.Float64(), 0.5+0.7*rng.Float64(), 0.5+rng.Float64()
+		wiggle := rng.Float64()
+		mn := 1 + rng.IntN(3)
+		pj := Job{ID: fmt.Sprintf("job-%04d", k), Weight: 0.5 + rng.Float64(), Min: mn, Max: mn + rng.IntN(12),
+			Rigid: rng.IntN(6) == 0, Restarts: rng.IntN(3), Age: time.Duration(rng.IntN(3000)) * time.Second, CurrentType: -1,
+			Speedup: func(_, nodes, count int) (float64, error) {
+				x := float64(count)
+				v := scale * x / (1 + alpha*(x-1)) * math.Pow(node, float64(max(nodes-1, 0)))
+				if nodes%3 == 2 {
+					v *= 1 + 0.3*wiggle // better on some node counts than on fewer
+				}
+				return v, nil
+			}}
+		for ti := range ix.Types() {
+			if rng.IntN(3) > 0 || ti == 0 {
+				pj.Types = append(pj.Types, ti)
+			}
+		}
+		if pj.Rigid {
+			pj.Max = pj.Min
+		}
+		if ti := pj.Types[rng.IntN(len(pj.Types))]; rng.IntN(2) == 0 && len(free[ti]) >= pj.Min {
+			cnt := pj.Min + rng.IntN(min(pj.Max, len(free[ti]))-pj.Min+1)
+			nodes := map[string]bool{}
+			for _, d := range free[ti][:cnt] {
+				pj.Current = append(pj.Current, d.ID)
+				nodes[d.Node] = true
+			}
+			free[ti] = free[ti][cnt:]
+			pj.CurrentType, pj.CurrentNodes = ti, len(nodes)
+			pj.Pinned = rng.IntN(8) == 0
+		}
+		p.Jobs = append(p.Jobs, pj)
+	}
+	return p
+}
+
+// TestPolishBoundSameSearch checks that the polish's bound only skips
+// replays that would lose: on random rounds, the polished state is the one
+// a polish that replays every try finds.
+func TestPolishBoundSameSearch(t *testing.T) {
+	seeds := 120
+	if testing.Short() || raceEnabled {
+		seeds = 30
+	}
+	improved := 0
+	for seed := range uint64(seeds) {
+		p := randomPolishProblem(t, seed)
+		var got [2]*state
+		for k, off := range []bool{false, true} {
+			e, err := New(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.noPolishBound = off
+			sols, err := e.Solve(context.Background(), 4)
+			if err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			got[k] = e.polish(sols[0].s)
+			if k == 0 && e.objective(got[k]) > e.objective(e.replay(sols[0].s.typ, sols[0].s.cnt, false))+1e-9 {
+				improved++
+			}
+		}
+		a, b := got[0], got[1]
+		if !slices.Equal(a.typ, b.typ) || !slices.Equal(a.cnt, b.cnt) || fmt.Sprint(a.place) != fmt.Sprint(b.place) {
+			t.Fatalf("seed %d: bounded polish %v %v %v, full polish %v %v %v", seed, a.typ, a.cnt, a.place, b.typ, b.cnt, b.place)
+		}
+	}
+	// The comparison means something only if the polish does something.
+	if improved < seeds/10 {
+		t.Fatalf("the polish improved on %d of %d rounds: the instances do not exercise it", improved, seeds)
+	}
+	t.Logf("the polish improved on %d of %d rounds", improved, seeds)
 }

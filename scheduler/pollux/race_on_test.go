@@ -1,0 +1,6 @@
+//go:build race
+
+package pollux
+
+// raceEnabled skips the slow single-goroutine quality checks under -race.
+const raceEnabled = true
