@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -467,10 +466,20 @@ func (r *Round) sortedJobs(cmpFn func(a, b *jobInfo) int) []*jobInfo {
 
 // byIDOrder returns the job positions sorted by job ID.
 func (r *Round) byIDOrder() []int {
-	order := make([]int, len(r.jobs))
-	for i := range order {
-		order[i] = i
+	// Sorted as (ID, position) pairs, side by side in memory: comparing
+	// through the jobs themselves misses the cache at 50,000 jobs.
+	type entry struct {
+		id string
+		i  int
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(r.jobs[a].Job.ID, r.jobs[b].Job.ID) })
+	ids := make([]entry, len(r.jobs))
+	for i := range r.jobs {
+		ids[i] = entry{r.jobs[i].Job.ID, i}
+	}
+	slices.SortFunc(ids, func(a, b entry) int { return strings.Compare(a.id, b.id) })
+	order := make([]int, len(ids))
+	for k, e := range ids {
+		order[k] = e.i
+	}
 	return order
 }

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -133,10 +132,9 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 		}
 	}
 	plan := Plan{Decisions: make([]Decision, 0, len(r.jobs))}
-	for i := range r.jobs {
+	for _, i := range r.byIDOrder() {
 		plan.Decisions = append(plan.Decisions, r.decide(i, tg[i], assigned[i], unplaced[i]))
 	}
-	slices.SortFunc(plan.Decisions, func(a, b Decision) int { return cmp.Compare(a.Job, b.Job) })
 	return plan, nil
 }
 
