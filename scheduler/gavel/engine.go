@@ -31,14 +31,21 @@ type engine struct {
 	f, d     []float64 // n
 	useTheta bool
 
-	// hull scratch: per job up to k+1 vertices.
+	// Jobs with the same throughputs, scale and values have the same cost
+	// curve at any prices: cls maps a job to its class, rep a class to
+	// its first job (see classify). Trace workloads have a few dozen
+	// classes among tens of thousands of jobs.
+	cls []int32
+	rep []int32
+
+	// hull scratch: per class up to k+1 vertices.
 	hn  []int32
 	ht  []float64
 	hc  []float64
 	hty []int32
 	ev  []event
 
-	order  []int32 // n*k usable types per job by throughput
+	order  []int32 // per class, k: usable types by throughput
 	norder []int32
 }
 
@@ -47,46 +54,101 @@ type event struct {
 }
 
 func newEngine(n, k int, a, s, capac, v, f, d []float64, useTheta bool) *engine {
-	return &engine{n: n, k: k, a: a, s: s, capac: capac, v: v, f: f, d: d, useTheta: useTheta,
-		hn: make([]int32, n), ht: make([]float64, n*(k+1)), hc: make([]float64, n*(k+1)),
-		hty: make([]int32, n*(k+1))}
+	return &engine{n: n, k: k, a: a, s: s, capac: capac, v: v, f: f, d: d, useTheta: useTheta}
 }
 
-// sortTypes records, per job, its usable types in order of throughput
+// classify groups the jobs whose throughputs, scale and values are
+// bitwise equal (so that their hulls are computed once per class, with
+// the very same arithmetic) and sizes the hull scratch per class.
+func (e *engine) classify() {
+	k := e.k
+	e.cls = make([]int32, e.n)
+	e.rep = e.rep[:0]
+	bits := func(m int) []float64 { return e.a[m*k : m*k+k] }
+	same := func(m1, m2 int) bool {
+		if math.Float64bits(e.s[m1]) != math.Float64bits(e.s[m2]) {
+			return false
+		}
+		for j := range k {
+			if math.Float64bits(e.a[m1*k+j]) != math.Float64bits(e.a[m2*k+j]) {
+				return false
+			}
+			if e.v != nil && math.Float64bits(e.v[m1*k+j]) != math.Float64bits(e.v[m2*k+j]) {
+				return false
+			}
+		}
+		return true
+	}
+	head := make(map[uint64]int32) // hash → newest class with it
+	var next []int32               // per class: an older class with the same hash, or −1
+	for m := range e.n {
+		h := uint64(14695981039346656037)
+		mix := func(x float64) { h = (h ^ math.Float64bits(x)) * 1099511628211 }
+		mix(e.s[m])
+		for j, x := range bits(m) {
+			mix(x)
+			if e.v != nil {
+				mix(e.v[m*k+j])
+			}
+		}
+		c, ok := head[h]
+		for ok && c >= 0 && !same(int(e.rep[c]), m) {
+			c = next[c]
+		}
+		if !ok || c < 0 {
+			c = int32(len(e.rep))
+			e.rep = append(e.rep, int32(m))
+			older := int32(-1)
+			if ok {
+				older = head[h]
+			}
+			next = append(next, older)
+			head[h] = c
+		}
+		e.cls[m] = c
+	}
+	nc := len(e.rep)
+	e.hn, e.ht, e.hc, e.hty = make([]int32, nc), make([]float64, nc*(k+1)), make([]float64, nc*(k+1)), make([]int32, nc*(k+1))
+}
+
+// sortTypes records, per class, its usable types in order of throughput
 // (then type index): the order the hull sweep visits them. It does not
 // depend on prices, so it is computed once per engine.
 func (e *engine) sortTypes() {
 	k := e.k
-	e.order = make([]int32, e.n*k)
-	e.norder = make([]int32, e.n)
-	for m := range e.n {
-		row := e.a[m*k : m*k+k]
-		o := e.order[m*k : m*k+k]
-		c := 0
+	e.classify()
+	nc := len(e.rep)
+	e.order = make([]int32, nc*k)
+	e.norder = make([]int32, nc)
+	for c, m := range e.rep {
+		row := e.a[int(m)*k : int(m)*k+k]
+		o := e.order[c*k : c*k+k]
+		n := 0
 		for j, t := range row {
 			if t > 0 {
-				o[c] = int32(j)
-				c++
+				o[n] = int32(j)
+				n++
 			}
 		}
-		for i := 1; i < c; i++ {
+		for i := 1; i < n; i++ {
 			for j := i; j > 0 && (row[o[j]] < row[o[j-1]] || row[o[j]] == row[o[j-1]] && o[j] < o[j-1]); j-- {
 				o[j], o[j-1] = o[j-1], o[j]
 			}
 		}
-		e.norder[m] = int32(c)
+		e.norder[c] = int32(n)
 	}
 }
 
-// hulls computes every job's cost curve for prices lambda.
+// hulls computes every class's cost curve for prices lambda.
 func (e *engine) hulls(lambda []float64) {
 	k := e.k
 	if e.order == nil {
 		e.sortTypes()
 	}
-	for m := range e.n {
+	for cl, rep := range e.rep {
+		m := int(rep)
 		row := e.a[m*k : m*k+k]
-		o := e.order[m*k : m*k+int(e.norder[m])]
+		o := e.order[cl*k : cl*k+int(e.norder[cl])]
 		sm := e.s[m]
 		var vrow []float64
 		if e.v != nil {
@@ -106,7 +168,7 @@ func (e *engine) hulls(lambda []float64) {
 				bt, bc, bj = row[j], c, j
 			}
 		}
-		base := m * (k + 1)
+		base := cl * (k + 1)
 		ht, hc, hty := e.ht[base:base+k+1], e.hc[base:base+k+1], e.hty[base:base+k+1]
 		ht[0], hc[0], hty[0] = bt, bc, bj
 		L := 1
@@ -133,15 +195,16 @@ func (e *engine) hulls(lambda []float64) {
 			ht[L], hc[L], hty[L] = qt, qc, j
 			L++
 		}
-		e.hn[m] = int32(L)
+		e.hn[cl] = int32(L)
 	}
 }
 
 // respond returns job m's cheapest mix for demand dm: up to two types with
 // their time fractions (type −1 = none), and its cost.
 func (e *engine) respond(m int, dm float64) (j1 int32, f1 float64, j2 int32, f2 float64, cost float64) {
-	base := m * (e.k + 1)
-	L := int(e.hn[m])
+	cl := int(e.cls[m])
+	base := cl * (e.k + 1)
+	L := int(e.hn[cl])
 	ht, hc, hty := e.ht[base:base+L], e.hc[base:base+L], e.hty[base:base+L]
 	if dm <= ht[0] {
 		switch {
@@ -184,8 +247,9 @@ func (e *engine) maxTheta() float64 {
 		if dm <= 0 {
 			continue
 		}
-		base := m * (k + 1)
-		L := int(e.hn[m])
+		cl := int(e.cls[m])
+		base := cl * (k + 1)
+		L := int(e.hn[cl])
 		ht, hc := e.ht[base:base+L], e.hc[base:base+L]
 		f := e.f[m]
 		thMax = min(thMax, max((ht[L-1]-f)/dm, 0))
