@@ -61,6 +61,10 @@ type Job struct {
 	// RemainingWork is an estimate of the work left, in seconds on one
 	// device of its best type (used by the Optimus oracle); 0 = unknown.
 	RemainingWork float64
+	// Queue is the leaf queue (Input.Queues) the job belongs to. It must
+	// name a leaf queue when Input.Queues is set, and be "" when it is
+	// empty (then no quota applies).
+	Queue string
 }
 
 // Target is a policy's decision for one job: how many devices of which
@@ -96,6 +100,52 @@ type Input struct {
 	Current []placement.Assignment
 	// Now is the logical time of the round.
 	Now time.Time
+	// Queues is the quota tree tenants share the cluster by; empty = no
+	// quotas (every plan is as without queues). When set, every job names
+	// a leaf queue, and each round every queue gets, per device type, an
+	// entitlement (the most devices its jobs may hold together, reported
+	// in Plan.Queues) that every policy's targets are kept within.
+	//
+	// Entitlements are computed per device type, top-down from the
+	// cluster's usable devices of the type (the implicit top cohort),
+	// independently for each type (weighted max-min per type, not DRF:
+	// quotas are per type, as Kueue's resource flavors, and a job runs on
+	// one type, so a vector of demands across types does not exist). At
+	// each cohort, given what the cohort received, its children get:
+	//
+	//  1. Their guarantee: min(Nominal, demand), and at least what their
+	//     running non-preemptible jobs hold. When the cohort cannot cover
+	//     every guarantee (its parent's guarantee was short, or the
+	//     cluster has fewer devices than the roots' Nominal sum), the
+	//     guarantees are shared by weighted max-min.
+	//  2. Their reserve: the part of unused Nominal beyond LendingLimit,
+	//     which nobody else may borrow.
+	//  3. The rest, shared by weighted max-min of the devices beyond the
+	//     guarantee (each child's extra ∝ Weight, progressive filling one
+	//     device at a time, ties by queue name), each child up to its
+	//     demand and to Nominal + BorrowingLimit. This is what borrowing
+	//     is: devices beyond Nominal come from siblings' unused quota.
+	//
+	// A leaf's demand for a type is, over its jobs that may use the type,
+	// the sum of their maximum counts (MaxReplicas, or the type's usable
+	// devices when unbounded; a rigid job's Requested); running
+	// non-preemptible jobs count on their current type only. A job that
+	// may use several types counts on each, so a queue may be entitled on
+	// several types at once. A cohort's demand is its children's, each
+	// capped by the child's Nominal + BorrowingLimit and raised to its
+	// reserve.
+	//
+	// Reclaim: a queue over its entitlement (it borrowed and an owner's
+	// demand returned) is brought back within it in the same round.
+	// Pollux enforces entitlements inside its search (its warm start
+	// sheds borrowed devices by least goodput lost per device freed, and
+	// no move grows a queue past its cap); for any other policy the
+	// Scheduler trims the targets after Allocate, shrinking elastic jobs
+	// (least speedup lost per device freed first) before preempting any
+	// (lowest priority, newest first). Non-preemptible jobs are never
+	// touched. A queue within its guarantee is never trimmed, since its
+	// entitlement is at least its guarantee.
+	Queues []Queue
 }
 
 // Policy decides per round how many devices of which type each job gets.
