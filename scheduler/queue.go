@@ -512,6 +512,14 @@ func (r *Round) enforceQuota(tg []Target) error {
 		}
 	}
 	// Explain.
+	total := make([]int, nt) // devices per type the targets use, and per queue (use)
+	clear(use)
+	for i := range tg {
+		if tg[i].Count > 0 {
+			total[typ[i]] += tg[i].Count
+			use[leafOf[i]*nt+typ[i]] += tg[i].Count
+		}
+	}
 	for i := range tg {
 		j := &r.jobs[i]
 		if j.Pinned {
@@ -536,17 +544,23 @@ func (r *Round) enforceQuota(tg []Target) error {
 		}
 		if tg[i].Count == 0 && tg[i].Reason != ReasonReclaimed {
 			// Held back by the queue's entitlement on every allowed type?
-			capped := len(j.allowed) > 0
+			// (on some type the cluster has room but the queue has not,
+			// and on none both have).
+			capped, bind := false, -1
 			for _, t := range j.allowed {
 				x := l*nt + t
-				if r.cap[t] >= j.Min && use[x]+j.Min <= q.ent[x] {
+				cluster, queue := total[t]+j.Min <= r.cap[t], use[x]+j.Min <= q.ent[x]
+				if cluster && queue {
 					capped = false
 					break
+				}
+				if cluster && !capped {
+					capped, bind = true, t
 				}
 			}
 			if capped {
 				tg[i].Reason = ReasonQuota
-				t := j.allowed[0]
+				t := bind
 				tg[i].Note = fmt.Sprintf("queue %s at its entitlement (%d of %d %s in use, nominal %d)", name, use[l*nt+t], q.ent[l*nt+t], r.types[t], q.nominal[l*nt+t])
 			}
 		}
@@ -643,6 +657,48 @@ func (r *Round) queueReport(assigned [][]string) []QueueUsage {
 			u.Lent = min(lendable, others)
 			out = append(out, u)
 		}
+	}
+	return out
+}
+
+// quotaRoom is what each queue may still take per type while a policy
+// builds its targets (nil without queues: no bound).
+type quotaRoom []int
+
+// quotaRoom returns the queues' entitlements as room to fill.
+func (r *Round) quotaRoom() quotaRoom {
+	if r.quota == nil {
+		return nil
+	}
+	return slices.Clone(r.quota.ent)
+}
+
+// pos is job j's entry for type t.
+func (q quotaRoom) pos(r *Round, j *jobInfo, t int) int {
+	return r.quota.tree.jobQ[r.byID[j.Job.ID]]*r.quota.nt + t
+}
+
+// take records that job j takes c devices of type t.
+func (q quotaRoom) take(r *Round, j *jobInfo, t, c int) {
+	if q != nil {
+		q[q.pos(r, j, t)] -= c
+	}
+}
+
+// has reports whether job j's queue may take c more devices of type t.
+func (q quotaRoom) has(r *Round, j *jobInfo, t, c int) bool {
+	return q == nil || q[q.pos(r, j, t)] >= c
+}
+
+// limit returns free bounded by job j's queue's room (free itself
+// without queues).
+func (q quotaRoom) limit(r *Round, j *jobInfo, free []int) []int {
+	if q == nil {
+		return free
+	}
+	out := slices.Clone(free)
+	for t := range out {
+		out[t] = min(out[t], max(q[q.pos(r, j, t)], 0))
 	}
 	return out
 }
