@@ -37,6 +37,15 @@ import (
 // Round.Place (and, when the Round takes offers, also on the engine's own
 // node layout) and the best realised fitness wins.
 //
+// Queues. With Input.Queues, each queue's per-type entitlement is a cap
+// inside the search (pollux.Problem.Caps): the warm start first sheds
+// what a queue holds beyond its entitlement (the borrowed devices an
+// owner reclaims), one device at a time from the elastic job whose
+// utility falls least, then whole jobs; no greedy, exchange, switch or
+// polish move grows a queue past its cap. So goodput decides who grows,
+// within and across queues, and the devices a reclaim frees go to the
+// owner's jobs in the same round.
+//
 // Pollux is a plain value: safe for concurrent use.
 type Pollux struct {
 	// Exponent is the power-mean exponent p (≤ 1); 0 = −1, the harmonic
