@@ -106,7 +106,9 @@ func (r *Round) rigidFill(ctx context.Context, order []*jobInfo, keepRunning boo
 	room := r.quotaRoom()
 	got := make(map[*jobInfo]Target, len(order))
 	for _, j := range order {
-		if j.Pinned || (keepRunning && j.curCount > 0 && j.fits(j.curCount) && slices.Contains(j.allowed, j.curType)) {
+		// With queues, a running job is kept only within its queue's
+		// entitlement (in this order: later jobs are reclaimed first).
+		if j.Pinned || (keepRunning && j.curCount > 0 && j.fits(j.curCount) && slices.Contains(j.allowed, j.curType) && room.has(r, j, j.curType, j.curCount)) {
 			free[j.curType] -= j.curCount
 			room.take(r, j, j.curType, j.curCount)
 			tg := Target{Job: j.Job.ID, Type: r.types[j.curType], Count: j.curCount, Reason: ReasonUnchanged, Note: "running jobs are not preempted"}

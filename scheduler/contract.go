@@ -144,7 +144,21 @@ type Input struct {
 	// (least speedup lost per device freed first) before preempting any
 	// (lowest priority, newest first). Non-preemptible jobs are never
 	// touched. A queue within its guarantee is never trimmed, since its
-	// entitlement is at least its guarantee.
+	// entitlement is at least its guarantee. FIFO and Tiresias keep a
+	// running job only within its queue's entitlement, so the devices a
+	// reclaim frees go to the owner's waiting jobs in the same round.
+	//
+	// Work conservation: when the targets leave devices idle while a queue
+	// at its entitlement has more demand (jobs whose sizes did not fit
+	// what another queue was entitled to, jobs that could use several
+	// types counted on each), the policy is asked once more with relaxed
+	// entitlements: every queue keeps what it was given; a queue that did
+	// not use all of its entitlement keeps the rest only as reserves and
+	// as the guarantee still owed to a waiting job that fits in it, and
+	// releases the rest; queues that shed devices get them back first
+	// from what is idle, then the idle devices are shared by the rules
+	// above. So a reclaim is undone when idle devices can serve the owner
+	// instead.
 	Queues []Queue
 }
 
