@@ -184,9 +184,14 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 	}
 	if q := r.quota; q != nil {
 		// The queues' entitlements bound the search (Input.Queues).
-		p.Caps = make([][]int, len(q.tree.qs))
+		p.Caps, p.Floors = make([][]int, len(q.tree.qs)), make([][]int, len(q.tree.qs))
 		for g := range p.Caps {
 			p.Caps[g] = q.ent[g*q.nt : (g+1)*q.nt]
+			p.Floors[g] = make([]int, q.nt)
+			for t := range q.nt {
+				x := g*q.nt + t
+				p.Floors[g][t] = min(q.nominal[x], q.claim[x], q.ent[x])
+			}
 		}
 	}
 	e, err := pollux.New(p)

@@ -135,7 +135,8 @@ func checkQueueRounds(t *testing.T, cl accel.Cluster, caps map[accel.TypeKey]int
 		if p2, err := again.Schedule(context.Background(), in); err != nil || !reflect.DeepEqual(plan, p2) {
 			t.Fatalf("round %d: plan not deterministic (err %v)", round, err)
 		}
-		checkQueuePlan(t, round, in, plan, caps, prev)
+		_, isPollux := pol.(Pollux)
+		checkQueuePlan(t, round, in, plan, caps, prev, isPollux)
 		prev = plan
 		// Apply, then: some jobs finish, non-preemptible now and then, bursts.
 		in.Current = plan.Assignments()
@@ -170,8 +171,9 @@ func checkQueueRounds(t *testing.T, cl accel.Cluster, caps map[accel.TypeKey]int
 }
 
 // checkQueuePlan checks one round's plan (see TestQueueProperties); prev
-// is the previous round's plan (zero in round 0).
-func checkQueuePlan(t *testing.T, round int, in Input, plan Plan, caps map[accel.TypeKey]int, prev Plan) {
+// is the previous round's plan (zero in round 0); pollux adds the checks
+// of Pollux's floors.
+func checkQueuePlan(t *testing.T, round int, in Input, plan Plan, caps map[accel.TypeKey]int, prev Plan, pollux bool) {
 	t.Helper()
 	seen := make(map[string]bool)
 	perType := make(map[accel.TypeKey]int)
@@ -194,7 +196,7 @@ func checkQueuePlan(t *testing.T, round int, in Input, plan Plan, caps map[accel
 		perType[d.Type] += d.To
 		j := jobs[d.Job]
 		if j.NonPreemptible && len(cur[d.Job]) > 0 {
-			if d.Action != placement.Keep || !slices.Equal(d.Assignment.Devices, cur[d.Job]) {
+			if d.Action != placement.Keep || !placement.SameDevices(d.Assignment.Devices, cur[d.Job]) {
 				t.Fatalf("round %d: non-preemptible %s: %+v", round, d.Job, d)
 			}
 			pinnedUse[[2]string{j.Queue, string(d.Type)}] += d.To
@@ -241,6 +243,29 @@ func checkQueuePlan(t *testing.T, round int, in Input, plan Plan, caps map[accel
 			t.Fatalf("round %d: %d %s in use and %d reserved by lending limits, the cluster has %d", round, n, tk, reserved[tk], caps[tk])
 		}
 	}
+	// Within its guarantee, a queue loses no devices to others (Pollux):
+	// a queue that ends the round below min(nominal, demand) holds at
+	// least what its jobs held when the round started, unless it started
+	// over its entitlement (a reclaim may overshoot by a job's size).
+	for _, u := range plan.Queues {
+		if !pollux || !leaf(u.Queue) || u.Used >= min(u.Guaranteed, u.Used+u.Pending) {
+			continue
+		}
+		held := 0
+		for _, d := range plan.Decisions {
+			if jobs[d.Job].Queue == u.Queue && d.FromType == u.Type {
+				held += d.From
+			}
+		}
+		if u.Used < held && held <= u.Entitled {
+			for _, d := range plan.Decisions {
+				if jobs[d.Job].Queue == u.Queue {
+					t.Logf("%s: %s", d.Job, d.Message)
+				}
+			}
+			t.Fatalf("round %d: queue %s lost %s devices below its guarantee: held %d, now %d (nominal %d, demand %d)", round, u.Queue, u.Type, held, u.Used, u.Guaranteed, u.Used+u.Pending)
+		}
+	}
 	// Guarantees: below nominal with demand in the previous round → at or
 	// above it now, unless excused.
 	for _, u := range plan.Queues {
@@ -256,6 +281,16 @@ func checkQueuePlan(t *testing.T, round int, in Input, plan Plan, caps map[accel
 			continue // others' non-preemptible jobs hold its guarantee (TestEntitlements covers the rule)
 		}
 		left := u.Guaranteed - u.Used
+		unplaced := slices.ContainsFunc(plan.Decisions, func(d Decision) bool {
+			switch d.Reason {
+			case ReasonFragmented, ReasonInterference, ReasonTopology, ReasonUnplaceable, ReasonFiltered:
+				return jobs[d.Job].Queue == u.Queue
+			}
+			return false
+		})
+		if unplaced {
+			continue // the placer could not realise what the policy gave the queue
+		}
 		for _, d := range plan.Decisions {
 			j := jobs[d.Job]
 			if j.Queue != u.Queue || d.To > 0 || !slices.Contains(j.Types, u.Type) {
