@@ -42,9 +42,12 @@ import (
 // what a queue holds beyond its entitlement (the borrowed devices an
 // owner reclaims), one device at a time from the elastic job whose
 // utility falls least, then whole jobs; no greedy, exchange, switch or
-// polish move grows a queue past its cap. So goodput decides who grows,
-// within and across queues, and the devices a reclaim frees go to the
-// owner's jobs in the same round.
+// polish move grows a queue past its cap; and no exchange takes devices
+// from a queue for another queue's job when that leaves it below
+// min(Nominal, demand) (pollux.Problem.Floors; candidate solutions that
+// do are dropped). So goodput decides who grows, within and across
+// queues, and the devices a reclaim frees go to the owner's jobs in the
+// same round.
 //
 // Pollux is a plain value: safe for concurrent use.
 type Pollux struct {

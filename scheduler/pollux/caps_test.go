@@ -43,9 +43,39 @@ func TestCaps(t *testing.T) {
 			}
 		}
 	}
+	// Floors: with each group's current holdings as its floor, no
+	// candidate takes devices from one group for the other.
+	p := base
+	p.Jobs = slices.Clone(base.Jobs)
+	held := [2]int{}
+	for i := range p.Jobs {
+		p.Jobs[i].Group = i % 2
+		held[i%2] += len(p.Jobs[i].Current)
+	}
+	p.Caps, p.Floors = [][]int{{16}, {16}}, [][]int{{held[0]}, {held[1]}}
+	e, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sols, err := e.Solve(context.Background(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, sol := range sols {
+		used := [2]int{}
+		for i := range p.Jobs {
+			_, c, _ := sol.Alloc(i)
+			used[i%2] += c
+		}
+		if used[0] < held[0] || used[1] < held[1] {
+			t.Errorf("floors %v: solution %d holds %v", held, k, used)
+		}
+	}
 	for name, change := range map[string]func(p *Problem){
-		"row":   func(p *Problem) { p.Caps = [][]int{{1, 2}} },
-		"group": func(p *Problem) { p.Caps = [][]int{{1}}; p.Jobs[0].Group = 1 },
+		"row":         func(p *Problem) { p.Caps = [][]int{{1, 2}} },
+		"group":       func(p *Problem) { p.Caps = [][]int{{1}}; p.Jobs[0].Group = 1 },
+		"floors":      func(p *Problem) { p.Caps = [][]int{{1}}; p.Floors = [][]int{{1}, {1}} },
+		"floor-types": func(p *Problem) { p.Caps = [][]int{{1}}; p.Floors = [][]int{{1, 2}} },
 	} {
 		p := base
 		p.Jobs = slices.Clone(base.Jobs)
