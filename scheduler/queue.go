@@ -725,9 +725,28 @@ func (r *Round) enforceQuota(tg []Target) error {
 				t := bind
 				tg[i].Note = fmt.Sprintf("queue %s at its entitlement (%d of %d %s in use, nominal %d)", name, use[l*nt+t], q.ent[l*nt+t], r.types[t], q.nominal[l*nt+t])
 			}
+			continue
+		}
+		if tg[i].Count > 0 {
+			// Which quota the job runs on: its queue's nominal, or borrowed.
+			x := l*nt + typ[i]
+			tk := r.types[typ[i]]
+			if b := use[x] - q.nominal[x]; b > 0 {
+				tg[i].Note = addNote(tg[i].Note, fmt.Sprintf("queue %s borrows %d %s beyond its nominal %d", name, b, tk, q.nominal[x]))
+			} else {
+				tg[i].Note = addNote(tg[i].Note, fmt.Sprintf("within queue %s's nominal %d %s", name, q.nominal[x], tk))
+			}
 		}
 	}
 	return nil
+}
+
+// addNote appends more to a target's note.
+func addNote(note, more string) string {
+	if note == "" {
+		return more
+	}
+	return note + "; " + more
 }
 
 // reclaimNote says why queue l lost devices of type t: which queue
