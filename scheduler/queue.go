@@ -192,7 +192,7 @@ func validateQueues(qs []Queue, jobs []Job) (*queueTree, error) {
 		for _, qt := range qs[i].Quotas {
 			sum := 0
 			for _, c := range t.children[i] {
-				sum += t.nominal(c, qt.Type)
+				sum = satAdd(sum, t.nominal(c, qt.Type))
 			}
 			if sum > qt.Nominal {
 				return nil, fmt.Errorf("%w: queue %q: %s: its children's nominal quotas sum to %d, more than its own %d", ErrInvalid, qs[i].Name, qt.Type, sum, qt.Nominal)
@@ -235,7 +235,7 @@ func (t *queueTree) nominal(i int, tk accel.TypeKey) int {
 	}
 	sum := 0
 	for _, c := range t.children[i] {
-		sum += t.nominal(c, tk)
+		sum = satAdd(sum, t.nominal(c, tk))
 	}
 	return sum
 }
@@ -324,7 +324,7 @@ func (q *roundQuota) compute(r *Round) {
 			}
 			qt, _ := t.quota(i, tk)
 			if qt.BorrowingLimit != nil {
-				eff = min(eff, q.nominal[x]+*qt.BorrowingLimit)
+				eff = min(eff, satAdd(q.nominal[x], *qt.BorrowingLimit))
 			}
 			if qt.LendingLimit != nil {
 				q.floor[x] = max(q.floor[x], min(q.nominal[x]-*qt.LendingLimit, r.cap[tt]))
@@ -561,15 +561,6 @@ func (h *fillHeap) Pop() any {
 	m := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return m
-}
-
-// leafCap returns the entitlement of round job i's queue on type t
-// (position in Round.types), and false without queues.
-func (r *Round) leafCap(i, t int) (int, bool) {
-	if r.quota == nil {
-		return 0, false
-	}
-	return r.quota.ent[r.quota.tree.jobQ[i]*r.quota.nt+t], true
 }
 
 // enforceQuota keeps the checked targets tg (index-aligned with r.jobs)
@@ -882,4 +873,30 @@ func (q quotaRoom) limit(r *Round, j *jobInfo, free []int) []int {
 		out[t] = min(out[t], max(q[q.pos(r, j, t)], 0))
 	}
 	return out
+}
+
+// satAdd is a + b for non-negative a and b, saturating at math.MaxInt
+// (quotas may be set very large to mean "no limit").
+func satAdd(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
+}
+
+// Entitlement returns the most devices of type t the jobs of leaf queue
+// queue may hold together this round (see Input.Queues), and false when
+// the round has no such leaf queue or type. Policies that fill the
+// cluster themselves can stay within it; the Scheduler trims any target
+// set that does not.
+func (r *Round) Entitlement(queue string, t accel.TypeKey) (int, bool) {
+	if r.quota == nil {
+		return 0, false
+	}
+	i, ok := r.quota.tree.byName[queue]
+	ti, known := r.cluster.TypeIndex(t)
+	if !ok || !known || !r.quota.tree.leaf[i] {
+		return 0, false
+	}
+	return r.quota.ent[i*r.quota.nt+ti], true
 }

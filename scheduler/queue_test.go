@@ -81,6 +81,12 @@ func entitlements(t *testing.T, queues []Queue, jobs []Job, current []placement.
 	out := make(map[string]int)
 	for i, q := range queues {
 		out[q.Name] = r.quota.ent[i*r.quota.nt]
+		if e, ok := r.Entitlement(q.Name, "a100"); ok != r.quota.tree.leaf[i] || (ok && e != out[q.Name]) {
+			t.Fatalf("Round.Entitlement(%s) = %d, %v; entitlement %d", q.Name, e, ok, out[q.Name])
+		}
+	}
+	if _, ok := r.Entitlement(queues[0].Name, "t4"); ok {
+		t.Fatal("Round.Entitlement of a type the cluster lacks")
 	}
 	return out
 }
@@ -125,6 +131,8 @@ func TestEntitlements(t *testing.T) {
 			[]Job{demandJob("a1", "a", 16), pinned}, []placement.Assignment{{Job: "pin", Devices: pinnedDevs}}, map[string]int{"a": 4, "b": 12}},
 		{"roots-exceed-cluster", []Queue{quota("a", "", 0, 12, nil, nil), quota("b", "", 0, 12, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16)}, nil, map[string]int{"a": 8, "b": 8}},
+		{"huge-limits", []Queue{quota("a", "", 0, 8, ip(math.MaxInt), ip(math.MaxInt)), quota("b", "", 0, math.MaxInt-1, nil, nil)},
+			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 2)}, nil, map[string]int{"a": 14, "b": 2}},
 		{"no-demand", []Queue{quota("a", "", 0, 8, nil, nil), quota("b", "", 0, 8, nil, nil)},
 			[]Job{demandJob("a1", "a", 3)}, nil, map[string]int{"a": 3, "b": 0}},
 	} {
