@@ -253,6 +253,9 @@ type roundQuota struct {
 	claim   []int
 	ent     []int
 	cur     []int
+	// njobs counts the jobs with demand for the type (a cohort's: its
+	// leaves').
+	njobs []int
 	// floor is what a queue gets before any guarantee: its pinned
 	// devices and its reserve (Nominal − LendingLimit), a cohort's
 	// children's floors summed.
@@ -266,7 +269,7 @@ type roundQuota struct {
 func (r *Round) newQuota(t *queueTree) *roundQuota {
 	nt, nq := len(r.types), len(t.qs)
 	q := &roundQuota{tree: t, nt: nt, nominal: make([]int, nq*nt), demand: make([]int, nq*nt), pinned: make([]int, nq*nt),
-		claim: make([]int, nq*nt), ent: make([]int, nq*nt), cur: make([]int, nq*nt), floor: make([]int, nq*nt)}
+		claim: make([]int, nq*nt), ent: make([]int, nq*nt), cur: make([]int, nq*nt), floor: make([]int, nq*nt), njobs: make([]int, nq*nt)}
 	for i := range nq {
 		for tt, tk := range r.types {
 			q.nominal[i*nt+tt] = t.nominal(i, tk)
@@ -281,6 +284,7 @@ func (r *Round) newQuota(t *queueTree) *roundQuota {
 		if j.Pinned {
 			q.pinned[l+j.curType] += j.curCount
 			q.demand[l+j.curType] = min(q.demand[l+j.curType]+j.curCount, r.cap[j.curType])
+			q.njobs[l+j.curType]++
 			continue
 		}
 		for _, tt := range j.allowed {
@@ -288,6 +292,7 @@ func (r *Round) newQuota(t *queueTree) *roundQuota {
 				continue // it cannot run there
 			}
 			q.demand[l+tt] = min(q.demand[l+tt]+min(j.Max, r.cap[tt]), r.cap[tt])
+			q.njobs[l+tt]++
 		}
 	}
 	q.compute(r)
@@ -309,14 +314,16 @@ func (q *roundQuota) compute(r *Round) {
 			x := i*nt + tt
 			eff := q.demand[x]
 			if !t.leaf[i] {
-				d, p, cl, cu, fl := 0, 0, 0, 0, 0
+				d, p, cl, cu, fl, nj := 0, 0, 0, 0, 0, 0
 				for _, c := range t.children[i] {
 					d += q.demand[c*nt+tt]
 					p += q.pinned[c*nt+tt]
 					cl += q.claim[c*nt+tt]
 					cu += q.cur[c*nt+tt]
 					fl += q.floor[c*nt+tt]
+					nj += q.njobs[c*nt+tt]
 				}
+				q.njobs[x] = nj
 				q.demand[x], q.pinned[x], q.cur[x], q.floor[x] = min(d, r.cap[tt]), p, cu, fl
 				eff = min(cl, r.cap[tt])
 			} else {
@@ -366,6 +373,11 @@ func (q *roundQuota) compute(r *Round) {
 		used := 0
 		for _, v := range a {
 			used += v
+		}
+		// The rest by weight × jobs with demand: one share per job, as in
+		// one shared pool, scaled by the queues' weights.
+		for k, c := range kids {
+			w[k] = t.weight[c] * float64(max(q.njobs[c*nt+tt], 1))
 		}
 		fillByWeight(a, g, claim, w, pool-used)
 		for k, c := range kids {
@@ -423,7 +435,7 @@ func (q *roundQuota) relax(r *Round, tg []Target) *roundQuota {
 	}
 	q2 := &roundQuota{tree: t, nt: nt, nominal: q.nominal, want: q.want, cur: slices.Clone(q.cur),
 		demand: slices.Clone(q.demand), pinned: slices.Clone(q.pinned), claim: make([]int, len(q.ent)), ent: make([]int, len(q.ent)),
-		floor: make([]int, len(q.ent))}
+		floor: make([]int, len(q.ent)), njobs: q.njobs}
 	// held: idle devices that stay with their queues: unused reserves, and
 	// the guarantee still owed to a queue with a waiting job that fits in
 	// it.

@@ -97,8 +97,9 @@ func demandJob(id, q string, n int) Job {
 }
 
 // TestEntitlements checks hand-computed entitlements on 16 a100: a
-// cohort of two or three queues, borrowing and lending limits, weights,
-// nesting, pinned jobs and guarantees the cluster cannot cover.
+// cohort of two or three queues, borrowing and lending limits, weights
+// (the leftover is shared by Weight × jobs with demand), nesting, pinned
+// jobs and guarantees the cluster cannot cover.
 func TestEntitlements(t *testing.T) {
 	quota := func(name, parent string, w float64, nominal int, bl, ll *int) Queue {
 		return Queue{Name: name, Parent: parent, Weight: w, Quotas: []Quota{{Type: "a100", Nominal: nominal, BorrowingLimit: bl, LendingLimit: ll}}}
@@ -123,6 +124,8 @@ func TestEntitlements(t *testing.T) {
 			[]Job{demandJob("a1", "a", 16)}, nil, map[string]int{"a": 12, "b": 4}},
 		{"weights", []Queue{quota("a", "", 1, 0, nil, nil), quota("b", "", 3, 0, nil, nil), quota("c", "", 1, 4, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16), demandJob("c1", "c", 4)}, nil, map[string]int{"a": 3, "b": 9, "c": 4}},
+		{"per-job-share", []Queue{quota("a", "", 0, 0, nil, nil), quota("b", "", 0, 0, nil, nil)},
+			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16), demandJob("b2", "b", 16), demandJob("b3", "b", 16)}, nil, map[string]int{"a": 4, "b": 12}},
 		{"nested", []Queue{{Name: "org"}, quota("a", "org", 0, 4, nil, nil), quota("b", "org", 0, 4, nil, nil), quota("c", "", 0, 8, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("c1", "c", 16)}, nil, map[string]int{"org": 8, "a": 8, "b": 0, "c": 8}},
 		{"cohort-cannot-borrow", []Queue{quota("org", "", 0, 8, ip(0), nil), quota("a", "org", 0, 4, nil, nil), quota("b", "org", 0, 4, nil, nil), quota("c", "", 0, 4, nil, nil)},
