@@ -246,3 +246,19 @@ func TestQueuesOff(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuesConcurrent: one Scheduler schedules rounds with queues from
+// several goroutines (run with -race) and gives each the plan it gives
+// alone.
+func TestQueuesConcurrent(t *testing.T) {
+	in := queued50(genInput(2, shape160x64))
+	s, _ := New(Config{})
+	want, err := s.Schedule(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Queues) == 0 {
+		t.Fatal("no queue report")
+	}
+	schedulesConcurrently(t, s, []Input{in, in, in, in}, []Plan{want, want, want, want})
+}
