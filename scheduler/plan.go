@@ -64,10 +64,16 @@ const (
 	// ReasonUnhealthy: the job held an unhealthy device and could not be
 	// placed again (placement.ReasonUnhealthy).
 	ReasonUnhealthy
+	// ReasonQuota: the job's queue is at its entitlement for the type
+	// (Input.Queues): its guarantee plus what it may borrow this round.
+	ReasonQuota
+	// ReasonReclaimed: the job was shrunk or preempted because its queue
+	// had borrowed devices that their owners' queues reclaimed.
+	ReasonReclaimed
 )
 
 var reasonNames = [...]string{"unchanged", "objective", "pinned", "no-capacity", "order", "unplaceable",
-	"restart-cost", "interference", "fragmented", "topology", "filtered", "unhealthy"}
+	"restart-cost", "interference", "fragmented", "topology", "filtered", "unhealthy", "quota", "reclaimed"}
 
 // String returns the reason's name ("unchanged", "objective", …).
 func (r Reason) String() string {
@@ -137,6 +143,10 @@ type Decision struct {
 type Plan struct {
 	// Decisions has one entry per input job, sorted by job ID.
 	Decisions []Decision `json:"decisions"`
+	// Queues reports, when Input.Queues is set, every queue's standing
+	// per device type of the cluster, sorted by queue name then type; nil
+	// without queues.
+	Queues []QueueUsage `json:"queues,omitempty"`
 }
 
 // Decision returns the decision for job id.

@@ -43,6 +43,9 @@ type Round struct {
 	// this round (by key), so that Schedule realises the policy's final
 	// targets without placing them again.
 	placed map[string]PlaceResult
+	// quota is the round's quota tree and entitlements (nil without
+	// Input.Queues).
+	quota *roundQuota
 }
 
 // RoundJob is one job of a Round: its Job and what validation derived
@@ -289,6 +292,10 @@ func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takes
 		}
 		r.jobs[i] = ji
 	}
+	qt, err := validateQueues(in.Queues, in.Jobs)
+	if err != nil {
+		return nil, err
+	}
 	if err := r.checkCurrent(); err != nil {
 		return nil, err
 	}
@@ -296,6 +303,9 @@ func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takes
 		if j := &r.jobs[i]; j.curCount > 0 {
 			r.current = append(r.current, placement.Assignment{Job: j.Job.ID, Devices: j.Current})
 		}
+	}
+	if qt != nil {
+		r.quota = r.newQuota(qt)
 	}
 	return r, nil
 }

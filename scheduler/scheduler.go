@@ -105,14 +105,7 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	targets, err := s.policy.Allocate(ctx, r)
-	if err != nil {
-		return Plan{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return Plan{}, err
-	}
-	tg, err := r.checkTargets(targets)
+	tg, err := r.allocate(ctx, s.policy)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -135,6 +128,7 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	for _, i := range r.byIDOrder() {
 		plan.Decisions = append(plan.Decisions, r.decide(i, tg[i], assigned[i], unplaced[i]))
 	}
+	plan.Queues = r.queueReport(assigned)
 	return plan, nil
 }
 

@@ -90,6 +90,7 @@ func (e *Search) replayInto(s *state, typ, cnt []int, vacate bool) *state {
 			e.release(s, i)
 		}
 	}
+	e.trimCaps(s) // a job put back on its current devices may overrun its group's cap
 	return s
 }
 
@@ -145,7 +146,12 @@ func (e *Search) polish(s *state) *state {
 	// nothing beyond their gangs' slots.
 	scratch := [2]*state{e.emptyState(), e.emptyState()}
 	budget := polishBudget(len(e.lay.binCap))
-	bound := e.newPolishBound(best, typ, cnt)
+	// With caps, a replay may trim jobs below their targets, which the
+	// bound does not cover: every try is replayed.
+	var bound *polishBound
+	if e.caps == nil && !e.noPolishBound {
+		bound = e.newPolishBound(best, typ, cnt)
+	}
 	evals := 0
 	try := func() bool {
 		evals++
@@ -153,7 +159,7 @@ func (e *Search) polish(s *state) *state {
 		// the same decision a replay would reach, at a fraction of its
 		// cost (most tries lose). It still counts against the budget, so
 		// that the search is the one it would be without the bound.
-		if !e.noPolishBound && bound.rejects(typ, cnt, bestObj) {
+		if bound != nil && bound.rejects(typ, cnt, bestObj) {
 			return false
 		}
 		// Both ways of shrinking multi-node jobs (when one does); the
@@ -180,7 +186,9 @@ func (e *Search) polish(s *state) *state {
 			best, scratch[w], bestObj = scratch[w], e.emptyState(), o
 			copy(typ, best.typ)
 			copy(cnt, best.cnt)
-			bound.rebase(typ, cnt)
+			if bound != nil {
+				bound.rebase(typ, cnt)
+			}
 			return true
 		}
 		return false
@@ -408,6 +416,9 @@ func (s *state) copyTo(d *state) {
 	d.bfree = append(d.bfree[:0], s.bfree...)
 	d.bdist = append(d.bdist[:0], s.bdist...)
 	d.pos = append(d.pos[:0], s.pos...)
+	if s.gused != nil {
+		d.gused = append(d.gused[:0], s.gused...)
+	}
 	if len(d.bucket) != len(s.bucket) {
 		d.bucket = make([][][]int, len(s.bucket))
 	}
