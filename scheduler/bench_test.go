@@ -3,6 +3,9 @@ package scheduler
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/goodsched/goodsched/carbon"
 )
 
 var (
@@ -44,4 +47,32 @@ func BenchmarkOptimus2000x8192(b *testing.B)  { benchSchedule(b, Optimus{}, genI
 // polish on replayed placements runs (≤ 48 jobs).
 func BenchmarkGoodput40x64(b *testing.B) {
 	benchSchedule(b, Pollux{}, genInput(1, genOpts{groups: []group{{16, 4, "t4"}}, jobs: 40, maxReplicas: 16, rounds: 2, pinnedFrac: 0.05, rigidFrac: 0.2}))
+}
+
+// carbonBenchInput is shape2000x8 with every elastic job delay-tolerant,
+// with a deadline 12 to 36 hours away and a day of hourly intensities.
+func carbonBenchInput() Input {
+	in := genInput(1, shape2000x8)
+	ci := make([]float64, 48)
+	for h := range ci {
+		ci[h] = 200 + 100*float64((h*7)%11)/10
+	}
+	in.Carbon = carbon.Series{Start: in.Now.Truncate(time.Hour), Step: time.Hour, Values: ci, Unit: carbon.GPerKWh}
+	for i := range in.Jobs {
+		if j := &in.Jobs[i]; j.Kind != Rigid {
+			j.DelayTolerant = true
+			j.Deadline = in.Now.Add(time.Duration(12+i%25) * time.Hour)
+			j.RemainingWork = float64(1+i%7) * 3600
+		}
+	}
+	return in
+}
+
+// BenchmarkCarbonRound2000x8192 times a round of Pollux and of
+// CarbonAware on the same input, every elastic job delay-tolerant with a
+// deadline: the planner's cost is the difference (target ≤ 10%).
+func BenchmarkCarbonRound2000x8192(b *testing.B) {
+	in := carbonBenchInput()
+	b.Run("pollux", func(b *testing.B) { benchSchedule(b, Pollux{}, in) })
+	b.Run("carbon", func(b *testing.B) { benchSchedule(b, CarbonAware{CarbonWeight: 1}, in) })
 }
