@@ -25,7 +25,7 @@ import (
 //
 // Per flexible job and round: its curve is its Speedup on its best type
 // (the allowed type with the highest speedup at its largest count), in
-// scale steps of one device, or of ⌈count/32⌉ devices for wide jobs, with
+// scale steps of one device, or of ⌈count/16⌉ devices for wide jobs, with
 // the power model's active-minus-idle watts per device (idle devices draw
 // their idle power whether the job runs or not); its work is
 // Job.RemainingWork × (1 + Headroom) device-seconds; carbon.Plan (the
@@ -271,7 +271,7 @@ func (f *forecast) series(n int) carbon.Series {
 
 // maxLevels bounds a job's planning curve: wide jobs plan in steps of
 // several devices.
-const maxLevels = 32
+const maxLevels = 16
 
 // planJob plans job j against fc and returns its cap for now.
 func (c CarbonAware) planJob(r *Round, j *jobInfo, fc *forecast) (jobCap, error) {
