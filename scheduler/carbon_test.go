@@ -258,3 +258,22 @@ func TestAccount(t *testing.T) {
 		t.Errorf("alias a100: %+v, %v", p, err)
 	}
 }
+
+// TestCarbonAwareWeight: the same two hours of work as in
+// TestCarbonAwareCleanestSlots, deadline 5 h away. Weight 1 waits for the
+// clean hours 2 and 3; at weight 0.05 a slot's cost is 0.05 × CI + 0.95 ×
+// 187.5 (the mean) × (h + 1)/24 = 22.4, 27.3, 27.3, 34.7 for hours 0–3, so
+// delay dominates and the job runs now.
+func TestCarbonAwareWeight(t *testing.T) {
+	ci := hourly(300, 250, 100, 100, 300, 300, 300, 300)
+	cl := testCluster(group{1, 4, "t4"})
+	in := Input{Cluster: cl, Jobs: []Job{flexJob("a", 2, 5*time.Hour)}, Now: t0, Carbon: ci}
+	for _, tc := range []struct {
+		w    float64
+		want int
+	}{{1, 0}, {0.05, 4}} {
+		if d := scheduleCarbon(t, CarbonAware{CarbonWeight: tc.w}, in).Decisions[0]; d.To != tc.want {
+			t.Errorf("weight %v: %d devices (%s), want %d", tc.w, d.To, d.Message, tc.want)
+		}
+	}
+}

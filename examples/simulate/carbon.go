@@ -246,6 +246,7 @@ func addCarbon(s *summary) {
 	for _, r := range s.results {
 		kwh += r.EnergyKWh
 		kg += r.CarbonKg
+		s.busyKg += r.BusyCarbonKg / float64(len(s.results))
 		miss += float64(r.DeadlineMisses)
 	}
 	f := float64(len(s.results))
