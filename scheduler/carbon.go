@@ -49,7 +49,7 @@ import (
 // forecast's end. A pinned (running non-preemptible) job is never capped.
 //
 // CarbonWeight 0 is carbon-agnostic: Allocate is then Goodput.Allocate,
-// plan for plan.
+// plan for plan (Input.Carbon and Input.Envelope are ignored).
 //
 // CarbonAware is a plain value: safe for concurrent use.
 type CarbonAware struct {

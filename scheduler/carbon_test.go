@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -276,4 +277,70 @@ func TestCarbonAwareWeight(t *testing.T) {
 			t.Errorf("weight %v: %d devices (%s), want %d", tc.w, d.To, d.Message, tc.want)
 		}
 	}
+}
+
+// FuzzCarbonAware: random delay-tolerant jobs, intensities and envelopes
+// never make CarbonAware fail other than with the package's sentinels,
+// and the envelope holds for the jobs it binds.
+func FuzzCarbonAware(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8}, []byte{30, 20, 10, 5}, uint8(4), 0.5)
+	f.Add([]byte{0, 0, 0, 0}, []byte{}, uint8(0), 1.0)
+	f.Add([]byte{9, 200, 3, 7, 7, 7, 7, 1, 2, 40, 41, 42}, []byte{255, 0, 255, 0, 1}, uint8(255), 0.01)
+	f.Fuzz(func(t *testing.T, data, ci []byte, env uint8, w float64) {
+		cl := testCluster(group{2, 4, "t4"})
+		now := t0.Add(90 * time.Minute)
+		in := Input{Cluster: cl, Now: now}
+		if len(ci) > 0 {
+			in.Carbon = carbon.Series{Start: t0, Step: time.Hour, Unit: carbon.GPerKWh}
+			for _, v := range ci {
+				in.Carbon.Values = append(in.Carbon.Values, float64(v))
+			}
+		}
+		if env%3 != 0 {
+			in.Envelope = map[accel.TypeKey]int{"t4": int(env % 9)}
+		}
+		for k := 0; k+3 < len(data) && len(in.Jobs) < 10; k += 4 {
+			in.Jobs = append(in.Jobs, Job{ID: fmt.Sprintf("j%d", k), Submitted: t0, Kind: Elastic,
+				MinReplicas: int(data[k] % 3), MaxReplicas: int(data[k]%3) + int(data[k+1]%6),
+				Deadline: t0.Add(time.Duration(data[k+2]) * 10 * time.Minute), DelayTolerant: data[k+3]%2 == 0,
+				RemainingWork: float64(data[k+3]) * 60, Speedup: fakeSpeedup{alpha: 0.2, node: 0.9}})
+		}
+		s, err := New(Config{Policy: CarbonAware{CarbonWeight: w}})
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("New: %v", err)
+			}
+			return
+		}
+		p, err := s.Schedule(context.Background(), in)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrUnknownType) && !errors.Is(err, ErrBadSpeedup) {
+				t.Fatalf("Schedule: %v", err)
+			}
+			return
+		}
+		used, bound := 0, 0
+		for _, d := range p.Decisions {
+			used += d.To
+			j := in.Jobs[slicesIndexJob(in.Jobs, d.Job)]
+			if in.Envelope != nil && j.DelayTolerant && j.Deadline.After(now) && d.Reason != ReasonDeadline {
+				bound += d.To
+			}
+		}
+		if used > 8 {
+			t.Fatalf("%d devices used of 8", used)
+		}
+		if w > 0 && in.Envelope != nil && bound > in.Envelope["t4"] { // weight 0 is Pollux: no envelope
+			t.Fatalf("flexible jobs hold %d devices, the envelope allows %d", bound, in.Envelope["t4"])
+		}
+	})
+}
+
+func slicesIndexJob(js []Job, id string) int {
+	for i := range js {
+		if js[i].ID == id {
+			return i
+		}
+	}
+	return -1
 }
