@@ -69,8 +69,10 @@ type CarbonAware struct {
 	// (or NaN) is an error.
 	Headroom float64
 	// DeadlineMargin is how long before its deadline a job's plan must
-	// finish; 0 = one forecast step (the current slot is partly over),
-	// negative is an error.
+	// finish; 0 = one forecast step (the current slot is partly over) or
+	// a tenth of the job's window (Deadline − Submitted), whichever is
+	// longer, so that jobs planned into the same last clean hours have
+	// time to catch up; negative is an error.
 	DeadlineMargin time.Duration
 }
 
@@ -323,7 +325,10 @@ func (c CarbonAware) planJob(r *Round, j *jobInfo, fc *forecast) (jobCap, error)
 	}
 	margin := c.DeadlineMargin
 	if margin == 0 {
-		margin = fc.step
+		// One step (the current slot is partly over), or a tenth of the
+		// job's window when that is longer: many jobs planned into the
+		// same last clean hours must not all count on the whole cluster.
+		margin = max(fc.step, j.Job.Deadline.Sub(j.Job.Submitted)/10)
 	}
 	deadline := j.Job.Deadline.Add(-margin)
 	n := int(deadline.Sub(fc.start) / fc.step)

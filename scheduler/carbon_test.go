@@ -344,3 +344,25 @@ func slicesIndexJob(js []Job, id string) int {
 	}
 	return -1
 }
+
+// TestCarbonAwareMargin: the cleanest hour (10 g/kWh) is the last before
+// a deadline 20 h after submission. The default margin, a tenth of the
+// window (2 h), keeps the plan out of it, so the job runs now at 50
+// g/kWh instead of betting the deadline on the last hours (a margin of
+// one step put every job of a flat grid such as Norway's there, and some
+// missed their deadlines).
+func TestCarbonAwareMargin(t *testing.T) {
+	v := make([]float64, 24)
+	for h := range v {
+		v[h] = 100
+	}
+	v[0], v[18] = 50, 10
+	cl := testCluster(group{1, 4, "t4"})
+	in := Input{Cluster: cl, Jobs: []Job{flexJob("a", 1, 20*time.Hour)}, Now: t0, Carbon: hourly(v...)}
+	if d := scheduleCarbon(t, CarbonAware{CarbonWeight: 1}, in).Decisions[0]; d.To != 4 {
+		t.Errorf("default margin: %d devices (%s), want 4 now", d.To, d.Message)
+	}
+	if d := scheduleCarbon(t, CarbonAware{CarbonWeight: 1, DeadlineMargin: time.Hour}, in).Decisions[0]; d.To != 0 {
+		t.Errorf("1 h margin: %d devices (%s), want 0 (it waits for hour 18)", d.To, d.Message)
+	}
+}
