@@ -23,10 +23,13 @@
 //   - carbon: carbon-intensity series and readers, forecasters, and plans
 //     that scale delay-tolerant elastic work with the grid; energy and
 //     emission accounting.
-//   - scheduler: the per-round decision. A Policy (Pollux, FIFO,
-//     Tiresias, Optimus, or scheduler/gavel's heterogeneity-aware fairness
-//     policies) says how many devices of which type each job gets; the
-//     Scheduler realises that through placement and returns a Plan.
+//   - scheduler: the per-round decision. A Policy (Pollux, CarbonAware —
+//     Pollux with delay-tolerant jobs planned into clean hours by carbon's
+//     planner before their deadlines —, FIFO, Tiresias, Optimus, or
+//     scheduler/gavel's heterogeneity-aware fairness policies) says how
+//     many devices of which type each job gets; the Scheduler realises
+//     that through placement and returns a Plan. PowerModel accounts a
+//     round's energy and emissions.
 //     scheduler/dispatch is a separate request-level path (duplication-aware
 //     dispatch); scheduler/sim replays workloads through any policy.
 //

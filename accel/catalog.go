@@ -75,6 +75,10 @@ type Product struct {
 	// BoardPairs reports dual-GPU boards (K80): devices 2k and 2k+1 share a
 	// board, PCIe level PCIeInternal.
 	BoardPairs bool
+	// TDPWatts is the published board power (thermal design power) of one
+	// device, in watts: the most it draws under sustained load. Zero when
+	// unknown.
+	TDPWatts float64
 }
 
 const mib = 1 << 20
@@ -83,31 +87,35 @@ const mib = 1 << 20
 // size in MiB; compute capability and architecture from NVIDIA's CUDA GPU
 // list; NVLink from the boards these parts ship on (HGX/DGX for SXM parts,
 // bridged pairs for H100 NVL, none for PCIe cards usually installed without
-// bridges).
+// bridges). TDPWatts are NVIDIA's published maximum board power per GPU
+// (product datasheets; the SXM figure for SXM parts, the configurable
+// maximum for H100 NVL, half the 300 W board for each K80 GPU, 1,200 W
+// per GB200 GPU as NVIDIA states for NVL72); A10G has no public
+// datasheet and takes the 300 W power limit nvidia-smi reports on EC2 G5.
 var products = []Product{
-	{Type: "a10", Name: "NVIDIA A10", MemoryBytes: 24576 * mib, ComputeCapability: "8.6", Architecture: "ampere"},
-	{Type: "a100-40gb", Name: "NVIDIA A100-SXM4-40GB", MemoryBytes: 40960 * mib, ComputeCapability: "8.0", Architecture: "ampere", NVLink: NVLinkAllToAll, NVLinkLanes: 12},
-	{Type: "a100-80gb", Name: "NVIDIA A100-SXM4-80GB", MemoryBytes: 81920 * mib, ComputeCapability: "8.0", Architecture: "ampere", NVLink: NVLinkAllToAll, NVLinkLanes: 12},
-	{Type: "a10g", Name: "NVIDIA A10G", MemoryBytes: 24576 * mib, ComputeCapability: "8.6", Architecture: "ampere"},
-	{Type: "a30", Name: "NVIDIA A30", MemoryBytes: 24576 * mib, ComputeCapability: "8.0", Architecture: "ampere"},
-	{Type: "a40", Name: "NVIDIA A40", MemoryBytes: 49152 * mib, ComputeCapability: "8.6", Architecture: "ampere"},
-	{Type: "b200", Name: "NVIDIA B200", MemoryBytes: 184320 * mib, ComputeCapability: "10.0", Architecture: "blackwell", NVLink: NVLinkAllToAll, NVLinkLanes: 18},
-	{Type: "gb200", Name: "NVIDIA GB200", MemoryBytes: 190464 * mib, ComputeCapability: "10.0", Architecture: "blackwell", NVLink: NVLinkAllToAll, NVLinkLanes: 18, IslandSize: 72},
-	{Type: "h100-80gb", Name: "NVIDIA H100 80GB HBM3", MemoryBytes: 81920 * mib, ComputeCapability: "9.0", Architecture: "hopper", NVLink: NVLinkAllToAll, NVLinkLanes: 18},
-	{Type: "h100-94gb", Name: "NVIDIA H100 NVL", MemoryBytes: 96256 * mib, ComputeCapability: "9.0", Architecture: "hopper", NVLink: NVLinkPairs, NVLinkLanes: 12},
-	{Type: "h200-141gb", Name: "NVIDIA H200", MemoryBytes: 144384 * mib, ComputeCapability: "9.0", Architecture: "hopper", NVLink: NVLinkAllToAll, NVLinkLanes: 18},
-	{Type: "k80", Name: "Tesla K80", MemoryBytes: 12288 * mib, ComputeCapability: "3.7", Architecture: "kepler", BoardPairs: true},
-	{Type: "l4", Name: "NVIDIA L4", MemoryBytes: 24576 * mib, ComputeCapability: "8.9", Architecture: "ada"},
-	{Type: "l40", Name: "NVIDIA L40", MemoryBytes: 49152 * mib, ComputeCapability: "8.9", Architecture: "ada"},
-	{Type: "l40s", Name: "NVIDIA L40S", MemoryBytes: 49152 * mib, ComputeCapability: "8.9", Architecture: "ada"},
-	{Type: "p100", Name: "Tesla P100-PCIE-16GB", MemoryBytes: 16384 * mib, ComputeCapability: "6.0", Architecture: "pascal"},
-	{Type: "rtx-a6000", Name: "NVIDIA RTX A6000", MemoryBytes: 49152 * mib, ComputeCapability: "8.6", Architecture: "ampere"},
-	{Type: "rtx2080ti", Name: "NVIDIA GeForce RTX 2080 Ti", MemoryBytes: 11264 * mib, ComputeCapability: "7.5", Architecture: "turing"},
-	{Type: "rtx6000", Name: "Quadro RTX 6000", MemoryBytes: 24576 * mib, ComputeCapability: "7.5", Architecture: "turing"},
-	{Type: "rtx6000-ada", Name: "NVIDIA RTX 6000 Ada Generation", MemoryBytes: 49152 * mib, ComputeCapability: "8.9", Architecture: "ada"},
-	{Type: "t4", Name: "Tesla T4", MemoryBytes: 15360 * mib, ComputeCapability: "7.5", Architecture: "turing"},
-	{Type: "v100-16gb", Name: "Tesla V100-SXM2-16GB", MemoryBytes: 16384 * mib, ComputeCapability: "7.0", Architecture: "volta", NVLink: NVLinkCubeMesh, NVLinkLanes: 6},
-	{Type: "v100-32gb", Name: "Tesla V100-SXM2-32GB", MemoryBytes: 32768 * mib, ComputeCapability: "7.0", Architecture: "volta", NVLink: NVLinkCubeMesh, NVLinkLanes: 6},
+	{Type: "a10", Name: "NVIDIA A10", MemoryBytes: 24576 * mib, ComputeCapability: "8.6", Architecture: "ampere", TDPWatts: 150},
+	{Type: "a100-40gb", Name: "NVIDIA A100-SXM4-40GB", MemoryBytes: 40960 * mib, ComputeCapability: "8.0", Architecture: "ampere", NVLink: NVLinkAllToAll, NVLinkLanes: 12, TDPWatts: 400},
+	{Type: "a100-80gb", Name: "NVIDIA A100-SXM4-80GB", MemoryBytes: 81920 * mib, ComputeCapability: "8.0", Architecture: "ampere", NVLink: NVLinkAllToAll, NVLinkLanes: 12, TDPWatts: 400},
+	{Type: "a10g", Name: "NVIDIA A10G", MemoryBytes: 24576 * mib, ComputeCapability: "8.6", Architecture: "ampere", TDPWatts: 300},
+	{Type: "a30", Name: "NVIDIA A30", MemoryBytes: 24576 * mib, ComputeCapability: "8.0", Architecture: "ampere", TDPWatts: 165},
+	{Type: "a40", Name: "NVIDIA A40", MemoryBytes: 49152 * mib, ComputeCapability: "8.6", Architecture: "ampere", TDPWatts: 300},
+	{Type: "b200", Name: "NVIDIA B200", MemoryBytes: 184320 * mib, ComputeCapability: "10.0", Architecture: "blackwell", NVLink: NVLinkAllToAll, NVLinkLanes: 18, TDPWatts: 1000},
+	{Type: "gb200", Name: "NVIDIA GB200", MemoryBytes: 190464 * mib, ComputeCapability: "10.0", Architecture: "blackwell", NVLink: NVLinkAllToAll, NVLinkLanes: 18, IslandSize: 72, TDPWatts: 1200},
+	{Type: "h100-80gb", Name: "NVIDIA H100 80GB HBM3", MemoryBytes: 81920 * mib, ComputeCapability: "9.0", Architecture: "hopper", NVLink: NVLinkAllToAll, NVLinkLanes: 18, TDPWatts: 700},
+	{Type: "h100-94gb", Name: "NVIDIA H100 NVL", MemoryBytes: 96256 * mib, ComputeCapability: "9.0", Architecture: "hopper", NVLink: NVLinkPairs, NVLinkLanes: 12, TDPWatts: 400},
+	{Type: "h200-141gb", Name: "NVIDIA H200", MemoryBytes: 144384 * mib, ComputeCapability: "9.0", Architecture: "hopper", NVLink: NVLinkAllToAll, NVLinkLanes: 18, TDPWatts: 700},
+	{Type: "k80", Name: "Tesla K80", MemoryBytes: 12288 * mib, ComputeCapability: "3.7", Architecture: "kepler", BoardPairs: true, TDPWatts: 150},
+	{Type: "l4", Name: "NVIDIA L4", MemoryBytes: 24576 * mib, ComputeCapability: "8.9", Architecture: "ada", TDPWatts: 72},
+	{Type: "l40", Name: "NVIDIA L40", MemoryBytes: 49152 * mib, ComputeCapability: "8.9", Architecture: "ada", TDPWatts: 300},
+	{Type: "l40s", Name: "NVIDIA L40S", MemoryBytes: 49152 * mib, ComputeCapability: "8.9", Architecture: "ada", TDPWatts: 350},
+	{Type: "p100", Name: "Tesla P100-PCIE-16GB", MemoryBytes: 16384 * mib, ComputeCapability: "6.0", Architecture: "pascal", TDPWatts: 250},
+	{Type: "rtx-a6000", Name: "NVIDIA RTX A6000", MemoryBytes: 49152 * mib, ComputeCapability: "8.6", Architecture: "ampere", TDPWatts: 300},
+	{Type: "rtx2080ti", Name: "NVIDIA GeForce RTX 2080 Ti", MemoryBytes: 11264 * mib, ComputeCapability: "7.5", Architecture: "turing", TDPWatts: 250},
+	{Type: "rtx6000", Name: "Quadro RTX 6000", MemoryBytes: 24576 * mib, ComputeCapability: "7.5", Architecture: "turing", TDPWatts: 295},
+	{Type: "rtx6000-ada", Name: "NVIDIA RTX 6000 Ada Generation", MemoryBytes: 49152 * mib, ComputeCapability: "8.9", Architecture: "ada", TDPWatts: 300},
+	{Type: "t4", Name: "Tesla T4", MemoryBytes: 15360 * mib, ComputeCapability: "7.5", Architecture: "turing", TDPWatts: 70},
+	{Type: "v100-16gb", Name: "Tesla V100-SXM2-16GB", MemoryBytes: 16384 * mib, ComputeCapability: "7.0", Architecture: "volta", NVLink: NVLinkCubeMesh, NVLinkLanes: 6, TDPWatts: 300},
+	{Type: "v100-32gb", Name: "Tesla V100-SXM2-32GB", MemoryBytes: 32768 * mib, ComputeCapability: "7.0", Architecture: "volta", NVLink: NVLinkCubeMesh, NVLinkLanes: 6, TDPWatts: 300},
 }
 
 // aliases are short names accepted by CanonicalType and the Static parsers.

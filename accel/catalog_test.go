@@ -200,3 +200,12 @@ func TestCriticalXid(t *testing.T) {
 		t.Error("CriticalXids not sorted")
 	}
 }
+
+// TestProductTDP: every product carries its published board power.
+func TestProductTDP(t *testing.T) {
+	for _, p := range Products() {
+		if !(p.TDPWatts > 0) || p.TDPWatts > 2000 {
+			t.Errorf("%s: TDPWatts %v", p.Type, p.TDPWatts)
+		}
+	}
+}

@@ -36,8 +36,13 @@
 //  5. Apply the first slot, and at the next slot boundary call
 //     Replanner.Next again with the remaining work; for a whole cluster,
 //     ClusterEnvelope gives the devices per slot that flexible work may
-//     use. The scheduler package does not read it yet: a host caps its
-//     delay-tolerant jobs' MaxReplicas with it before each round.
+//     use. The scheduler package reads both: hand it the forecast as
+//     scheduler.Input.Carbon and the envelope's current cap as
+//     scheduler.Input.Envelope, and its CarbonAware policy plans each
+//     delay-tolerant job with a deadline (Plan, on the job's goodput
+//     speedup curve) and caps it per round, Pollux's goodput objective
+//     deciding among the jobs that run; scheduler.PowerModel.Account
+//     charges each round's busy and idle devices through Emissions.
 //  6. Account what ran: EnergyFromPower or EnergyFromCounters (wraps and
 //     resets handled explicitly), then Emissions with the true intensity
 //     and PUE: g = Σ P·Δt·CI / 3.6e6 × PUE, plus a per-unit-of-work

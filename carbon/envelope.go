@@ -9,8 +9,9 @@ import (
 // Envelope is a per-slot capacity envelope: how many devices elastic work
 // may use in each slot (Google's virtual capacity curves, CarbonFlex's
 // provisioning). A host honours it by capping its delay-tolerant jobs'
-// allocations at Devices[i] during slot i (the scheduler package does not
-// read envelopes yet). It is a plain value.
+// allocations at Devices[i] during slot i: with goodsched's scheduler,
+// pass the cap in force as scheduler.Input.Envelope (per device type) and
+// schedule with scheduler.CarbonAware. It is a plain value.
 type Envelope struct {
 	// Start and Step locate the slots.
 	Start time.Time

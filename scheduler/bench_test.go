@@ -6,8 +6,10 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/carbon"
 )
 
 var (
@@ -82,6 +84,25 @@ func queued50(in Input) Input {
 	return in
 }
 
+// carbonBenchInput is shape2000x8 with every elastic job delay-tolerant,
+// with a deadline 12 to 36 hours away and a day of hourly intensities.
+func carbonBenchInput() Input {
+	in := genInput(1, shape2000x8)
+	ci := make([]float64, 48)
+	for h := range ci {
+		ci[h] = 200 + 100*float64((h*7)%11)/10
+	}
+	in.Carbon = carbon.Series{Start: in.Now.Truncate(time.Hour), Step: time.Hour, Values: ci, Unit: carbon.GPerKWh}
+	for i := range in.Jobs {
+		if j := &in.Jobs[i]; j.Kind != Rigid {
+			j.DelayTolerant = true
+			j.Deadline = in.Now.Add(time.Duration(12+i%25) * time.Hour)
+			j.RemainingWork = float64(1+i%7) * 3600
+		}
+	}
+	return in
+}
+
 // BenchmarkQueues50x2000x8192 is a round with 50 queues over 2,000 jobs on
 // 8,192 devices of 4 types, from a placement made without queues (so that
 // many queues start over their entitlements and are reclaimed): target
@@ -94,4 +115,26 @@ func BenchmarkQueues50x2000x8192(b *testing.B) {
 // targets the Scheduler trims to the entitlements.
 func BenchmarkQueuesFIFO50x2000x8192(b *testing.B) {
 	benchSchedule(b, FIFO{}, queued50(genInput(1, shape2000x8)))
+}
+
+// BenchmarkCarbonRound2000x8192 times, on the same input (every elastic
+// job delay-tolerant with a deadline), a round of Pollux, a round of
+// CarbonAware (faster when it defers jobs: Pollux then allocates fewer),
+// and the carbon planning alone (every job's plan, on a built Round): the
+// planner adds at most plan/pollux to a round (target ≤ 10%).
+func BenchmarkCarbonRound2000x8192(b *testing.B) {
+	in := carbonBenchInput()
+	b.Run("pollux", func(b *testing.B) { benchSchedule(b, Pollux{}, in) })
+	b.Run("carbon", func(b *testing.B) { benchSchedule(b, CarbonAware{CarbonWeight: 1}, in) })
+	b.Run("plan", func(b *testing.B) {
+		r := mustRound(b, in)
+		c := CarbonAware{CarbonWeight: 1}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			if _, _, err := c.caps(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

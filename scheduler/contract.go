@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/carbon"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 )
@@ -59,12 +60,20 @@ type Job struct {
 	// Restarts is how many times the job has been re-allocated so far.
 	Restarts int
 	// RemainingWork is an estimate of the work left, in seconds on one
-	// device of its best type (used by the Optimus oracle); 0 = unknown.
+	// device of its best type (used by the Optimus oracle and by
+	// CarbonAware); 0 = unknown.
 	RemainingWork float64
 	// Queue is the leaf queue (Input.Queues) the job belongs to. It must
 	// name a leaf queue when Input.Queues is set, and be "" when it is
 	// empty (then no quota applies).
 	Queue string
+	// Deadline is when the job must finish; the zero time means none. It
+	// must not be before Submitted.
+	Deadline time.Time
+	// DelayTolerant says the job's work may be shifted in time (run
+	// narrower, or not at all, now) as long as it meets its Deadline:
+	// CarbonAware moves such work to cleaner hours.
+	DelayTolerant bool
 }
 
 // Target is a policy's decision for one job: how many devices of which
@@ -173,6 +182,18 @@ type Input struct {
 	// devices are shared by the rules above. So a reclaim is undone when
 	// idle devices can serve the owner instead.
 	Queues []Queue
+	// Carbon is the grid's carbon-intensity forecast from Now on (at
+	// least until the jobs' deadlines), fetched by the host, for example
+	// with a carbon.Forecaster: Schedule itself reads no clock and calls
+	// no service. The zero Series means none. CarbonAware plans with it;
+	// other policies ignore it.
+	Carbon carbon.Series
+	// Envelope caps, per device type, how many devices delay-tolerant
+	// jobs with a deadline may hold together this round (a carbon
+	// envelope such as carbon.ClusterEnvelope's, or a provider's virtual
+	// capacity curve); a type it does not list is not capped, and nil
+	// caps nothing. CarbonAware honours it; other policies ignore it.
+	Envelope map[accel.TypeKey]int
 }
 
 // Policy decides per round how many devices of which type each job gets.

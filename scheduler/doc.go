@@ -43,6 +43,12 @@
 // with the Scheduler's Placer. Pollux is the elastic, goodput-optimal
 // policy (its search is package scheduler/pollux); FIFO, Tiresias and
 // Optimus are baselines; Genetic is Pollux's genetic search kept as a slow
-// reference; Gavel's policies are package scheduler/gavel. A user policy
-// returns a Target (type, count) per job and the Scheduler does the rest.
+// reference; Gavel's policies are package scheduler/gavel. CarbonAware is
+// Pollux for a grid that is not always clean: delay-tolerant jobs with a
+// Deadline are planned against Input.Carbon (a forecast the host fetched)
+// with package carbon's planner, capped per round, down to zero, so that
+// their work lands in clean hours, and share Input.Envelope; PowerModel
+// accounts the energy and emissions of a round's busy and idle devices. A
+// user policy returns a Target (type, count) per job and the Scheduler
+// does the rest.
 package scheduler

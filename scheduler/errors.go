@@ -10,7 +10,9 @@ var (
 	// Input.Current entry (of any job, finished ones included) with an
 	// unknown or doubly held device or devices of two types, a bad
 	// Config (a typed nil policy, a negative or oversized knob), a nil
-	// *Scheduler.
+	// *Scheduler, a Deadline before Submitted, an unusable Input.Carbon
+	// or a negative Input.Envelope entry, a bad CarbonAware or
+	// PowerModel setting.
 	ErrInvalid = errors.New("scheduler: invalid input")
 	// ErrUnknownType reports a job that asks for a device type the
 	// cluster does not have, or whose Speedup keys a cluster type by

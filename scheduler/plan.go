@@ -70,10 +70,17 @@ const (
 	// ReasonReclaimed: the job was shrunk or preempted because its queue
 	// had borrowed devices that their owners' queues reclaimed.
 	ReasonReclaimed
+	// ReasonCarbon: a delay-tolerant job runs narrower than it could, or
+	// not at all, so that its work lands in cleaner hours before its
+	// deadline (CarbonAware), or the round's Envelope left it no room.
+	ReasonCarbon
+	// ReasonDeadline: the job's deadline can no longer be met (or the
+	// forecast does not reach it), so it runs at full goodput.
+	ReasonDeadline
 )
 
 var reasonNames = [...]string{"unchanged", "objective", "pinned", "no-capacity", "order", "unplaceable",
-	"restart-cost", "interference", "fragmented", "topology", "filtered", "unhealthy", "quota", "reclaimed"}
+	"restart-cost", "interference", "fragmented", "topology", "filtered", "unhealthy", "quota", "reclaimed", "carbon", "deadline"}
 
 // String returns the reason's name ("unchanged", "objective", …).
 func (r Reason) String() string {

@@ -224,6 +224,9 @@ func placeKey(pt []Target) string {
 
 // newRound validates in (whose cluster c indexes) and builds its view.
 func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takesOffers bool) (*Round, error) {
+	if err := checkGrid(in); err != nil {
+		return nil, err
+	}
 	r := &Round{in: in, cluster: c, types: c.Types(), placer: pl, allowInterference: allowInterference,
 		takesOffers: takesOffers, placed: make(map[string]PlaceResult)}
 	nt := len(r.types)
@@ -327,6 +330,8 @@ func checkJob(i int, j *Job) error {
 		return fmt.Errorf("%w: job %q: negative attained service or restarts", ErrInvalid, j.ID)
 	case math.IsNaN(j.RemainingWork) || math.IsInf(j.RemainingWork, 0) || j.RemainingWork < 0:
 		return fmt.Errorf("%w: job %q: remaining work %v", ErrInvalid, j.ID, j.RemainingWork)
+	case !j.Deadline.IsZero() && j.Deadline.Before(j.Submitted):
+		return fmt.Errorf("%w: job %q: Deadline %v is before Submitted %v", ErrInvalid, j.ID, j.Deadline, j.Submitted)
 	}
 	return nil
 }

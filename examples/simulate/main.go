@@ -29,7 +29,9 @@
 //	                    clusters), goodput-blind, tiresias, optimus (with
 //	                    oracle), fifo, gavel (max-min fairness, oracle
 //	                    throughputs), gavel-blind (the same, heterogeneity-
-//	                    blind) (default goodput,tiresias,optimus)
+//	                    blind), goodput-carbon (goodput, with delay-tolerant
+//	                    jobs run in clean hours; needs -carbon and -slack to
+//	                    act) (default goodput,tiresias,optimus)
 //	-interval D         scheduling round, 1s to 24h (default 0: each
 //	                    policy's own, 60 s, or 6 minutes for gavel and
 //	                    gavel-blind, Gavel's round)
@@ -45,6 +47,20 @@
 //	                    default ./simulate-out, none with -json unless set)
 //	-json               print one JSON object instead of the table
 //	-cpuprofile FILE    write a CPU profile of the simulation (for go tool pprof)
+//	-carbon FILE        grid carbon intensity (any format package carbon reads,
+//	                    optionally .gz; "embedded" = California 2022, hourly,
+//	                    Electricity Maps, ODbL): every run is charged for the
+//	                    energy of its busy and idle devices, and the JSON and
+//	                    table gain energy_kwh, carbon_kg and deadline_misses
+//	-start TIME         where in the -carbon series the workload starts
+//	                    (RFC 3339 or YYYY-MM-DD; default: the series' start)
+//	-slack D            each job's deadline is its submission + isolated run
+//	                    time + D, and it is delay-tolerant (default 0: none)
+//	-pue F              power usage effectiveness (default 1)
+//	-carbon-weight W    goodput-carbon's carbon weight in (0, 1] (default 1)
+//	-sweep LIST         also run goodput-carbon at each of these carbon weights
+//	                    (e.g. 0.25,0.5,0.75,1) and write carbon-tradeoff.svg:
+//	                    average JCT against carbon, goodput marked apart
 //
 // Exit status 2 means bad input (a one-line message on stderr); 1 means the
 // simulation failed.
@@ -87,6 +103,9 @@ type options struct {
 	seed                                               uint64
 	jobs, explore                                      int
 	json                                               bool
+	carbon, start, sweep                               string
+	slack                                              time.Duration
+	pue, carbonWeight                                  float64
 }
 
 // errUsage marks bad input: exit status 2.
@@ -100,7 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.philly, "philly", "", "Philly-derived trace (CSV or .csv.gz) to build the workload from, instead of -workload")
 	fl.IntVar(&o.jobs, "jobs", 10000, "jobs to take from the -philly trace")
 	fl.StringVar(&o.cluster, "cluster", "16x4:t4", "cluster spec")
-	fl.StringVar(&o.policies, "policies", "goodput,tiresias,optimus", "comma-separated policies: goodput, goodput-blind, tiresias, optimus, fifo, gavel, gavel-blind")
+	fl.StringVar(&o.policies, "policies", "goodput,tiresias,optimus", "comma-separated policies: goodput, goodput-blind, tiresias, optimus, fifo, gavel, gavel-blind, goodput-carbon")
 	fl.DurationVar(&o.interval, "interval", 0, "scheduling round (0 = each policy's own: 60s, 6m for gavel and gavel-blind)")
 	fl.StringVar(&o.profiles, "profiles", "", "extra profile directories, comma-separated, searched before the embedded Pollux traces")
 	fl.Float64Var(&o.interference, "interference", 0, "slowdown of distributed jobs sharing a node, in [0,1)")
@@ -110,6 +129,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.out, "out", "simulate-out", "directory for SVG plots and per-job CSVs (\"\" = none; with -json, none unless set)")
 	fl.BoolVar(&o.json, "json", false, "print one JSON object instead of the table")
 	fl.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the simulation to this file")
+	fl.StringVar(&o.carbon, "carbon", "", "carbon-intensity file (any format package carbon reads, optionally .gz; \"embedded\" = California 2022, ODbL)")
+	fl.StringVar(&o.start, "start", "", "time in the -carbon series the workload starts at (RFC 3339 or YYYY-MM-DD; default: the series' start)")
+	fl.DurationVar(&o.slack, "slack", 0, "deadline = submission + isolated run time + slack; jobs become delay-tolerant (0 = no deadlines)")
+	fl.Float64Var(&o.pue, "pue", 1, "power usage effectiveness applied to energy and carbon")
+	fl.Float64Var(&o.carbonWeight, "carbon-weight", 1, "goodput-carbon's carbon weight, in (0, 1]")
+	fl.StringVar(&o.sweep, "sweep", "", "comma-separated carbon weights to run goodput-carbon at; writes carbon-tradeoff.svg")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, "usage: simulate [flags]\n\n"+
@@ -168,7 +193,13 @@ type summary struct {
 	Restarts  float64 `json:"restarts"`
 	AvgFTF    float64 `json:"avg_ftf"`
 	Workloads int     `json:"workloads"`
-	results   []sim.Result
+	// With -carbon only: facility energy, emissions and deadline misses
+	// per workload.
+	EnergyKWh      *float64 `json:"energy_kwh,omitempty"`
+	CarbonKg       *float64 `json:"carbon_kg,omitempty"`
+	DeadlineMisses *float64 `json:"deadline_misses,omitempty"`
+	busyKg         float64  // of CarbonKg, the busy devices' (table only)
+	results        []sim.Result
 }
 
 func usage(format string, a ...any) error {
@@ -177,9 +208,17 @@ func usage(format string, a ...any) error {
 
 func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	reg := registry()
+	if !(o.carbonWeight > 0 && o.carbonWeight <= 1) {
+		return usage("-carbon-weight %v is outside (0, 1]", o.carbonWeight)
+	}
+	reg["goodput-carbon"] = carbonSpec(o.carbonWeight)
 	names, err := parsePolicies(o.policies, reg)
 	if err != nil {
 		return usage("-policies: %v", err)
+	}
+	grid, err := gridOptions(o, reg, &names)
+	if err != nil {
+		return err
 	}
 	cluster, err := accel.ParseSpec(o.cluster)
 	if err != nil {
@@ -235,6 +274,7 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 				Interval: o.interval, Interference: o.interference, Explore: o.explore,
 				Faults:   sim.Faults{MTBF: o.mtbf, Seed: o.seed},
 				Progress: func(sim.Status) { rounds.Add(1) },
+				Carbon:   grid.series, Start: grid.start, Slack: o.slack, PUE: o.pue,
 			})
 			labels = append(labels, n+"/"+w.Name)
 		}
@@ -306,6 +346,9 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		f := float64(len(workloads))
 		s.AvgJCT, s.P50JCT, s.P99JCT, s.Makespan, s.GPUHours = s.AvgJCT/f, s.P50JCT/f, s.P99JCT/f, s.Makespan/f, s.GPUHours/f
 		s.Jobs, s.Completed, s.Restarts, s.AvgFTF = s.Jobs/f, s.Completed/f, s.Restarts/f, s.AvgFTF/f
+		if o.carbon != "" {
+			addCarbon(&s)
+		}
 		sums[k] = s
 	}
 	if o.out != "" {
@@ -313,6 +356,16 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stderr, "wrote plots and per-job CSVs to %s\n", o.out)
+	}
+	if o.sweep != "" {
+		dir := o.out
+		if dir == "" {
+			dir = "simulate-out"
+		}
+		if err := plotTradeoff(filepath.Join(dir, "carbon-tradeoff.svg"), sums); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(dir, "carbon-tradeoff.svg"))
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
@@ -411,14 +464,23 @@ func printTable(w io.Writer, sums []summary, workloads int) {
 	}
 	fmt.Fprintf(w, "mean over %d workload(s)\n", workloads)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tavg JCT (h)\tp50 (h)\tp99 (h)\tmakespan (h)\tGPU-hours\tcompleted\trestarts\tavg FTF\tvs best baseline\t")
+	withCarbon := len(sums) > 0 && sums[0].CarbonKg != nil
+	head := "policy\tavg JCT (h)\tp50 (h)\tp99 (h)\tmakespan (h)\tGPU-hours\tcompleted\trestarts\tavg FTF\tvs best baseline\t"
+	if withCarbon {
+		head += "energy (kWh)\tCO2 (kg)\tof it busy\tdeadline misses\t"
+	}
+	fmt.Fprintln(tw, head)
 	for _, s := range sums {
 		vs := "-"
 		if best > 0 && s.AvgJCT > 0 {
 			vs = fmt.Sprintf("%+.0f%%", 100*(s.AvgJCT/best-1))
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.0f\t%.0f/%.0f\t%.0f\t%.2f\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.0f\t%.0f/%.0f\t%.0f\t%.2f\t%s\t",
 			s.Name, s.AvgJCT/3600, s.P50JCT/3600, s.P99JCT/3600, s.Makespan/3600, s.GPUHours, s.Completed, s.Jobs, s.Restarts, s.AvgFTF, vs)
+		if withCarbon {
+			fmt.Fprintf(tw, "%.1f\t%.2f\t%.2f\t%.2f\t", *s.EnergyKWh, *s.CarbonKg, s.busyKg, *s.DeadlineMisses)
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 }

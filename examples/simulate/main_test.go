@@ -41,6 +41,11 @@ func TestRunJSON(t *testing.T) {
 		if p["completed"].(float64) != 4 {
 			t.Errorf("%v completed %v of 4", p["name"], p["completed"])
 		}
+		for _, k := range []string{"energy_kwh", "carbon_kg", "deadline_misses"} {
+			if _, ok := p[k]; ok {
+				t.Errorf("policy %v has %q without -carbon", p["name"], k)
+			}
+		}
 	}
 	for _, f := range []string{"jct-cdf.svg", "gpus-in-use.svg", "goodput-small.csv"} {
 		if _, err := os.Stat(filepath.Join(dir, "out", f)); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/carbon"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
@@ -110,6 +111,27 @@ type Config struct {
 	// arrival, completion, node failure or repair, and no job waiting. Their plan would be the same,
 	// and skipping makes large, lightly loaded clusters fast.
 	EveryRound bool
+	// Carbon is the grid's carbon intensity over the run, on the wall
+	// clock that Start anchors (which must fall inside it): the ground
+	// truth the run's energy is charged against, and, as a perfect
+	// forecast of up to ForecastHorizon, every round's Input.Carbon. The
+	// zero Series accounts nothing; with one, Result.EnergyKWh and
+	// CarbonKg are set (busy and idle devices, every round), and a run
+	// that outlasts the series fails with ErrInvalid.
+	Carbon carbon.Series
+	// Power is the power model of the devices; the zero value is the
+	// accel catalog's TDPs (see scheduler.PowerModel).
+	Power scheduler.PowerModel
+	// PUE multiplies IT energy into facility energy; 0 = 1.
+	PUE float64
+	// Slack, when positive, gives every job a deadline, its submission
+	// plus its isolated run time (JobResult.Isolated) plus Slack, and
+	// makes it delay-tolerant; the policy also sees its remaining work
+	// (ground truth: its isolated configuration's remaining time, times
+	// that configuration's speedup over one device as the job's Speedup
+	// predicts it) and Result.DeadlineMisses is counted. 0 = no
+	// deadlines.
+	Slack time.Duration
 }
 
 // job is the simulator's state of one job.
@@ -207,6 +229,8 @@ type engine struct {
 	owner   []int
 	ownedAt []int
 	checks  int
+	// grid holds deadlines and the energy account (Config.Carbon, Slack).
+	grid *grid
 }
 
 func (c *Config) validate() error {
@@ -254,6 +278,9 @@ func (c *Config) validate() error {
 	}
 	if c.Start.IsZero() {
 		c.Start = time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	if err := c.checkGrid(); err != nil {
+		return err
 	}
 	types := c.Cluster.Types()
 	seen := make(map[string]bool, len(c.Jobs))
@@ -419,6 +446,9 @@ func (e *engine) loop(ctx context.Context) error {
 		if e.allDone() || e.now >= horizon || e.stuck() {
 			return nil
 		}
+		if err := e.account(dt); err != nil {
+			return err
+		}
 		e.advance(dt)
 		e.now += dt
 		e.faults()
@@ -439,8 +469,10 @@ func (e *engine) loop(ctx context.Context) error {
 }
 
 // stuck reports that nothing can change any more: no job runs, none is
-// yet to arrive, no node is down, and the policy placed none of the
-// waiting jobs (for example gangs larger than the cluster).
+// yet to arrive, no node is down, no waiting job has a deadline ahead (a
+// carbon-aware policy may be deferring it; Config.Slack), and the policy
+// placed none of the waiting jobs (for example gangs larger than the
+// cluster).
 func (e *engine) stuck() bool {
 	if e.next < len(e.pending) {
 		return false
@@ -455,7 +487,7 @@ func (e *engine) stuck() bool {
 			return false
 		}
 	}
-	return true
+	return !e.deferrable()
 }
 
 func (e *engine) allDone() bool { return e.finished == len(e.jobs) }
@@ -524,6 +556,7 @@ func (e *engine) schedule(ctx context.Context) error {
 	}
 	e.changed, e.submitted = false, len(act)
 	in := scheduler.Input{Cluster: e.cluster, Now: e.cfg.Start.Add(dur(e.now))}
+	in.Carbon = e.forecast(in.Now)
 	for _, j := range act {
 		in.Jobs = append(in.Jobs, e.describe(j))
 		if len(j.devs) > 0 {
@@ -630,6 +663,7 @@ func (e *engine) describe(j *job) scheduler.Job {
 		sj.MinReplicas, sj.MaxReplicas, sj.Requested = 0, maxRep, 1
 		sj.Speedup = e.speedupOf(j, maxRep)
 	}
+	e.carbonView(j, &sj)
 	return sj
 }
 

@@ -81,6 +81,18 @@ type Result struct {
 	Reports int `json:"reports"`
 	// Rounds is the number of scheduling rounds simulated.
 	Rounds int `json:"rounds"`
+	// EnergyKWh and CarbonKg are the facility energy and the emissions of
+	// every device, busy or idle, over the run and, with Config.Slack, on
+	// to the latest deadline if the run ends before it (the same window
+	// for every policy); Config.Carbon set, 0 otherwise. BusyCarbonKg and
+	// IdleCarbonKg split CarbonKg.
+	EnergyKWh    float64 `json:"energy_kwh,omitempty"`
+	CarbonKg     float64 `json:"carbon_kg,omitempty"`
+	BusyCarbonKg float64 `json:"busy_carbon_kg,omitempty"`
+	IdleCarbonKg float64 `json:"idle_carbon_kg,omitempty"`
+	// DeadlineMisses counts jobs that finished after their deadline or not
+	// at all (Config.Slack set; 0 otherwise).
+	DeadlineMisses int `json:"deadline_misses,omitempty"`
 }
 
 func (e *engine) sample() {
@@ -153,6 +165,9 @@ func (e *engine) result() (Result, error) {
 	if len(ftfs) > 0 {
 		r.AvgFTF, r.P99FTF, r.MaxFTF = mean(ftfs), percentile(ftfs, 99), slices.Max(ftfs)
 	}
+	if err := e.carbonResult(&r); err != nil {
+		return Result{}, err
+	}
 	return r, nil
 }
 
@@ -185,7 +200,11 @@ func percentile(xs []float64, p float64) float64 {
 // isolated is the job's ground-truth run time alone on its requested
 // devices of its application's default type (packed on as few nodes as
 // possible) with its requested batch, plus one restart stall.
-func (e *engine) isolated(j *job) float64 {
+func (e *engine) isolated(j *job) float64 { return e.isolatedFrom(j, 0, 0) }
+
+// isolatedFrom is isolated from a point of the job's training: its
+// progress within epoch, restart stall included.
+func (e *engine) isolatedFrom(j *job, progress float64, epoch int) float64 {
 	app := j.app
 	typ := app.DefaultType()
 	if _, ok := e.perNode[typ]; !ok && len(e.types) > 0 {
@@ -210,8 +229,14 @@ func (e *engine) isolated(j *job) float64 {
 	iter := step + float64(accum)*(step-min(sync, step))
 	batch := float64(local * r * (accum + 1))
 	t := app.RestartDelay.Seconds()
-	for ep := 0; ep < app.MaxEpochs; ep++ {
-		t += (app.EpochProgress(ep+1) - app.EpochProgress(ep)) / (app.Gain(batch, ep) / iter)
+	for ep := epoch; ep < app.MaxEpochs; ep++ {
+		from := app.EpochProgress(ep)
+		if ep == epoch && progress > from {
+			from = progress
+		}
+		if to := app.EpochProgress(ep + 1); to > from {
+			t += (to - from) / (app.Gain(batch, ep) / iter)
+		}
 	}
 	return t
 }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunCarbon: -carbon, -start, -slack and -sweep on a small workload:
+// the JSON gains energy_kwh, carbon_kg and deadline_misses per policy,
+// goodput-carbon meets every deadline, and the trade-off plot is written.
+func TestRunCarbon(t *testing.T) {
+	dir := t.TempDir()
+	wl := filepath.Join(dir, "small.csv")
+	data := "name,time,application,num_replicas,batch_size\n" +
+		"cifar10-0,0,cifar10,2,256\nncf-1,30,ncf,1,32768\nbert-2,60,bert,2,24\ncifar10-3,90,cifar10,1,128\n"
+	if err := os.WriteFile(wl, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	args := []string{"-workload", wl, "-cluster", "2x4:t4", "-policies", "goodput,goodput-carbon", "-carbon", "embedded",
+		"-start", "2022-04-11", "-slack", "12h", "-sweep", "0.5,1", "-json", "-out", filepath.Join(dir, "out")}
+	if code := run(context.Background(), args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var got struct {
+		Policies []map[string]any `json:"policies"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	names := map[string]map[string]any{}
+	for _, p := range got.Policies {
+		names[p["name"].(string)] = p
+		for _, k := range []string{"energy_kwh", "carbon_kg", "deadline_misses"} {
+			if _, ok := p[k]; !ok {
+				t.Errorf("policy %v lacks %q", p["name"], k)
+			}
+		}
+	}
+	for _, n := range []string{"goodput", "goodput-carbon", "goodput-carbon@0.5", "goodput-carbon@1"} {
+		if names[n] == nil {
+			t.Errorf("no results for %s: %v", n, got.Policies)
+		}
+	}
+	if p := names["goodput-carbon"]; p != nil {
+		if p["deadline_misses"].(float64) != 0 || p["completed"].(float64) != 4 {
+			t.Errorf("goodput-carbon: %v deadline misses, %v completed", p["deadline_misses"], p["completed"])
+		}
+		if !(p["carbon_kg"].(float64) > 0 && p["energy_kwh"].(float64) > 0) {
+			t.Errorf("goodput-carbon: carbon %v kg, energy %v kWh", p["carbon_kg"], p["energy_kwh"])
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "carbon-tradeoff.svg")); err != nil {
+		t.Error(err)
+	}
+	// The table shows the new columns.
+	out.Reset()
+	args = []string{"-workload", wl, "-cluster", "2x4:t4", "-policies", "goodput", "-carbon", "embedded", "-out", ""}
+	if code := run(context.Background(), args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "CO2 (kg)") || !strings.Contains(out.String(), "deadline misses") {
+		t.Errorf("table lacks the carbon columns:\n%s", out.String())
+	}
+}
+
+func TestRunCarbonBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"-slack", "-1h"},
+		{"-carbon-weight", "0"},
+		{"-carbon-weight", "1.5"},
+		{"-pue", "0.5"},
+		{"-start", "2022-01-01"},
+		{"-sweep", "0.5"},
+		{"-carbon", "no/such/file.csv"},
+		{"-carbon", "embedded", "-start", "2021-01-01"},
+		{"-carbon", "embedded", "-start", "yesterday"},
+		{"-carbon", "embedded", "-sweep", "0,x"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), args, &out, &errb); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errb.String())
+		}
+		if lines := strings.Count(strings.TrimSpace(errb.String()), "\n"); lines > 0 {
+			t.Errorf("%v: %d-line message: %s", args, lines+1, errb.String())
+		}
+	}
+}

@@ -1,0 +1,487 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/carbon"
+)
+
+// CarbonAware is the goodput policy made carbon-aware: delay-tolerant jobs
+// with a deadline are scaled, down to zero when their deadline allows, so
+// that their work lands in the cleanest hours of the round's forecast
+// (Input.Carbon) that still meet the deadline, and they share the round's
+// Envelope; then Pollux's goodput objective (Goodput) decides who gets what
+// among the jobs that run. Jobs without a deadline, or not delay-tolerant,
+// are treated exactly as under Pollux (they may get more because flexible
+// work waits).
+//
+// Per flexible job and round: its curve is its Speedup on its best type
+// (the allowed type with the highest speedup at its largest count), in
+// scale steps of one device, or of ⌈count/16⌉ devices for wide jobs, with
+// the power model's active-minus-idle watts per device (idle devices draw
+// their idle power whether the job runs or not); its work is
+// Job.RemainingWork × (1 + Headroom) device-seconds; carbon.Plan (the
+// CarbonScaler greedy) places that work in the forecast's slots from the
+// one holding Input.Now until Deadline − DeadlineMargin at the least
+// cost, where a slot's cost per kWh is
+//
+//	CarbonWeight × CI + (1 − CarbonWeight) × mean CI × (hours from now + 1) / 24
+//
+// (weight 1: carbon only; lower weights charge delay, a day of it as much
+// as the mean intensity). The plan's scale for the current moment caps the
+// job's device count this round (0: it waits). Re-planning every round from
+// the remaining work corrects for forecast and estimation errors and for
+// rounds where the job got less than its cap.
+//
+// A job whose deadline can no longer be met (the plan is infeasible, or the
+// deadline has passed) runs uncapped at full goodput, and its Decision says
+// so with ReasonDeadline. A job whose remaining work is unknown (0), or
+// with no usable forecast (none given, Now outside it), is not shifted;
+// when the forecast ends before the deadline the plan must finish by the
+// forecast's end. A pinned (running non-preemptible) job is never capped.
+//
+// CarbonWeight 0 is carbon-agnostic: Allocate is then Goodput.Allocate,
+// plan for plan (Input.Carbon and Input.Envelope are ignored).
+//
+// CarbonAware is a plain value: safe for concurrent use.
+type CarbonAware struct {
+	// Goodput is the objective among the jobs that run.
+	Goodput Pollux
+	// CarbonWeight in [0, 1] trades carbon against delay (see the cost
+	// above); 0 = carbon-agnostic (exactly Goodput), 1 = carbon only.
+	CarbonWeight float64
+	// Power gives the watts per device the planner charges; the zero
+	// value is the accel catalog's TDPs.
+	Power PowerModel
+	// PUE multiplies IT energy into facility energy in the plan (it
+	// scales every slot alike, so it changes costs, not choices); 0 = 1.
+	PUE float64
+	// Headroom inflates each job's remaining work when planning, against
+	// estimation error and rounds lost to contention; 0 = 0.25, negative
+	// (or NaN) is an error.
+	Headroom float64
+	// DeadlineMargin is how long before its deadline a job's plan must
+	// finish; 0 = one forecast step (the current slot is partly over) or
+	// a tenth of the job's window (Deadline − Submitted), whichever is
+	// longer, so that jobs planned into the same last clean hours have
+	// time to catch up; negative is an error.
+	DeadlineMargin time.Duration
+}
+
+var _ Policy = CarbonAware{}
+
+// Validate checks the policy's settings (New and Allocate call it).
+func (c CarbonAware) Validate() error {
+	if w := c.CarbonWeight; math.IsNaN(w) || w < 0 || w > 1 {
+		return fmt.Errorf("%w: CarbonAware.CarbonWeight %v: must be in [0, 1]", ErrInvalid, c.CarbonWeight)
+	}
+	if p := c.PUE; math.IsNaN(p) || math.IsInf(p, 0) || (p != 0 && p < 1) {
+		return fmt.Errorf("%w: CarbonAware.PUE %v: must be 0 (= 1) or at least 1", ErrInvalid, c.PUE)
+	}
+	if h := c.Headroom; math.IsNaN(h) || math.IsInf(h, 0) || h < 0 {
+		return fmt.Errorf("%w: CarbonAware.Headroom %v: must be finite and not negative", ErrInvalid, c.Headroom)
+	}
+	if c.DeadlineMargin < 0 {
+		return fmt.Errorf("%w: CarbonAware.DeadlineMargin %v is negative", ErrInvalid, c.DeadlineMargin)
+	}
+	if err := c.Power.Validate(); err != nil {
+		return fmt.Errorf("CarbonAware.Power: %w", err)
+	}
+	return c.Goodput.Validate()
+}
+
+// jobCap is the carbon plan's verdict for one job this round.
+type jobCap struct {
+	capped bool // Max lowered to count (0: the job waits)
+	count  int
+	typ    int // the one type the job may use (an Envelope is set), or -1
+	reason Reason
+	note   string
+}
+
+// Allocate implements Policy: it plans each flexible job's device count
+// for now, then lets Goodput allocate among the jobs that run, each within
+// its cap.
+func (c CarbonAware) Allocate(ctx context.Context, r *Round) ([]Target, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.CarbonWeight == 0 {
+		return c.Goodput.Allocate(ctx, r)
+	}
+	caps, some, err := c.caps(r)
+	if err != nil {
+		return nil, err
+	}
+	if !some {
+		return c.Goodput.Allocate(ctx, r)
+	}
+	sub := r.restrict(caps)
+	tg, err := c.Goodput.Allocate(ctx, sub)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]int, len(tg))
+	for k := range tg {
+		seen[tg[k].Job] = k
+	}
+	for i := range r.jobs {
+		jc := caps[i]
+		if jc.reason == ReasonUnchanged && jc.note == "" {
+			continue
+		}
+		id := r.jobs[i].Job.ID
+		k, ok := seen[id]
+		if !ok {
+			tg = append(tg, Target{Job: id})
+			k = len(tg) - 1
+		}
+		t := &tg[k]
+		switch {
+		case jc.reason == ReasonDeadline:
+			t.Reason, t.Note = ReasonDeadline, joinNote(jc.note, t.Note)
+		case jc.capped && (jc.count == 0 || t.Count == jc.count):
+			// The cap binds: carbon, not the objective, set the count.
+			t.Reason, t.Note = ReasonCarbon, joinNote(jc.note, t.Note)
+		default:
+			t.Note = joinNote(t.Note, jc.note)
+		}
+	}
+	return tg, nil
+}
+
+func joinNote(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// caps plans every flexible job of r; the bool reports whether some job is
+// capped or annotated.
+func (c CarbonAware) caps(r *Round) ([]jobCap, bool, error) {
+	caps := make([]jobCap, len(r.jobs))
+	for i := range caps {
+		caps[i].typ = -1
+	}
+	in := r.in
+	var fc *forecast
+	if len(in.Carbon.Values) > 0 {
+		f, err := newForecast(in.Carbon, in.Now, c.CarbonWeight)
+		if err != nil {
+			return nil, false, err
+		}
+		fc = f
+	}
+	if fc == nil && in.Envelope == nil {
+		return caps, false, nil
+	}
+	some := false
+	var flexible []int // jobs that honour the envelope, by deadline
+	for i := range r.jobs {
+		j := &r.jobs[i]
+		if !j.Job.DelayTolerant || j.Job.Deadline.IsZero() || j.Pinned {
+			continue
+		}
+		if !j.Job.Deadline.After(in.Now) {
+			caps[i] = jobCap{typ: -1, reason: ReasonDeadline,
+				note: fmt.Sprintf("deadline %s passed %v ago: full goodput", j.Job.Deadline.UTC().Format(time.RFC3339), in.Now.Sub(j.Job.Deadline).Round(time.Second))}
+			some = true
+			continue
+		}
+		if fc != nil && j.Job.RemainingWork > 0 {
+			jc, err := c.planJob(r, j, fc)
+			if err != nil {
+				return nil, false, err
+			}
+			caps[i] = jc
+			some = some || jc.capped || jc.reason != ReasonUnchanged || jc.note != ""
+			if jc.reason == ReasonDeadline {
+				continue
+			}
+		}
+		flexible = append(flexible, i)
+	}
+	if in.Envelope != nil && len(flexible) > 0 {
+		c.envelope(r, flexible, caps)
+		some = true
+	}
+	return caps, some, nil
+}
+
+// forecast is the round's cost per slot, from the slot holding Now.
+type forecast struct {
+	start time.Time // start of the slot holding Now
+	step  time.Duration
+	ci    []float64 // g/kWh from that slot to the forecast's end
+	now   time.Time
+	w     float64
+	// cost is built per horizon length on demand (the delay term uses the
+	// mean over the job's own window).
+	costs map[int][]float64
+}
+
+func newForecast(s carbon.Series, now time.Time, w float64) (*forecast, error) {
+	k, ok := s.Index(now)
+	if !ok {
+		return nil, nil // Now outside the forecast: nothing to plan with
+	}
+	f := 1.0
+	switch s.Unit {
+	case carbon.GPerKWh, carbon.KgPerMWh:
+	case carbon.LbsPerMWh:
+		f = carbon.GPerKWhPerLbsPerMWh
+	default:
+		return nil, fmt.Errorf("%w: Input.Carbon.Unit %q is not convertible to g/kWh (set it)", ErrInvalid, s.Unit)
+	}
+	ci := make([]float64, len(s.Values)-k)
+	for i := range ci {
+		ci[i] = s.Values[k+i] * f
+	}
+	return &forecast{start: s.TimeAt(k), step: s.Step, ci: ci, now: now, w: w, costs: map[int][]float64{}}, nil
+}
+
+// series returns the cost series over the first n slots.
+func (f *forecast) series(n int) carbon.Series {
+	v, ok := f.costs[n]
+	if !ok {
+		mean := 0.0
+		for _, x := range f.ci[:n] {
+			mean += x
+		}
+		mean /= float64(n)
+		v = make([]float64, n)
+		for t := range v {
+			h := (f.step * time.Duration(t)).Hours()
+			v[t] = f.w*f.ci[t] + (1-f.w)*mean*(h+1)/24
+		}
+		f.costs[n] = v
+	}
+	return carbon.Series{Start: f.start, Step: f.step, Values: v, Unit: carbon.GPerKWh}
+}
+
+// maxLevels bounds a job's planning curve: wide jobs plan in steps of
+// several devices.
+const maxLevels = 16
+
+// planJob plans job j against fc and returns its cap for now.
+func (c CarbonAware) planJob(r *Round, j *jobInfo, fc *forecast) (jobCap, error) {
+	jc := jobCap{typ: -1}
+	// Best type: the highest speedup at the largest count it may use.
+	best, bestK, bestV := -1, 0, -1.0
+	for _, t := range j.allowed {
+		k := min(j.Max, r.cap[t])
+		if k < j.Min || k < 1 {
+			continue
+		}
+		v, err := r.speedup(j, t, r.packedNodes(t, k), k)
+		if err != nil {
+			return jc, err
+		}
+		if v > bestV {
+			best, bestK, bestV = t, k, v
+		}
+	}
+	if best < 0 || bestV <= 0 {
+		return jc, nil // cannot run anywhere: Pollux says why
+	}
+	unit := (bestK + maxLevels - 1) / maxLevels
+	levels := bestK / unit
+	sp := make([]float64, levels)
+	for l := range sp {
+		k := (l + 1) * unit
+		v, err := r.speedup(j, best, r.packedNodes(best, k), k)
+		if err != nil {
+			return jc, err
+		}
+		sp[l] = v
+	}
+	pw, err := c.Power.Power(r.types[best])
+	if err != nil {
+		return jc, err
+	}
+	watts := pw.ActiveWatts - pw.IdleWatts
+	if watts <= 0 {
+		watts = pw.ActiveWatts
+	}
+	curve, err := carbon.CurveFromSpeedup(sp, 1, watts*float64(unit), 0)
+	if err != nil {
+		return jc, nil // no work at any scale (a zero speedup): not shifted
+	}
+	minScale := (j.Min + unit - 1) / unit
+	if minScale > curve.MaxScale() {
+		return jc, nil
+	}
+	margin := c.DeadlineMargin
+	if margin == 0 {
+		// One step (the current slot is partly over), or a tenth of the
+		// job's window when that is longer: many jobs planned into the
+		// same last clean hours must not all count on the whole cluster.
+		margin = max(fc.step, j.Job.Deadline.Sub(j.Job.Submitted)/10)
+	}
+	deadline := j.Job.Deadline.Add(-margin)
+	n := int(deadline.Sub(fc.start) / fc.step)
+	beyond := false
+	if n > len(fc.ci) {
+		n, beyond = len(fc.ci), true
+	}
+	headroom := c.Headroom
+	if headroom == 0 {
+		headroom = 0.25
+	}
+	work := j.Job.RemainingWork * (1 + headroom)
+	dl := fc.start.Add(time.Duration(n) * fc.step)
+	var s carbon.Schedule
+	if n >= 1 {
+		s, err = carbon.Plan(fc.series(n), curve, work, dl, carbon.PlanOptions{MinScale: minScale, PUE: c.PUE, Method: carbon.Greedy})
+	} else {
+		err = &carbon.InfeasibleError{Need: work}
+	}
+	if err != nil {
+		var inf *carbon.InfeasibleError
+		if !errors.As(err, &inf) {
+			return jc, fmt.Errorf("job %q: carbon plan: %w", j.Job.ID, err)
+		}
+		if beyond {
+			jc.note = fmt.Sprintf("forecast ends %s, before the deadline, and too soon to plan: not shifted", dl.UTC().Format(time.RFC3339))
+			return jc, nil
+		}
+		jc.reason = ReasonDeadline
+		jc.note = fmt.Sprintf("deadline %s cannot be met (%.0f of %.0f device-seconds fit): full goodput",
+			j.Job.Deadline.UTC().Format(time.RFC3339), inf.Fits, work)
+		return jc, nil
+	}
+	sl := s.Slots[0]
+	level := sl.Scale
+	if elapsed := float64(fc.now.Sub(fc.start)) / float64(fc.step); elapsed >= sl.Fraction {
+		level = sl.Lower
+	}
+	count := level * unit
+	if count > 0 {
+		count = max(count, j.Min)
+	}
+	if count >= j.Max {
+		return jc, nil // the plan wants everything it may have
+	}
+	jc.capped, jc.count = true, count
+	if count == 0 {
+		jc.note = fmt.Sprintf("waits for cleaner hours (now %.0f g/kWh; plan finishes by %s)", fc.ci[0], s.Finish().UTC().Format(time.RFC3339))
+	} else {
+		jc.note = fmt.Sprintf("carbon plan caps it at %d×%s now (%.0f g/kWh)", count, r.types[best], fc.ci[0])
+	}
+	return jc, nil
+}
+
+// envelope shares Input.Envelope among the flexible jobs, earliest
+// deadline first: each gets one type (the allowed one with the most room
+// left; a type the envelope does not list has unbounded room) and at most
+// the room left on it.
+func (c CarbonAware) envelope(r *Round, flexible []int, caps []jobCap) {
+	room := make([]int, len(r.types))
+	for t, tk := range r.types {
+		room[t] = math.MaxInt
+		if n, ok := r.in.Envelope[tk]; ok {
+			room[t] = n
+		}
+	}
+	slices.SortStableFunc(flexible, func(a, b int) int {
+		ja, jb := r.jobs[a].Job, r.jobs[b].Job
+		return cmp.Or(ja.Deadline.Compare(jb.Deadline), cmp.Compare(ja.ID, jb.ID))
+	})
+	for _, i := range flexible {
+		j := &r.jobs[i]
+		jc := &caps[i]
+		want := j.Max
+		if jc.capped {
+			want = jc.count
+		}
+		if want == 0 {
+			continue
+		}
+		best := -1
+		for _, t := range j.allowed {
+			if best < 0 || room[t] > room[best] {
+				best = t
+			}
+		}
+		got := min(want, room[best])
+		if got < j.Min {
+			got = 0
+		}
+		if room[best] != math.MaxInt {
+			room[best] -= got
+		}
+		jc.typ = best
+		if got < want {
+			jc.capped, jc.count = true, got
+			jc.note = joinNote(jc.note, fmt.Sprintf("envelope leaves %d×%s", got, r.types[best]))
+		}
+	}
+}
+
+// restrict returns a view of r in which capped jobs may use at most their
+// cap (jobs capped at zero are left out) and envelope-bound jobs only
+// their type. It shares r's placements, so targets placed or offered on it
+// are realised by Schedule without placing them again.
+func (r *Round) restrict(caps []jobCap) *Round {
+	sub := *r
+	sub.jobs = make([]jobInfo, 0, len(r.jobs))
+	sub.byID = make(map[string]int, len(r.jobs))
+	var jobQ []int // the jobs' leaf queues, in the sub-round's job order
+	if r.quota != nil {
+		jobQ = make([]int, 0, len(r.jobs))
+	}
+	for i, ji := range r.jobs {
+		jc := caps[i]
+		if jc.capped && jc.count == 0 {
+			continue
+		}
+		if jobQ != nil {
+			jobQ = append(jobQ, r.quota.tree.jobQ[i])
+		}
+		if jc.capped {
+			ji.Max = min(ji.Max, jc.count)
+		}
+		if jc.typ >= 0 {
+			ji.allowed = []int{jc.typ}
+			ji.Types = []accel.TypeKey{r.types[jc.typ]}
+		}
+		sub.byID[ji.Job.ID] = len(sub.jobs)
+		sub.jobs = append(sub.jobs, ji)
+	}
+	if jobQ != nil {
+		// The same entitlements; only the jobs' positions change.
+		q, t := *r.quota, *r.quota.tree
+		t.jobQ, q.tree = jobQ, &t
+		sub.quota = &q
+	}
+	return &sub
+}
+
+// checkGrid validates what the grid allows this round (Input.Carbon and
+// Input.Envelope).
+func checkGrid(in *Input) error {
+	s := in.Carbon
+	if len(s.Values) > 0 || s.Step != 0 || !s.Start.IsZero() {
+		if err := s.Validate(); err != nil {
+			return fmt.Errorf("%w: Input.Carbon: %w", ErrInvalid, err)
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(in.Envelope)) {
+		if n := in.Envelope[t]; n < 0 {
+			return fmt.Errorf("%w: Input.Envelope[%q] = %d is negative", ErrInvalid, t, n)
+		}
+	}
+	return nil
+}
