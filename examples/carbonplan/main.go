@@ -25,12 +25,11 @@
 //
 //	go run ./examples/carbonplan
 //	go run ./examples/carbonplan -weeks 52 -json
-//	go run ./examples/carbonplan -intensity examples/carbonplan/data/electricitymaps_NO_2022_hourly.csv.gz -weeks 52
+//	go run ./examples/carbonplan -intensity carbon/carbondata/electricitymaps_NO_2022_hourly.csv.gz -weeks 52
 package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"embed"
 	"encoding/json"
@@ -44,9 +43,10 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/carbon"
+	"github.com/goodsched/goodsched/carbon/carbondata"
 )
 
-//go:embed data/electricitymaps_US-CAL-CISO_2022_hourly.csv.gz data/carbonscaler_profile_nbody10k.csv
+//go:embed data/carbonscaler_profile_nbody10k.csv
 var embedded embed.FS
 
 type options struct {
@@ -154,53 +154,21 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-// readIntensity picks the reader from the file's first bytes.
-func readIntensity(name string, b []byte, o options) (carbon.Series, error) {
-	ro := carbon.ReadOptions{Basis: o.basis, Zone: o.zone, Grid: carbon.GridOptions{Fill: o.fill}}
-	trim := bytes.TrimLeft(b, " \t\r\n\ufeff")
-	if len(trim) > 0 && (trim[0] == '{' || trim[0] == '[') {
-		if trim[0] == '{' {
-			ro.Basis = carbon.BasisUnknown
-			return carbon.ReadWattTimeJSON(bytes.NewReader(b), ro)
-		}
-		ro.Basis = carbon.BasisUnknown
-		return carbon.ReadCarbonAwareSDK(bytes.NewReader(b), ro)
-	}
-	line, _, _ := bytes.Cut(trim, []byte("\n"))
-	head := strings.ToLower(string(line))
-	switch {
-	case strings.Contains(head, "carbon intensity") && strings.Contains(head, "datetime"):
-		// The portal's "Datetime (UTC)"; a two-column "Time,Carbon
-		// Intensity" file (Let's Wait Awhile GB) falls through.
-		return carbon.ReadElectricityMaps(bytes.NewReader(b), ro)
-	case strings.Contains(head, "carbon_intensity_avg"):
-		ro.Basis = carbon.BasisUnknown
-		return carbon.ReadElectricityMapsLegacy(bytes.NewReader(b), ro)
-	case strings.Contains(head, "point_time"):
-		ro.Basis = carbon.BasisUnknown
-		return carbon.ReadWattTimeCSV(bytes.NewReader(b), ro)
-	}
-	ro.Basis = carbon.BasisUnknown
-	return carbon.ReadTwoColumn(bytes.NewReader(b), ro)
-}
-
 func load(o options) (carbon.Series, carbon.Curve, error) {
-	var ib []byte
+	var f io.ReadCloser
 	var err error
 	name := o.intensity
 	if name == "" {
 		name = "embedded Electricity Maps US-CAL-CISO 2022"
-		gz, _ := embedded.ReadFile("data/electricitymaps_US-CAL-CISO_2022_hourly.csv.gz")
-		if ib, err = gunzip(gz); err != nil {
-			return carbon.Series{}, carbon.Curve{}, err
-		}
-	} else if ib, err = os.ReadFile(o.intensity); err == nil && strings.HasSuffix(o.intensity, ".gz") {
-		ib, err = gunzip(ib)
+		f, err = carbondata.FS.Open(carbondata.California2022)
+	} else {
+		f, err = os.Open(o.intensity)
 	}
 	if err != nil {
 		return carbon.Series{}, carbon.Curve{}, usageError{fmt.Sprintf("-intensity: %v", err)}
 	}
-	s, err := readIntensity(name, ib, o)
+	defer f.Close()
+	s, err := carbon.Read(f, carbon.ReadOptions{Basis: o.basis, Zone: o.zone, Grid: carbon.GridOptions{Fill: o.fill}})
 	if err != nil {
 		msg := fmt.Sprintf("-intensity %s: %v", name, err)
 		if o.fill == carbon.FillError && (errors.Is(err, carbon.ErrGap) || errors.Is(err, carbon.ErrIrregular)) {
@@ -237,15 +205,6 @@ func load(o options) (carbon.Series, carbon.Curve, error) {
 		return carbon.Series{}, carbon.Curve{}, usageError{fmt.Sprintf("-profile: %v", err)}
 	}
 	return s, c, nil
-}
-
-// gunzip decompresses a gzip file.
-func gunzip(b []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(zr)
 }
 
 // week is the result of one weekly start.

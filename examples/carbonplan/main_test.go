@@ -121,7 +121,7 @@ func TestFirstContact(t *testing.T) {
 	}
 	// The shipped Spain series is read from its .gz file.
 	out.Reset()
-	es := filepath.Join(wd, "data", "electricitymaps_ES_2022_hourly.csv.gz")
+	es := filepath.Join(wd, "..", "..", "carbon", "carbondata", "electricitymaps_ES_2022_hourly.csv.gz")
 	if err := run([]string{"-intensity", es, "-svg", ""}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "zone ES") {
 		t.Errorf("-intensity %s: %v\n%s", es, err, out.String())
 	}

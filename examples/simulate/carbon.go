@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"compress/gzip"
-	"embed"
 	"fmt"
 	"io"
 	"os"
@@ -18,57 +15,27 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/goodsched/goodsched/carbon"
+	"github.com/goodsched/goodsched/carbon/carbondata"
 	"github.com/goodsched/goodsched/scheduler"
 )
 
-// California's 2022 hourly intensity (Electricity Maps, ODbL; see
-// data/README.md), read by -carbon embedded.
-//
-//go:embed data/electricitymaps_US-CAL-CISO_2022_hourly.csv.gz
-var embeddedCarbon embed.FS
-
-// loadCarbon reads -carbon: "embedded" or a file (optionally .gz) in any
-// format package carbon reads, picked from its first bytes; Electricity
-// Maps portal files give their direct (operational) column.
+// loadCarbon reads -carbon: "embedded" (California 2022, Electricity
+// Maps, ODbL: package carbondata) or a file (optionally gzip) in any
+// format carbon.Read reads; Electricity Maps portal files give their
+// direct (operational) column.
 func loadCarbon(name string) (carbon.Series, error) {
-	var b []byte
+	var f io.ReadCloser
 	var err error
-	gz := strings.HasSuffix(name, ".gz")
 	if name == "embedded" {
-		b, err = embeddedCarbon.ReadFile("data/electricitymaps_US-CAL-CISO_2022_hourly.csv.gz")
-		gz = true
+		f, err = carbondata.FS.Open(carbondata.California2022)
 	} else {
-		b, err = os.ReadFile(name)
-	}
-	if err == nil && gz {
-		var zr *gzip.Reader
-		if zr, err = gzip.NewReader(bytes.NewReader(b)); err == nil {
-			b, err = io.ReadAll(zr)
-		}
+		f, err = os.Open(name)
 	}
 	if err != nil {
 		return carbon.Series{}, err
 	}
-	ro := carbon.ReadOptions{}
-	trim := bytes.TrimLeft(b, " \t\r\n\ufeff")
-	var s carbon.Series
-	line, _, _ := bytes.Cut(trim, []byte("\n"))
-	head := strings.ToLower(string(line))
-	switch {
-	case len(trim) > 0 && trim[0] == '{':
-		s, err = carbon.ReadWattTimeJSON(bytes.NewReader(b), ro)
-	case len(trim) > 0 && trim[0] == '[':
-		s, err = carbon.ReadCarbonAwareSDK(bytes.NewReader(b), ro)
-	case strings.Contains(head, "carbon intensity") && strings.Contains(head, "datetime"):
-		ro.Basis = carbon.Direct
-		s, err = carbon.ReadElectricityMaps(bytes.NewReader(b), ro)
-	case strings.Contains(head, "carbon_intensity_avg"):
-		s, err = carbon.ReadElectricityMapsLegacy(bytes.NewReader(b), ro)
-	case strings.Contains(head, "point_time"):
-		s, err = carbon.ReadWattTimeCSV(bytes.NewReader(b), ro)
-	default:
-		s, err = carbon.ReadTwoColumn(bytes.NewReader(b), ro)
-	}
+	defer f.Close()
+	s, err := carbon.Read(f, carbon.ReadOptions{Basis: carbon.Direct})
 	if err != nil {
 		return carbon.Series{}, err
 	}
