@@ -110,6 +110,15 @@ type Config struct {
 	// arrival, completion, node failure or repair, and no job waiting. Their plan would be the same,
 	// and skipping makes large, lightly loaded clusters fast.
 	EveryRound bool
+	// Queues, if set, is the quota tree passed as scheduler.Input.Queues
+	// every round: each job is submitted to the leaf queue its
+	// JobSpec.Queue names (required then), and Result.Tenants reports per
+	// leaf queue (see TenantResult). Default none: one pool, no quotas.
+	Queues []scheduler.Queue
+	// IgnoreQueues shows the scheduler no queues (one shared pool) while
+	// Result.Tenants still accounts against Queues' quotas, for comparing
+	// a shared pool with quotas (requires Queues).
+	IgnoreQueues bool
 }
 
 // job is the simulator's state of one job.
@@ -207,6 +216,8 @@ type engine struct {
 	owner   []int
 	ownedAt []int
 	checks  int
+	// ten is the per-tenant accounting (nil without Config.Queues).
+	ten *tenancy
 }
 
 func (c *Config) validate() error {
@@ -254,6 +265,9 @@ func (c *Config) validate() error {
 	}
 	if c.Start.IsZero() {
 		c.Start = time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	if err := c.validateQueues(); err != nil {
+		return err
 	}
 	types := c.Cluster.Types()
 	seen := make(map[string]bool, len(c.Jobs))
@@ -368,6 +382,7 @@ func newEngine(cfg Config) (*engine, error) {
 		e.jobs = append(e.jobs, j)
 		e.byName[s.Name] = j
 	}
+	e.newTenancy()
 	e.pending = slices.Clone(e.jobs)
 	slices.SortStableFunc(e.pending, func(a, b *job) int { return cmp.Compare(a.submit, b.submit) })
 	e.healthy = e.cluster.Size()
@@ -416,6 +431,7 @@ func (e *engine) loop(ctx context.Context) error {
 			return err
 		}
 		e.sample()
+		e.observeTenants()
 		if e.allDone() || e.now >= horizon || e.stuck() {
 			return nil
 		}
@@ -524,6 +540,9 @@ func (e *engine) schedule(ctx context.Context) error {
 	}
 	e.changed, e.submitted = false, len(act)
 	in := scheduler.Input{Cluster: e.cluster, Now: e.cfg.Start.Add(dur(e.now))}
+	if !e.cfg.IgnoreQueues {
+		in.Queues = e.cfg.Queues
+	}
 	for _, j := range act {
 		in.Jobs = append(in.Jobs, e.describe(j))
 		if len(j.devs) > 0 {
@@ -598,6 +617,9 @@ func (e *engine) describe(j *job) scheduler.Job {
 		Attained:  dur(j.attained),
 		Restarts:  max(j.allocs-1, 0),
 		Types:     e.jobTypes(j),
+	}
+	if e.ten != nil && !e.cfg.IgnoreQueues {
+		sj.Queue = j.spec.Queue
 	}
 	app := j.app
 	switch e.cfg.Kind {

@@ -81,6 +81,9 @@ type Result struct {
 	Reports int `json:"reports"`
 	// Rounds is the number of scheduling rounds simulated.
 	Rounds int `json:"rounds"`
+	// Tenants has one entry per leaf queue of Config.Queues, by name (nil
+	// without queues).
+	Tenants []TenantResult `json:"tenants,omitempty"`
 }
 
 func (e *engine) sample() {
@@ -153,6 +156,7 @@ func (e *engine) result() (Result, error) {
 	if len(ftfs) > 0 {
 		r.AvgFTF, r.P99FTF, r.MaxFTF = mean(ftfs), percentile(ftfs, 99), slices.Max(ftfs)
 	}
+	r.Tenants = e.tenantResults()
 	return r, nil
 }
 
