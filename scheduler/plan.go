@@ -64,6 +64,12 @@ const (
 	// ReasonUnhealthy: the job held an unhealthy device and could not be
 	// placed again (placement.ReasonUnhealthy).
 	ReasonUnhealthy
+	// ReasonQuota: the job's queue is at its entitlement for the type
+	// (Input.Queues): its guarantee plus what it may borrow this round.
+	ReasonQuota
+	// ReasonReclaimed: the job was shrunk or preempted because its queue
+	// had borrowed devices that their owners' queues reclaimed.
+	ReasonReclaimed
 )
 
 var reasonNames = [...]string{"unchanged", "objective", "pinned", "no-capacity", "order", "unplaceable",
