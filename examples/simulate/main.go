@@ -45,6 +45,15 @@
 //	                    default ./simulate-out, none with -json unless set)
 //	-json               print one JSON object instead of the table
 //	-cpuprofile FILE    write a CPU profile of the simulation (for go tool pprof)
+//	-tenants vc|FILE    multi-tenant comparison of one policy (default goodput)
+//	                    on one workload: "vc" makes the trace's 11 largest
+//	                    virtual clusters queues (the others share "other")
+//	                    with quotas by GPU-time share; FILE is a quotas file
+//	                    (JSON, see quotasFile in tenants.go and README.md).
+//	                    Runs three modes side by side: static (each tenant
+//	                    only its quota), shared (one pool), borrow (quotas
+//	                    with borrowing), and prints a per-tenant table; -json
+//	                    adds "tenancy"
 //
 // Exit status 2 means bad input (a one-line message on stderr); 1 means the
 // simulation failed.
@@ -87,6 +96,8 @@ type options struct {
 	seed                                               uint64
 	jobs, explore                                      int
 	json                                               bool
+	// tenants is -tenants: "" (none), "vc" or a quotas file.
+	tenants string
 }
 
 // errUsage marks bad input: exit status 2.
@@ -110,6 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.out, "out", "simulate-out", "directory for SVG plots and per-job CSVs (\"\" = none; with -json, none unless set)")
 	fl.BoolVar(&o.json, "json", false, "print one JSON object instead of the table")
 	fl.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the simulation to this file")
+	fl.StringVar(&o.tenants, "tenants", "", "vc (the trace's 11 largest virtual clusters as queues, quotas by GPU-time share) or a quotas file (JSON): run static, shared and borrow side by side")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, "usage: simulate [flags]\n\n"+
@@ -131,6 +143,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
 	if o.json && !outSet {
 		o.out = "" // -json is for machines: write no files they did not ask for
+	}
+	if o.tenants != "" && !policiesSet(fl) {
+		o.policies = "goodput" // the tenancy comparison runs one policy
 	}
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)
@@ -216,6 +231,10 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := checkProfiled(cluster, apps, workloads, o.cluster, stderr); err != nil {
 		return err
 	}
+	ten, err := setupTenancy(o, names, workloads, cluster)
+	if err != nil {
+		return err
+	}
 
 	// One config per (policy, workload); all run in parallel.
 	var cfgs []sim.Config
@@ -238,6 +257,12 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			})
 			labels = append(labels, n+"/"+w.Name)
 		}
+	}
+	if ten != nil {
+		if cfgs, labels, err = ten.addModes(cfgs, labels, reg[names[0]]); err != nil {
+			return err
+		}
+		total = len(cfgs)
 	}
 	fmt.Fprintf(stderr, "simulating %d workload(s) × %d policies (%s) on %s (%d devices)\n",
 		len(workloads), len(names), strings.Join(names, ", "), o.cluster, cluster.Size())
@@ -318,10 +343,14 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Policies []summary `json:"policies"`
-		}{sums})
+			Policies []summary     `json:"policies"`
+			Tenancy  []tenancyMode `json:"tenancy,omitempty"`
+		}{sums, ten.modes(results)})
 	}
 	printTable(stdout, sums, len(workloads))
+	if ten != nil {
+		printTenancy(stdout, ten.modes(results))
+	}
 	return nil
 }
 
