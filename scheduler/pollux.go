@@ -169,6 +169,16 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 		if j.curCount == 0 {
 			p.Jobs[k].Current, p.Jobs[k].CurrentType = nil, -1
 		}
+		if q := r.quota; q != nil {
+			p.Jobs[k].Group = q.tree.jobQ[i]
+		}
+	}
+	if q := r.quota; q != nil {
+		// The queues' entitlements bound the search (Input.Queues).
+		p.Caps = make([][]int, len(q.tree.qs))
+		for g := range p.Caps {
+			p.Caps[g] = q.ent[g*q.nt : (g+1)*q.nt]
+		}
 	}
 	e, err := pollux.New(p)
 	return e, order, err

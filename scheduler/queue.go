@@ -2,7 +2,9 @@ package scheduler
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -237,13 +239,410 @@ func (t *queueTree) nominal(i int, tk accel.TypeKey) int {
 	return sum
 }
 
-// roundQuota is the quota state of one round: the tree and, per queue and
-// type (position in Round.types), the demand and entitlement.
+// roundQuota is the quota state of one round. Per queue and type (index
+// q*nt + t, t a position in Round.types): effective nominal, demand,
+// pinned devices, claim (demand within the queue's limits, with its
+// reserve), entitlement, and devices held when the round starts.
 type roundQuota struct {
-	tree *queueTree
+	tree    *queueTree
+	nt      int
+	nominal []int
+	demand  []int
+	pinned  []int
+	claim   []int
+	ent     []int
+	cur     []int
 }
 
-// newQuota computes the round's entitlements.
+// newQuota computes the round's entitlements (see Input.Queues).
 func (r *Round) newQuota(t *queueTree) *roundQuota {
-	return &roundQuota{tree: t}
+	nt, nq := len(r.types), len(t.qs)
+	q := &roundQuota{tree: t, nt: nt, nominal: make([]int, nq*nt), demand: make([]int, nq*nt), pinned: make([]int, nq*nt),
+		claim: make([]int, nq*nt), ent: make([]int, nq*nt), cur: make([]int, nq*nt)}
+	for i := range nq {
+		for tt, tk := range r.types {
+			q.nominal[i*nt+tt] = t.nominal(i, tk)
+		}
+	}
+	for k := range r.jobs {
+		j := &r.jobs[k]
+		l := t.jobQ[k] * nt
+		if j.curCount > 0 {
+			q.cur[l+j.curType] += j.curCount
+		}
+		if j.Pinned {
+			q.pinned[l+j.curType] += j.curCount
+			q.demand[l+j.curType] = min(q.demand[l+j.curType]+j.curCount, r.cap[j.curType])
+			continue
+		}
+		for _, tt := range j.allowed {
+			if j.Min > r.cap[tt] {
+				continue // it cannot run there
+			}
+			q.demand[l+tt] = min(q.demand[l+tt]+min(j.Max, r.cap[tt]), r.cap[tt])
+		}
+	}
+	// Bottom-up: cohorts' demand, pinned devices and claims.
+	var up func(i int)
+	up = func(i int) {
+		for _, c := range t.children[i] {
+			up(c)
+		}
+		for tt, tk := range r.types {
+			x := i*nt + tt
+			eff := q.demand[x]
+			if !t.leaf[i] {
+				d, p, cl, cu := 0, 0, 0, 0
+				for _, c := range t.children[i] {
+					d += q.demand[c*nt+tt]
+					p += q.pinned[c*nt+tt]
+					cl += q.claim[c*nt+tt]
+					cu += q.cur[c*nt+tt]
+				}
+				q.demand[x], q.pinned[x], q.cur[x] = min(d, r.cap[tt]), p, cu
+				eff = min(cl, r.cap[tt])
+			}
+			qt, _ := t.quota(i, tk)
+			if qt.BorrowingLimit != nil {
+				eff = min(eff, q.nominal[x]+*qt.BorrowingLimit)
+			}
+			if qt.LendingLimit != nil {
+				eff = max(eff, min(q.nominal[x]-*qt.LendingLimit, r.cap[tt]))
+			}
+			q.claim[x] = max(eff, q.pinned[x])
+		}
+	}
+	for _, i := range t.roots {
+		up(i)
+	}
+	// Top-down: each cohort's devices shared among its children.
+	var down func(pool int, kids []int, tt int)
+	down = func(pool int, kids []int, tt int) {
+		n := len(kids)
+		a, g, floor, claim, w := make([]int, n), make([]int, n), make([]int, n), make([]int, n), make([]float64, n)
+		sumG, sumP := 0, 0
+		for k, c := range kids {
+			x := c*nt + tt
+			floor[k], claim[k], w[k] = q.pinned[x], q.claim[x], t.weight[c]
+			g[k] = max(min(q.nominal[x], q.claim[x]), q.pinned[x])
+			sumG += g[k]
+			sumP += floor[k]
+		}
+		if sumG <= pool {
+			copy(a, g)
+		} else {
+			// Short of the guarantees: weighted max-min of them.
+			copy(a, floor)
+			fillByWeight(a, floor, g, w, pool-sumP)
+			copy(g, a)
+		}
+		used := 0
+		for _, v := range a {
+			used += v
+		}
+		fillByWeight(a, g, claim, w, pool-used)
+		for k, c := range kids {
+			q.ent[c*nt+tt] = a[k]
+			if !t.leaf[c] {
+				down(a[k], t.children[c], tt)
+			}
+		}
+	}
+	for tt := range r.types {
+		down(r.cap[tt], t.roots, tt)
+	}
+	return q
+}
+
+// fillByWeight gives up to budget more units to a, one at a time, each to
+// the k with a[k] < limit[k] whose (a[k] − base[k] + 1)/w[k] is least
+// (ties to the lower k): progressive filling, the weighted max-min share
+// of the budget above base.
+func fillByWeight(a, base, limit []int, w []float64, budget int) {
+	h := make(fillHeap, 0, len(a))
+	for k := range a {
+		if a[k] < limit[k] {
+			h = append(h, fillItem{key: float64(a[k]-base[k]+1) / w[k], k: k})
+		}
+	}
+	heap.Init(&h)
+	for ; budget > 0 && h.Len() > 0; budget-- {
+		k := h[0].k
+		a[k]++
+		if a[k] < limit[k] {
+			h[0].key = float64(a[k]-base[k]+1) / w[k]
+			heap.Fix(&h, 0)
+		} else {
+			heap.Pop(&h)
+		}
+	}
+}
+
+type fillItem struct {
+	key float64
+	k   int
+}
+
+type fillHeap []fillItem
+
+func (h fillHeap) Len() int { return len(h) }
+func (h fillHeap) Less(a, b int) bool {
+	if h[a].key != h[b].key {
+		return h[a].key < h[b].key
+	}
+	return h[a].k < h[b].k
+}
+func (h fillHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *fillHeap) Push(x any)   { *h = append(*h, x.(fillItem)) }
+func (h *fillHeap) Pop() any {
+	old := *h
+	m := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return m
+}
+
+// leafCap returns the entitlement of round job i's queue on type t
+// (position in Round.types), and false without queues.
+func (r *Round) leafCap(i, t int) (int, bool) {
+	if r.quota == nil {
+		return 0, false
+	}
+	return r.quota.ent[r.quota.tree.jobQ[i]*r.quota.nt+t], true
+}
+
+// enforceQuota keeps the checked targets tg (index-aligned with r.jobs)
+// within their queues' entitlements and explains what quotas did: a
+// queue over its entitlement on a type sheds devices, elastic jobs first
+// (one device at a time from the job that loses the least weighted
+// speedup per device freed, not below its minimum), then whole jobs
+// (lowest priority, newest, then greatest ID first); pinned jobs are
+// never touched. Jobs that lose devices they held while their queue was
+// over its entitlement are marked ReasonReclaimed; jobs held back by
+// their queue's entitlement, ReasonQuota.
+func (r *Round) enforceQuota(tg []Target) error {
+	q := r.quota
+	if q == nil {
+		return nil
+	}
+	nt := q.nt
+	leafOf := q.tree.jobQ
+	use := make([]int, len(q.ent))
+	typ := make([]int, len(tg))
+	for i := range tg {
+		typ[i] = -1
+		if tg[i].Count > 0 {
+			typ[i], _ = r.cluster.TypeIndex(tg[i].Type)
+			use[leafOf[i]*nt+typ[i]] += tg[i].Count
+		}
+	}
+	over := make(map[int][]int) // queue×type over its entitlement → its jobs there
+	for x, u := range use {
+		if u > q.ent[x] {
+			over[x] = nil
+		}
+	}
+	trimmed := make([]bool, len(tg))
+	if len(over) > 0 {
+		for i := range tg {
+			if typ[i] < 0 || r.jobs[i].Pinned {
+				continue
+			}
+			x := leafOf[i]*nt + typ[i]
+			if js, ok := over[x]; ok {
+				over[x] = append(js, i)
+			}
+		}
+		for _, x := range slices.Sorted(maps.Keys(over)) {
+			excess := use[x] - q.ent[x]
+			js := over[x]
+			// Shrink elastic jobs, least weighted speedup lost per device.
+			h := make(fillHeap, 0, len(js))
+			loss := func(i int) (float64, error) {
+				j := &r.jobs[i]
+				c := tg[i].Count
+				s1, err := r.speedup(j, typ[i], r.packedNodes(typ[i], c), c)
+				if err != nil {
+					return 0, err
+				}
+				s0, err := r.speedup(j, typ[i], r.packedNodes(typ[i], c-1), c-1)
+				return j.Weight * (s1 - s0), err
+			}
+			for _, i := range js {
+				if !r.jobs[i].rigid && tg[i].Count > r.jobs[i].Min {
+					l, err := loss(i)
+					if err != nil {
+						return err
+					}
+					h = append(h, fillItem{key: l, k: i})
+				}
+			}
+			heap.Init(&h)
+			for excess > 0 && h.Len() > 0 {
+				i := h[0].k
+				tg[i].Count--
+				trimmed[i] = true
+				excess--
+				if tg[i].Count > r.jobs[i].Min {
+					l, err := loss(i)
+					if err != nil {
+						return err
+					}
+					h[0].key = l
+					heap.Fix(&h, 0)
+				} else {
+					heap.Pop(&h)
+				}
+			}
+			if excess <= 0 {
+				continue
+			}
+			// Then preempt: lowest priority, newest, greatest ID first.
+			slices.SortFunc(js, func(a, b int) int {
+				ja, jb := r.jobs[a].Job, r.jobs[b].Job
+				return cmp.Or(cmp.Compare(ja.Priority, jb.Priority), jb.Submitted.Compare(ja.Submitted), cmp.Compare(jb.ID, ja.ID))
+			})
+			for _, i := range js {
+				if excess <= 0 {
+					break
+				}
+				excess -= tg[i].Count
+				tg[i].Count, tg[i].Type = 0, ""
+				trimmed[i] = true
+			}
+		}
+	}
+	// Explain.
+	for i := range tg {
+		j := &r.jobs[i]
+		if j.Pinned {
+			continue
+		}
+		l := leafOf[i]
+		name := q.tree.qs[l].Name
+		if j.curCount > 0 {
+			x := l*nt + j.curType
+			lost := tg[i].Count == 0 || tg[i].Type != r.types[j.curType] || tg[i].Count < j.curCount
+			if lost && q.cur[x] > q.ent[x] {
+				tg[i].Reason = ReasonReclaimed
+				tg[i].Note = r.reclaimNote(l, j.curType)
+				continue
+			}
+		}
+		if trimmed[i] {
+			t := typ[i]
+			tg[i].Reason = ReasonQuota
+			tg[i].Note = fmt.Sprintf("queue %s at its entitlement of %d %s (nominal %d)", name, q.ent[l*nt+t], r.types[t], q.nominal[l*nt+t])
+			continue
+		}
+		if tg[i].Count == 0 && tg[i].Reason != ReasonReclaimed {
+			// Held back by the queue's entitlement on every allowed type?
+			capped := len(j.allowed) > 0
+			for _, t := range j.allowed {
+				x := l*nt + t
+				if r.cap[t] >= j.Min && use[x]+j.Min <= q.ent[x] {
+					capped = false
+					break
+				}
+			}
+			if capped {
+				tg[i].Reason = ReasonQuota
+				t := j.allowed[0]
+				tg[i].Note = fmt.Sprintf("queue %s at its entitlement (%d of %d %s in use, nominal %d)", name, use[l*nt+t], q.ent[l*nt+t], r.types[t], q.nominal[l*nt+t])
+			}
+		}
+	}
+	return nil
+}
+
+// reclaimNote says why queue l lost devices of type t: which queue
+// reclaimed them (the one furthest below its entitlement, below its
+// nominal first) and what l had borrowed.
+func (r *Round) reclaimNote(l, t int) string {
+	q := r.quota
+	nt := q.nt
+	by, byBelow, byGap := -1, false, 0
+	for _, o := range q.tree.order {
+		if o == l || !q.tree.leaf[o] {
+			continue
+		}
+		x := o*nt + t
+		gap := q.ent[x] - q.cur[x]
+		if gap <= 0 {
+			continue
+		}
+		below := q.cur[x] < min(q.nominal[x], q.claim[x])
+		if by < 0 || (below && !byBelow) || (below == byBelow && gap > byGap) {
+			by, byBelow, byGap = o, below, gap
+		}
+	}
+	x := l*nt + t
+	tk := r.types[t]
+	what := fmt.Sprintf("queue %s held %d %s, borrowed beyond its nominal %d (entitled %d)", q.tree.qs[l].Name, q.cur[x], tk, q.nominal[x], q.ent[x])
+	if q.cur[x] <= q.nominal[x] {
+		what = fmt.Sprintf("queue %s held %d %s, more than its entitlement %d (nominal %d)", q.tree.qs[l].Name, q.cur[x], tk, q.ent[x], q.nominal[x])
+	}
+	switch {
+	case by < 0:
+		return "reclaimed: " + what
+	case byBelow:
+		return fmt.Sprintf("reclaimed by queue %s (below its nominal %d %s); %s", q.tree.qs[by].Name, q.nominal[by*nt+t], tk, what)
+	}
+	return fmt.Sprintf("reclaimed for queue %s's fair share; %s", q.tree.qs[by].Name, what)
+}
+
+// queueReport is Plan.Queues for the devices each job holds after the
+// round (assigned, index-aligned with r.jobs).
+func (r *Round) queueReport(assigned [][]string) []QueueUsage {
+	q := r.quota
+	if q == nil {
+		return nil
+	}
+	t, nt := q.tree, q.nt
+	used := make([]int, len(q.ent))
+	for i, devs := range assigned {
+		if len(devs) == 0 {
+			continue
+		}
+		d, _ := r.cluster.Device(devs[0])
+		ti, _ := r.cluster.TypeIndex(d.Type)
+		used[t.jobQ[i]*nt+ti] += len(devs)
+	}
+	var sum func(i int)
+	sum = func(i int) {
+		for _, c := range t.children[i] {
+			sum(c)
+			for tt := range nt {
+				used[i*nt+tt] += used[c*nt+tt]
+			}
+		}
+	}
+	for _, i := range t.roots {
+		sum(i)
+	}
+	borrowed := func(i, tt int) int { return max(used[i*nt+tt]-q.nominal[i*nt+tt], 0) }
+	out := make([]QueueUsage, 0, len(t.qs)*nt)
+	for _, i := range t.order {
+		sibs := t.roots
+		if p := t.parent[i]; p >= 0 {
+			sibs = t.children[p]
+		}
+		for tt, tk := range r.types {
+			x := i*nt + tt
+			u := QueueUsage{Queue: t.qs[i].Name, Type: tk, Guaranteed: q.nominal[x], Entitled: q.ent[x], Used: used[x],
+				Borrowed: borrowed(i, tt), Pending: max(q.demand[x]-used[x], 0)}
+			lendable := max(q.nominal[x]-used[x], 0)
+			if qt, _ := t.quota(i, tk); qt.LendingLimit != nil {
+				lendable = min(lendable, *qt.LendingLimit)
+			}
+			others := 0
+			for _, s := range sibs {
+				if s != i {
+					others += borrowed(s, tt)
+				}
+			}
+			u.Lent = min(lendable, others)
+			out = append(out, u)
+		}
+	}
+	return out
 }

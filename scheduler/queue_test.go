@@ -1,10 +1,16 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
+	"maps"
 	"math"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/placement"
 )
 
 func ip(v int) *int { return &v }
@@ -59,4 +65,127 @@ func TestQueueValidation(t *testing.T) {
 	if _, err := validateQueues(nil, []Job{{ID: "j", Queue: "a"}}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("job with a queue and no Input.Queues: err = %v", err)
 	}
+}
+
+// entitlements returns, for a cluster of 16 a100 (2 nodes × 8), the
+// entitlement per queue that the round computes.
+func entitlements(t *testing.T, queues []Queue, jobs []Job, current []placement.Assignment) map[string]int {
+	t.Helper()
+	r, err := NewRound(Input{Cluster: testCluster(group{2, 8, "a100"}), Jobs: jobs, Current: current, Queues: queues, Now: t0.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]int)
+	for i, q := range queues {
+		out[q.Name] = r.quota.ent[i*r.quota.nt]
+	}
+	return out
+}
+
+// demandJob is an elastic job of queue q wanting up to n devices.
+func demandJob(id, q string, n int) Job {
+	return Job{ID: id, Queue: q, Kind: Elastic, MinReplicas: 1, MaxReplicas: n, Submitted: t0}
+}
+
+// TestEntitlements checks hand-computed entitlements on 16 a100: a
+// cohort of two or three queues, borrowing and lending limits, weights,
+// nesting, pinned jobs and guarantees the cluster cannot cover.
+func TestEntitlements(t *testing.T) {
+	quota := func(name, parent string, w float64, nominal int, bl, ll *int) Queue {
+		return Queue{Name: name, Parent: parent, Weight: w, Quotas: []Quota{{Type: "a100", Nominal: nominal, BorrowingLimit: bl, LendingLimit: ll}}}
+	}
+	pinnedDevs := []string{"a100-0-000/0", "a100-0-000/1", "a100-0-000/2", "a100-0-000/3", "a100-0-000/4", "a100-0-000/5",
+		"a100-0-000/6", "a100-0-000/7", "a100-0-001/0", "a100-0-001/1", "a100-0-001/2", "a100-0-001/3"}
+	pinned := Job{ID: "pin", Queue: "b", Kind: Rigid, Requested: 12, NonPreemptible: true, Submitted: t0}
+	for _, tc := range []struct {
+		name    string
+		queues  []Queue
+		jobs    []Job
+		current []placement.Assignment
+		want    map[string]int
+	}{
+		{"both-want-all", []Queue{quota("a", "", 0, 8, nil, nil), quota("b", "", 0, 8, nil, nil)},
+			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16)}, nil, map[string]int{"a": 8, "b": 8}},
+		{"borrow-unused", []Queue{quota("a", "", 0, 8, nil, nil), quota("b", "", 0, 8, nil, nil)},
+			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 2)}, nil, map[string]int{"a": 14, "b": 2}},
+		{"borrowing-limit", []Queue{quota("a", "", 0, 8, ip(2), nil), quota("b", "", 0, 8, nil, nil)},
+			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 2)}, nil, map[string]int{"a": 10, "b": 2}},
+		{"lending-limit", []Queue{quota("a", "", 0, 8, nil, nil), quota("b", "", 0, 8, nil, ip(4))},
+			[]Job{demandJob("a1", "a", 16)}, nil, map[string]int{"a": 12, "b": 4}},
+		{"weights", []Queue{quota("a", "", 1, 0, nil, nil), quota("b", "", 3, 0, nil, nil), quota("c", "", 1, 4, nil, nil)},
+			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16), demandJob("c1", "c", 4)}, nil, map[string]int{"a": 3, "b": 9, "c": 4}},
+		{"nested", []Queue{{Name: "org"}, quota("a", "org", 0, 4, nil, nil), quota("b", "org", 0, 4, nil, nil), quota("c", "", 0, 8, nil, nil)},
+			[]Job{demandJob("a1", "a", 16), demandJob("c1", "c", 16)}, nil, map[string]int{"org": 8, "a": 8, "b": 0, "c": 8}},
+		{"cohort-cannot-borrow", []Queue{quota("org", "", 0, 8, ip(0), nil), quota("a", "org", 0, 4, nil, nil), quota("b", "org", 0, 4, nil, nil), quota("c", "", 0, 4, nil, nil)},
+			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16), demandJob("c1", "c", 16)}, nil, map[string]int{"org": 8, "a": 4, "b": 4, "c": 8}},
+		{"pinned-beyond-nominal", []Queue{quota("a", "", 0, 8, nil, nil), quota("b", "", 0, 8, nil, nil)},
+			[]Job{demandJob("a1", "a", 16), pinned}, []placement.Assignment{{Job: "pin", Devices: pinnedDevs}}, map[string]int{"a": 4, "b": 12}},
+		{"roots-exceed-cluster", []Queue{quota("a", "", 0, 12, nil, nil), quota("b", "", 0, 12, nil, nil)},
+			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16)}, nil, map[string]int{"a": 8, "b": 8}},
+		{"no-demand", []Queue{quota("a", "", 0, 8, nil, nil), quota("b", "", 0, 8, nil, nil)},
+			[]Job{demandJob("a1", "a", 3)}, nil, map[string]int{"a": 3, "b": 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := entitlements(t, tc.queues, tc.jobs, tc.current)
+			if !maps.Equal(got, tc.want) {
+				t.Fatalf("entitlements %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReclaimWithinOneRound: nlp borrows all 16 a100 while vision is
+// idle; when vision's demand returns, the next plan shrinks nlp's elastic
+// job to its nominal 8 with ReasonReclaimed naming vision, starts
+// vision's job on the freed devices, and reports both queues.
+func TestReclaimWithinOneRound(t *testing.T) {
+	queues := []Queue{
+		{Name: "nlp", Quotas: []Quota{{Type: "a100", Nominal: 8}}},
+		{Name: "vision", Quotas: []Quota{{Type: "a100", Nominal: 8}}},
+	}
+	in := Input{Cluster: testCluster(group{2, 8, "a100"}), Queues: queues, Now: t0.Add(time.Hour),
+		Jobs: []Job{{ID: "n1", Queue: "nlp", Kind: Elastic, MinReplicas: 1, MaxReplicas: 16, Submitted: t0}}}
+	s, _ := New(Config{})
+	p1, err := s.Schedule(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := p1.Decision("n1"); d.To != 16 {
+		t.Fatalf("round 1: n1 %+v, want all 16 (borrowing vision's unused 8)", d)
+	}
+	if u := usage(p1, "nlp", "a100"); u.Borrowed != 8 || u.Used != 16 || u.Guaranteed != 8 {
+		t.Fatalf("round 1: nlp %+v", u)
+	}
+	if u := usage(p1, "vision", "a100"); u.Lent != 8 {
+		t.Fatalf("round 1: vision %+v, want 8 lent", u)
+	}
+	in.Current = p1.Assignments()
+	in.Now = in.Now.Add(time.Minute)
+	in.Jobs = append(in.Jobs, Job{ID: "v1", Queue: "vision", Kind: Elastic, MinReplicas: 1, MaxReplicas: 8, Submitted: in.Now})
+	p2, err := s.Schedule(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1, _ := p2.Decision("n1")
+	v1, _ := p2.Decision("v1")
+	if n1.To != 8 || n1.Action != placement.Shrink || n1.Reason != ReasonReclaimed || !strings.Contains(n1.Message, "reclaimed by queue vision") ||
+		!strings.Contains(n1.Message, "borrowed beyond its nominal 8") {
+		t.Fatalf("round 2: n1 %+v", n1)
+	}
+	if v1.To != 8 {
+		t.Fatalf("round 2: v1 %+v, want its guarantee of 8", v1)
+	}
+	if u := usage(p2, "vision", "a100"); u.Used != 8 || u.Pending != 0 || u.Entitled != 8 {
+		t.Fatalf("round 2: vision %+v", u)
+	}
+	t.Log(n1.Message)
+}
+
+func usage(p Plan, q string, typ accel.TypeKey) QueueUsage {
+	for _, u := range p.Queues {
+		if u.Queue == q && u.Type == typ {
+			return u
+		}
+	}
+	return QueueUsage{}
 }

@@ -117,6 +117,9 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	if err := r.enforceQuota(tg); err != nil {
+		return Plan{}, err
+	}
 	res, err := r.place(ctx, tg)
 	if err != nil {
 		return Plan{}, err
@@ -137,6 +140,7 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 		plan.Decisions = append(plan.Decisions, r.decide(i, tg[i], assigned[i], unplaced[i]))
 	}
 	slices.SortFunc(plan.Decisions, func(a, b Decision) int { return cmp.Compare(a.Job, b.Job) })
+	plan.Queues = r.queueReport(assigned)
 	return plan, nil
 }
 

@@ -94,6 +94,9 @@ type state struct {
 	// bins, so that probing and moving them costs what changes rather
 	// than their bin count; nil until one is needed.
 	wide *wideIndex
+	// gused is, with Problem.Caps, the devices each group holds per type
+	// (index group·types + type); nil without caps.
+	gused []int
 }
 
 // wideSlots is the most bins a job may span before the state keeps its
@@ -140,6 +143,9 @@ func (e *Search) emptyBase() *state {
 		s := &state{typ: make([]int, len(e.jobs)), cnt: make([]int, len(e.jobs)), place: make([][]slot, len(e.jobs)),
 			free: make([]int, nt), bfree: slices.Clone(l.binCap), bdist: make([]int, len(l.binCap)),
 			bucket: make([][][]int, nt), pos: make([]int, len(l.binCap))}
+		if e.caps != nil {
+			s.gused = make([]int, len(e.caps))
+		}
 		for i := range s.typ {
 			s.typ[i] = -1
 		}
@@ -158,7 +164,7 @@ func (e *Search) emptyBase() *state {
 func (s *state) clone() *state {
 	c := &state{typ: slices.Clone(s.typ), cnt: slices.Clone(s.cnt), place: make([][]slot, len(s.place)),
 		free: slices.Clone(s.free), bfree: slices.Clone(s.bfree), bdist: slices.Clone(s.bdist),
-		bucket: make([][][]int, len(s.bucket)), pos: slices.Clone(s.pos)}
+		bucket: make([][][]int, len(s.bucket)), pos: slices.Clone(s.pos), gused: slices.Clone(s.gused)}
 	for i, p := range s.place {
 		c.place[i] = slices.Clone(p)
 	}
@@ -357,6 +363,7 @@ func (e *Search) release(s *state, i int) {
 	}
 	if s.typ[i] >= 0 {
 		s.free[s.typ[i]] += s.cnt[i]
+		e.groupAdd(s, i, s.typ[i], -s.cnt[i])
 	}
 	s.typ[i], s.cnt[i], s.place[i] = -1, 0, nil
 }
@@ -375,6 +382,7 @@ func (e *Search) assign(s *state, i, t, c int, p []slot) {
 	}
 	s.typ[i], s.cnt[i], s.place[i] = t, c, p
 	s.free[t] -= c
+	e.groupAdd(s, i, t, c)
 }
 
 // isWide reports whether job i spans more than wideSlots bins, building
@@ -421,6 +429,7 @@ func (e *Search) growWide(s *state, i, c int, extra []slot) {
 		w.sorted[i] = slices.IsSortedFunc(extra, func(a, b slot) int { return a.k - b.k }) && old[len(old)-1].k <= extra[0].k
 	}
 	s.free[s.typ[i]] -= c - s.cnt[i]
+	e.groupAdd(s, i, s.typ[i], c-s.cnt[i])
 	s.cnt[i], s.place[i] = c, p
 	w.place[i] = p
 }
@@ -458,6 +467,7 @@ func (e *Search) shrinkWide(s *state, i, c int) bool {
 		s.adjust(l, p[0].bin, drop, 0) // updates job i's free too: it is listed there
 	}
 	s.free[s.typ[i]] += s.cnt[i] - c
+	e.groupAdd(s, i, s.typ[i], c-s.cnt[i])
 	s.cnt[i], s.place[i] = c, p
 	if len(p) > e.wideSlots {
 		w.place[i] = p
@@ -612,6 +622,9 @@ func (e *Search) apply(s *state, i, t, c int) bool {
 		e.release(s, i)
 		return true
 	}
+	if !e.capOK(s, i, t, c) {
+		return false
+	}
 	oldT, oldC := s.typ[i], s.cnt[i]
 	old := s.place[i]
 	if oldC > 0 && oldT == t {
@@ -691,6 +704,9 @@ func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 	}
 	if c <= 0 {
 		return 0, true
+	}
+	if !e.capOK(s, i, t, c) {
+		return 0, false
 	}
 	need := c
 	if oldT == t {

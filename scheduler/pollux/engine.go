@@ -46,6 +46,17 @@ type Problem struct {
 	// Interference, when true, lets a node host at most one distributed
 	// (multi-node) job, as in Pollux.
 	Interference bool
+	// Caps, when set, bounds what groups of jobs (Job.Group) hold
+	// together: Caps[g][t] is the most devices of type t (a position in
+	// Index.Types()) the jobs of group g may hold at once, negative = no
+	// bound; nil = no groups. No move of the search grows a group past a
+	// cap, so the objective is optimised within the caps; the warm start
+	// sheds what a group holds beyond a cap (elastic jobs first, one
+	// device at a time from the job whose utility falls least, then whole
+	// jobs, least utility per device first). Pinned jobs keep their
+	// devices regardless (a group's pinned devices may exceed its cap;
+	// then nothing else of the group runs on that type).
+	Caps [][]int
 }
 
 // Job is one job as the engine sees it.
@@ -75,6 +86,9 @@ type Job struct {
 	// Speedup returns its speedup on count devices of type t (a position
 	// in Index.Types()) spread over nodes nodes: finite, ≥ 0.
 	Speedup func(t, nodes, count int) (float64, error)
+	// Group is the job's position in Problem.Caps (ignored when Caps is
+	// nil).
+	Group int
 }
 
 // gjob is one job as the search sees it.
@@ -126,6 +140,8 @@ type Search struct {
 	// wideSlots: jobs on more bins get aggregates in the state (see
 	// wideIndex); tests raise it to compare with the plain bookkeeping.
 	wideSlots int
+	// caps is Problem.Caps flattened (group·types + type); nil = none.
+	caps []int
 }
 
 // New builds the search for p.
@@ -147,6 +163,15 @@ func New(p Problem) (*Search, error) {
 		e.total += e.cap[t]
 		e.look[t] = max(e.perNode[t], 8)
 	}
+	if p.Caps != nil {
+		e.caps = make([]int, 0, len(p.Caps)*nt)
+		for g, row := range p.Caps {
+			if len(row) != nt {
+				return nil, fmt.Errorf("%w: caps[%d] has %d types, the cluster %d", ErrInvalid, g, len(row), nt)
+			}
+			e.caps = append(e.caps, row...)
+		}
+	}
 	e.lay = newLayout(p.Cluster, p.Index)
 	e.jobs = make([]gjob, len(p.Jobs))
 	fair := max(1, e.total/max(len(p.Jobs), 1))
@@ -155,6 +180,9 @@ func New(p Problem) (*Search, error) {
 		if pj.Speedup == nil || pj.Min < 1 || pj.Max < pj.Min || !(pj.Weight > 0) || pj.CurrentType < -1 || pj.CurrentType >= nt ||
 			!slices.IsSorted(pj.Types) || slices.ContainsFunc(pj.Types, func(t int) bool { return t < 0 || t >= nt }) {
 			return nil, fmt.Errorf("%w: job %q: no speedup, bounds [%d, %d], weight %v, types %v or current type %d", ErrInvalid, pj.ID, pj.Min, pj.Max, pj.Weight, pj.Types, pj.CurrentType)
+		}
+		if p.Caps != nil && (pj.Group < 0 || pj.Group >= len(p.Caps)) {
+			return nil, fmt.Errorf("%w: job %q: group %d, there are %d", ErrInvalid, pj.ID, pj.Group, len(p.Caps))
 		}
 		if _, dup := e.byID[pj.ID]; dup || (i > 0 && p.Jobs[i-1].ID >= pj.ID) {
 			return nil, fmt.Errorf("%w: job %q: jobs must be sorted by ID, without duplicates", ErrInvalid, pj.ID)
@@ -386,6 +414,14 @@ func (e *Search) candidates(s *state, i int, sameType bool, onlyType int, try fu
 	j := &e.jobs[i]
 	if j.pinned {
 		return
+	}
+	if e.caps != nil {
+		inner := try
+		try = func(t, c int) {
+			if e.capOK(s, i, t, c) {
+				inner(t, c)
+			}
+		}
 	}
 	if s.cnt[i] > 0 {
 		t, c := s.typ[i], s.cnt[i]

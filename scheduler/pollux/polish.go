@@ -90,6 +90,7 @@ func (e *Search) replayInto(s *state, typ, cnt []int, vacate bool) *state {
 			e.release(s, i)
 		}
 	}
+	e.trimCaps(s) // a job put back on its current devices may overrun its group's cap
 	return s
 }
 
@@ -314,6 +315,9 @@ func (s *state) copyTo(d *state) {
 	d.bfree = append(d.bfree[:0], s.bfree...)
 	d.bdist = append(d.bdist[:0], s.bdist...)
 	d.pos = append(d.pos[:0], s.pos...)
+	if s.gused != nil {
+		d.gused = append(d.gused[:0], s.gused...)
+	}
 	if len(d.bucket) != len(s.bucket) {
 		d.bucket = make([][][]int, len(s.bucket))
 	}

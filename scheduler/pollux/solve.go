@@ -61,6 +61,8 @@ func (e *Search) Solve(ctx context.Context, maxPasses int) ([]*Solution, error) 
 			e.release(warm, i)
 		}
 	}
+	// Groups over their caps shed devices first (reclaim).
+	e.trimCaps(warm)
 	// Deflated: every running job shrunk in place to its minimum, so the
 	// greedy redistributes the rest from the jobs' current nodes.
 	deflated := warm.clone()
