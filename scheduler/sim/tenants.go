@@ -26,18 +26,24 @@ import (
 //   - Its entitlement for t is min(nominal quota for t, demand for t); the
 //     nominal quota is the leaf queue's Quota.Nominal for t (0 if none).
 //   - The tenant is short in a round when, for some type, the devices its
-//     jobs hold are fewer than its entitlement.
-//   - RoundsShort counts those rounds. A run of consecutive short rounds
-//     starts with the round in which the shortfall was first seen, the
-//     reclaim round (the scheduler may need it to take lent devices
-//     back); RoundsBelowGuarantee counts the short rounds after it, the
-//     rounds a reclaim within one round would leave at zero.
+//     jobs hold are fewer than its entitlement; RoundsShort counts those
+//     rounds. A policy may leave a tenant short by its own choice (the
+//     goodput policy does not grow a job whose gain does not pay for the
+//     restart), so the guarantee is judged on deprivation:
+//   - The tenant is below its guarantee in a round when, for some type,
+//     its shortfall (entitlement − held) is more than the devices of that
+//     type left free after the round (healthy, held by no job): some of
+//     what it is entitled to is held by other tenants. A run of
+//     consecutive such rounds starts with the round in which it was first
+//     seen, the reclaim round (the scheduler may need it to take lent
+//     devices back); RoundsBelowGuarantee counts the rounds of each run
+//     after it, the rounds a reclaim within one round leaves at zero.
 //   - A reclaim starts in a round when, for some type, the tenant's
 //     entitlement exceeds what it held at the end of the previous round by
 //     more than the devices of that type that were free then (healthy,
 //     held by no job), so that other tenants' jobs must give devices back;
 //     it completes at the first round, from that one on, in which the
-//     tenant is not short. ReclaimRounds sums, and MaxReclaimRounds is the
+//     tenant is not below its guarantee. ReclaimRounds sums, and MaxReclaimRounds is the
 //     largest of, the rounds each completed reclaim took (0 = met in the
 //     round the demand returned).
 //
@@ -59,9 +65,10 @@ type TenantResult struct {
 	GPUHours float64 `json:"gpu_hours"`
 	// Guaranteed is the sum over types of its nominal quotas (devices).
 	Guaranteed int `json:"guaranteed"`
-	// RoundsShort counts the rounds it was short of its entitlement,
-	// reclaim rounds included; RoundsBelowGuarantee counts them without
-	// the first round of each run of short rounds (see the type's doc).
+	// RoundsShort counts the rounds it held less than its entitlement;
+	// RoundsBelowGuarantee the rounds it was below its guarantee (short by
+	// more than the free devices), without the first round of each run of
+	// such rounds (see the type's doc).
 	RoundsShort          int `json:"rounds_short"`
 	RoundsBelowGuarantee int `json:"rounds_below_guarantee"`
 	// Reclaims counts the reclaims that started; OpenReclaims those not
@@ -86,10 +93,11 @@ type tenancy struct {
 	node  [][]int // per node: devices per type index
 
 	round          int
-	used, want     []int // this round, [tenant*nt+type]
-	prevUsed, free []int // previous round: held per tenant, free per type
-	short          []bool
-	open           []int // round the tenant's open reclaim started; -1 = none
+	used, want     []int  // this round, [tenant*nt+type]
+	prevUsed, free []int  // previous round: held per tenant, free per type
+	curFree        []int  // this round: free per type
+	below          []bool // previous round: below guarantee
+	open           []int  // round the tenant's open reclaim started; -1 = none
 	res            []TenantResult
 }
 
@@ -178,7 +186,8 @@ func (e *engine) newTenancy() {
 	}
 	t.used, t.want = make([]int, n), make([]int, n)
 	t.prevUsed, t.free = make([]int, n), make([]int, t.nt)
-	t.short = make([]bool, len(leaves))
+	t.curFree = make([]int, t.nt)
+	t.below = make([]bool, len(leaves))
 	t.open = make([]int, len(leaves))
 	for k := range t.open {
 		t.open[k] = -1
@@ -248,13 +257,28 @@ func (e *engine) observeTenants() {
 			t.want[k*t.nt+ti] += d
 		}
 	}
+	// Free devices per type after this round's plan.
+	clear(t.curFree)
+	for i, per := range t.node {
+		if e.down[i] == 0 {
+			for ti, c := range per {
+				t.curFree[ti] += c
+			}
+		}
+	}
+	for i, u := range t.used {
+		t.curFree[i%t.nt] -= u
+	}
 	for k := range t.names {
-		short, reclaim := false, false
+		short, below, reclaim := false, false, false
 		for ti := range t.nt {
 			i := k*t.nt + ti
 			t.want[i] = min(t.want[i], t.guar[i])
 			if t.used[i] < t.want[i] {
 				short = true
+				if t.want[i]-t.used[i] > t.curFree[ti] {
+					below = true
+				}
 			}
 			if t.round > 0 && t.want[i]-t.prevUsed[i] > t.free[ti] {
 				reclaim = true
@@ -267,7 +291,9 @@ func (e *engine) observeTenants() {
 		}
 		if short {
 			r.RoundsShort++
-			if t.short[k] {
+		}
+		if below {
+			if t.below[k] {
 				r.RoundsBelowGuarantee++
 			}
 		} else if t.open[k] >= 0 {
@@ -276,20 +302,9 @@ func (e *engine) observeTenants() {
 			r.MaxReclaimRounds = max(r.MaxReclaimRounds, took)
 			t.open[k] = -1
 		}
-		t.short[k] = short
+		t.below[k] = below
 	}
-	// Free devices per type at the end of this round, for the next one.
-	clear(t.free)
-	for i, per := range t.node {
-		if e.down[i] == 0 {
-			for ti, c := range per {
-				t.free[ti] += c
-			}
-		}
-	}
-	for i, u := range t.used {
-		t.free[i%t.nt] -= u
-	}
+	copy(t.free, t.curFree)
 	copy(t.prevUsed, t.used)
 	t.round++
 }
