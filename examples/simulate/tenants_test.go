@@ -292,3 +292,31 @@ func TestTenancyModes(t *testing.T) {
 		t.Errorf("borrow quota %+v", q)
 	}
 }
+
+func FuzzParseQuotasFile(f *testing.F) {
+	c, err := accel.ParseSpec("2x4:t4")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(`{"queues": [{"name": "a", "quotas": [{"type": "t4", "nominal": 4}]}, {"name": "b", "quotas": [{"type": "t4", "nominal": 4}]}], "default": "a"}`)
+	f.Add(`{"queues": [{"name": "r"}, {"name": "a", "parent": "r", "weight": 2, "quotas": [{"type": "t4", "nominal": 2, "borrowing_limit": 1, "lending_limit": 0}]}], "tenants": {"x": "a"}}`)
+	f.Add(`{"queues": [{"name": "a", "parent": "a"}]}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		ten, err := parseQuotasFile([]byte(in), c)
+		if err != nil {
+			return
+		}
+		if len(ten.queues) == 0 {
+			t.Fatal("no queues accepted")
+		}
+		// Whatever it accepted, the scheduler accepts in every mode.
+		for _, qs := range [][]scheduler.Queue{ten.queues, staticQueues(ten.queues)} {
+			if err := checkQueues(qs, c); err != nil {
+				t.Fatalf("accepted a tree the scheduler refuses: %v", err)
+			}
+		}
+		if q, err := ten.leaf("x"); err == nil && q == "" {
+			t.Fatal("empty leaf queue")
+		}
+	})
+}

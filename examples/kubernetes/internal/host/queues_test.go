@@ -258,3 +258,24 @@ func pollUntil(t *testing.T, ctx context.Context, cond func() bool) {
 		t.Fatal(err)
 	}
 }
+
+func FuzzParseQueueConfig(f *testing.F) {
+	f.Add(sampleQueues)
+	f.Add(`{"queues": [{"name": "a", "quotas": [{"type": "t4", "nominal": 1}]}]}`)
+	f.Add("queues:\n- {name: a, parent: b}\n- {name: b, parent: a}\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		c, err := ParseQueueConfig(queuesCM(in))
+		if err != nil {
+			if !errors.Is(err, ErrQueueConfig) {
+				t.Fatalf("error %v does not wrap ErrQueueConfig", err)
+			}
+			return
+		}
+		for _, ns := range []string{"", "default", "team-vision"} {
+			q, err := c.QueueOf(ns, nil)
+			if err == nil && !c.leaf[q] {
+				t.Fatalf("namespace %q maps to %q, not a leaf", ns, q)
+			}
+		}
+	})
+}
