@@ -2,7 +2,12 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"testing"
+
+	"github.com/goodsched/goodsched/accel"
 )
 
 var (
@@ -44,4 +49,49 @@ func BenchmarkOptimus2000x8192(b *testing.B)  { benchSchedule(b, Optimus{}, genI
 // polish on replayed placements runs (≤ 48 jobs).
 func BenchmarkGoodput40x64(b *testing.B) {
 	benchSchedule(b, Pollux{}, genInput(1, genOpts{groups: []group{{16, 4, "t4"}}, jobs: 40, maxReplicas: 16, rounds: 2, pinnedFrac: 0.05, rigidFrac: 0.2}))
+}
+
+// queued50 gives in 50 queues: 5 cohorts of 9 leaf queues, each leaf a
+// nominal share of 80% of every type (the rest is borrowed), weights 1 to
+// 3; the jobs are spread over the leaves by index.
+func queued50(in Input) Input {
+	caps := make(map[accel.TypeKey]int)
+	for _, n := range in.Cluster.Nodes {
+		for _, d := range n.Devices {
+			caps[d.Type]++
+		}
+	}
+	var leaves []string
+	for c := range 5 {
+		cohort := fmt.Sprintf("org%d", c)
+		in.Queues = append(in.Queues, Queue{Name: cohort})
+		for l := range 9 {
+			name := fmt.Sprintf("%s.team%d", cohort, l)
+			q := Queue{Name: name, Parent: cohort, Weight: float64(1 + l%3)}
+			for _, tk := range slices.Sorted(maps.Keys(caps)) {
+				q.Quotas = append(q.Quotas, Quota{Type: tk, Nominal: caps[tk] * 8 / 10 / 45})
+			}
+			in.Queues = append(in.Queues, q)
+			leaves = append(leaves, name)
+		}
+	}
+	in.Jobs = slices.Clone(in.Jobs)
+	for i := range in.Jobs {
+		in.Jobs[i].Queue = leaves[(i*7)%len(leaves)]
+	}
+	return in
+}
+
+// BenchmarkQueues50x2000x8192 is a round with 50 queues over 2,000 jobs on
+// 8,192 devices of 4 types, from a placement made without queues (so that
+// many queues start over their entitlements and are reclaimed): target
+// ≤ 500 ms per round.
+func BenchmarkQueues50x2000x8192(b *testing.B) {
+	benchSchedule(b, Pollux{}, queued50(genInput(1, shape2000x8)))
+}
+
+// BenchmarkQueuesFIFO50x2000x8192 is the same round under FIFO, whose
+// targets the Scheduler trims to the entitlements.
+func BenchmarkQueuesFIFO50x2000x8192(b *testing.B) {
+	benchSchedule(b, FIFO{}, queued50(genInput(1, shape2000x8)))
 }

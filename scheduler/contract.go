@@ -113,18 +113,23 @@ type Input struct {
 	// one type, so a vector of demands across types does not exist). At
 	// each cohort, given what the cohort received, its children get:
 	//
-	//  1. Their guarantee: min(Nominal, demand), and at least what their
-	//     running non-preemptible jobs hold. When the cohort cannot cover
-	//     every guarantee (its parent's guarantee was short, or the
-	//     cluster has fewer devices than the roots' Nominal sum), the
-	//     guarantees are shared by weighted max-min.
-	//  2. Their reserve: the part of unused Nominal beyond LendingLimit,
-	//     which nobody else may borrow.
+	//  1. Their floor: what their running non-preemptible jobs hold and
+	//     their reserve (Nominal − LendingLimit, which nobody else may
+	//     borrow even when they have no demand); a cohort's floor is at
+	//     least its children's summed.
+	//  2. Their guarantee: min(Nominal, demand), at least the floor.
 	//  3. The rest, shared by weighted max-min of the devices beyond the
 	//     guarantee (each child's extra ∝ Weight, progressive filling one
 	//     device at a time, ties by queue name), each child up to its
 	//     demand and to Nominal + BorrowingLimit. This is what borrowing
 	//     is: devices beyond Nominal come from siblings' unused quota.
+	//
+	// When a cohort cannot cover every guarantee (the cluster has fewer
+	// usable devices than the roots' Nominal sum, or others' pinned jobs
+	// hold them), floors come first, then the guarantees are shared by
+	// weighted max-min above the floors. Weighted max-min per type keeps
+	// each type's rule a simple, checkable water-filling; DRF's dominant
+	// share needs one demand vector per job, and our jobs pick one type.
 	//
 	// A leaf's demand for a type is, over its jobs that may use the type,
 	// the sum of their maximum counts (MaxReplicas, or the type's usable
@@ -144,7 +149,23 @@ type Input struct {
 	// (least speedup lost per device freed first) before preempting any
 	// (lowest priority, newest first). Non-preemptible jobs are never
 	// touched. A queue within its guarantee is never trimmed, since its
-	// entitlement is at least its guarantee.
+	// entitlement is at least its guarantee; under Pollux it also loses
+	// no devices to another queue's growth (its guarantee is a floor in
+	// the search: pollux.Problem.Floors). FIFO and Tiresias keep a
+	// running job only within its queue's entitlement, so the devices a
+	// reclaim frees go to the owner's waiting jobs in the same round.
+	//
+	// Work conservation: when the targets leave devices idle while a queue
+	// at its entitlement has more demand (jobs whose sizes did not fit
+	// what another queue was entitled to, jobs that could use several
+	// types counted on each), the policy is asked once more with relaxed
+	// entitlements: every queue keeps what it was given; a queue that did
+	// not use all of its entitlement keeps the rest only as reserves and
+	// as the guarantee still owed to a waiting job that fits in it, and
+	// releases the rest; queues that shed devices get them back first
+	// from what is idle, then the idle devices are shared by the rules
+	// above. So a reclaim is undone when idle devices can serve the owner
+	// instead.
 	Queues []Queue
 }
 

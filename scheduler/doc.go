@@ -16,7 +16,10 @@
 //     jobs in the system (Job: bounds, kind, types, weight, a goodput
 //     Speedup, attained service, restarts), the assignments in effect
 //     (Current: what the host applied last round) and the logical time
-//     Now (ages and restart factors are measured against it).
+//     Now (ages and restart factors are measured against it). Tenants
+//     share the cluster through Input.Queues, a tree of queues with per
+//     type guaranteed quotas, borrowing and lending limits and weights;
+//     each job names its leaf queue (Job.Queue).
 //  3. Call Schedule(ctx, in). Invalid input is an error naming the job or
 //     field (errors.Is ErrInvalid, ErrUnknownType, ErrBadSpeedup); nothing
 //     is half-applied.
@@ -25,7 +28,11 @@
 //     devices to run on, a batch plan when the job's Speedup is a
 //     goodput.BatchPlanner, and a typed Reason with a sentence such as
 //     "grew 4→8: speedup 2.90→4.60, restart factor 0.97". A job that cannot
-//     be served is queued with a reason, never dropped.
+//     be served is queued with a reason, never dropped. With queues, a
+//     reclaim or a quota says so (ReasonReclaimed, ReasonQuota: "shrank
+//     8→4: reclaimed by queue vision …") and Plan.Queues reports each
+//     queue's guaranteed, entitled, used, borrowed, lent and pending
+//     devices per type.
 //  5. Next round, pass Plan.Assignments() (or what actually runs) as
 //     Input.Current, and the jobs' updated Attained, Restarts and Speedup.
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -67,6 +68,67 @@ func FuzzSchedule(f *testing.F) {
 				continue
 			}
 			checkPlan(t, in, plan)
+		}
+	})
+}
+
+// FuzzQueues builds quota trees and job queues from fuzzed bytes: the
+// round must either fail with ErrInvalid or schedule within every
+// queue's entitlement, never over capacity.
+func FuzzQueues(f *testing.F) {
+	f.Add([]byte{0, 0, 4, 1, 1, 0, 4, 0, 2, 1, 2, 3})
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
+	f.Add([]byte{0, 1, 0, 1, 0, 1})
+	f.Add([]byte{2, 255, 128, 7, 3, 3, 3, 3})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cl := testCluster(group{2, 4, "t4"}, group{1, 8, "a100"})
+		in := Input{Cluster: cl, Now: t0.Add(time.Hour)}
+		types := []accel.TypeKey{"t4", "a100", "h100", ""}
+		names := []string{"", "a", "b", "c", "d", "e"}
+		limit := func(b byte) *int {
+			if b%3 == 0 {
+				return nil
+			}
+			v := int(int8(b)) / 3
+			return &v
+		}
+		k := 0
+		for ; k+5 < len(data) && len(in.Queues) < 6; k += 6 {
+			q := Queue{Name: names[data[k]%6], Parent: names[data[k+1]%6], Weight: float64(int8(data[k+2])) / 8}
+			if data[k+2] == 255 {
+				q.Weight = math.NaN()
+			}
+			for n := range int(data[k+3] % 3) {
+				q.Quotas = append(q.Quotas, Quota{Type: types[(int(data[k+4])+n)%4], Nominal: int(int8(data[k+5])) / 8,
+					BorrowingLimit: limit(data[k+4]), LendingLimit: limit(data[k+5])})
+			}
+			in.Queues = append(in.Queues, q)
+		}
+		for j := 0; k < len(data) && j < 8; k, j = k+1, j+1 {
+			in.Jobs = append(in.Jobs, Job{ID: fmt.Sprintf("j%d", j), Queue: names[data[k]%6], Kind: Kind(data[k] % 3),
+				MinReplicas: 1, MaxReplicas: int(data[k] % 9), Submitted: t0})
+		}
+		plan, err := (&Scheduler{}).Schedule(context.Background(), in)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v is not ErrInvalid", err)
+			}
+			return
+		}
+		used := make(map[accel.TypeKey]int)
+		for _, d := range plan.Decisions {
+			used[d.Type] += d.To
+		}
+		if used["t4"] > 8 || used["a100"] > 8 {
+			t.Fatalf("over capacity: %v", used)
+		}
+		for _, u := range plan.Queues {
+			if u.Used > u.Entitled && !slices.ContainsFunc(in.Queues, func(q Queue) bool { return q.Parent == u.Queue }) {
+				t.Fatalf("queue %s uses %d %s, entitled to %d", u.Queue, u.Used, u.Type, u.Entitled)
+			}
+			if u.Used < 0 || u.Pending < 0 || u.Lent < 0 || u.Borrowed < 0 || u.Entitled < 0 {
+				t.Fatalf("negative figure: %+v", u)
+			}
 		}
 	})
 }

@@ -37,6 +37,18 @@ import (
 // Round.Place (and, when the Round takes offers, also on the engine's own
 // node layout) and the best realised fitness wins.
 //
+// Queues. With Input.Queues, each queue's per-type entitlement is a cap
+// inside the search (pollux.Problem.Caps): the warm start first sheds
+// what a queue holds beyond its entitlement (the borrowed devices an
+// owner reclaims), one device at a time from the elastic job whose
+// utility falls least, then whole jobs; no greedy, exchange, switch or
+// polish move grows a queue past its cap; and no exchange takes devices
+// from a queue for another queue's job when that leaves it below
+// min(Nominal, demand) (pollux.Problem.Floors; candidate solutions that
+// do are dropped). So goodput decides who grows, within and across
+// queues, and the devices a reclaim frees go to the owner's jobs in the
+// same round.
+//
 // Pollux is a plain value: safe for concurrent use.
 type Pollux struct {
 	// Exponent is the power-mean exponent p (≤ 1); 0 = −1, the harmonic
@@ -175,9 +187,14 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 	}
 	if q := r.quota; q != nil {
 		// The queues' entitlements bound the search (Input.Queues).
-		p.Caps = make([][]int, len(q.tree.qs))
+		p.Caps, p.Floors = make([][]int, len(q.tree.qs)), make([][]int, len(q.tree.qs))
 		for g := range p.Caps {
 			p.Caps[g] = q.ent[g*q.nt : (g+1)*q.nt]
+			p.Floors[g] = make([]int, q.nt)
+			for t := range q.nt {
+				x := g*q.nt + t
+				p.Floors[g][t] = min(q.nominal[x], q.claim[x], q.ent[x])
+			}
 		}
 	}
 	e, err := pollux.New(p)

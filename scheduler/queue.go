@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"container/heap"
+	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -252,13 +253,20 @@ type roundQuota struct {
 	claim   []int
 	ent     []int
 	cur     []int
+	// floor is what a queue gets before any guarantee: its pinned
+	// devices and its reserve (Nominal − LendingLimit), a cohort's
+	// children's floors summed.
+	floor []int
+	// want is the leaves' demand as the jobs state it (reported as
+	// Pending); demand may be lowered by relax.
+	want []int
 }
 
 // newQuota computes the round's entitlements (see Input.Queues).
 func (r *Round) newQuota(t *queueTree) *roundQuota {
 	nt, nq := len(r.types), len(t.qs)
 	q := &roundQuota{tree: t, nt: nt, nominal: make([]int, nq*nt), demand: make([]int, nq*nt), pinned: make([]int, nq*nt),
-		claim: make([]int, nq*nt), ent: make([]int, nq*nt), cur: make([]int, nq*nt)}
+		claim: make([]int, nq*nt), ent: make([]int, nq*nt), cur: make([]int, nq*nt), floor: make([]int, nq*nt)}
 	for i := range nq {
 		for tt, tk := range r.types {
 			q.nominal[i*nt+tt] = t.nominal(i, tk)
@@ -282,7 +290,16 @@ func (r *Round) newQuota(t *queueTree) *roundQuota {
 			q.demand[l+tt] = min(q.demand[l+tt]+min(j.Max, r.cap[tt]), r.cap[tt])
 		}
 	}
-	// Bottom-up: cohorts' demand, pinned devices and claims.
+	q.compute(r)
+	q.want = slices.Clone(q.demand) // the cohorts' too, now summed
+	return q
+}
+
+// compute derives the claims and entitlements from the leaves' demand,
+// floors (pinned) and current devices.
+func (q *roundQuota) compute(r *Round) {
+	t, nt := q.tree, q.nt
+	// Bottom-up: cohorts' demand, floors and claims.
 	var up func(i int)
 	up = func(i int) {
 		for _, c := range t.children[i] {
@@ -292,24 +309,27 @@ func (r *Round) newQuota(t *queueTree) *roundQuota {
 			x := i*nt + tt
 			eff := q.demand[x]
 			if !t.leaf[i] {
-				d, p, cl, cu := 0, 0, 0, 0
+				d, p, cl, cu, fl := 0, 0, 0, 0, 0
 				for _, c := range t.children[i] {
 					d += q.demand[c*nt+tt]
 					p += q.pinned[c*nt+tt]
 					cl += q.claim[c*nt+tt]
 					cu += q.cur[c*nt+tt]
+					fl += q.floor[c*nt+tt]
 				}
-				q.demand[x], q.pinned[x], q.cur[x] = min(d, r.cap[tt]), p, cu
+				q.demand[x], q.pinned[x], q.cur[x], q.floor[x] = min(d, r.cap[tt]), p, cu, fl
 				eff = min(cl, r.cap[tt])
+			} else {
+				q.floor[x] = q.pinned[x]
 			}
 			qt, _ := t.quota(i, tk)
 			if qt.BorrowingLimit != nil {
 				eff = min(eff, q.nominal[x]+*qt.BorrowingLimit)
 			}
 			if qt.LendingLimit != nil {
-				eff = max(eff, min(q.nominal[x]-*qt.LendingLimit, r.cap[tt]))
+				q.floor[x] = max(q.floor[x], min(q.nominal[x]-*qt.LendingLimit, r.cap[tt]))
 			}
-			q.claim[x] = max(eff, q.pinned[x])
+			q.claim[x] = max(eff, q.floor[x])
 		}
 	}
 	for _, i := range t.roots {
@@ -319,21 +339,28 @@ func (r *Round) newQuota(t *queueTree) *roundQuota {
 	var down func(pool int, kids []int, tt int)
 	down = func(pool int, kids []int, tt int) {
 		n := len(kids)
-		a, g, floor, claim, w := make([]int, n), make([]int, n), make([]int, n), make([]int, n), make([]float64, n)
+		a, g, floor, res, claim, w := make([]int, n), make([]int, n), make([]int, n), make([]int, n), make([]int, n), make([]float64, n)
 		sumG, sumP := 0, 0
 		for k, c := range kids {
 			x := c*nt + tt
 			floor[k], claim[k], w[k] = q.pinned[x], q.claim[x], t.weight[c]
-			g[k] = max(min(q.nominal[x], q.claim[x]), q.pinned[x])
+			res[k] = q.floor[x]
+			g[k] = max(min(q.nominal[x], q.claim[x]), res[k])
 			sumG += g[k]
 			sumP += floor[k]
 		}
 		if sumG <= pool {
 			copy(a, g)
 		} else {
-			// Short of the guarantees: weighted max-min of them.
+			// Short of the guarantees: the reserves first, then the
+			// guarantees, each by weighted max-min above the floors.
 			copy(a, floor)
-			fillByWeight(a, floor, g, w, pool-sumP)
+			fillByWeight(a, floor, res, w, pool-sumP)
+			used := 0
+			for _, v := range a {
+				used += v
+			}
+			fillByWeight(a, floor, g, w, pool-used)
 			copy(g, a)
 		}
 		used := 0
@@ -351,7 +378,142 @@ func (r *Round) newQuota(t *queueTree) *roundQuota {
 	for tt := range r.types {
 		down(r.cap[tt], t.roots, tt)
 	}
-	return q
+}
+
+// relax returns the entitlements of a second pass when the checked
+// targets tg leave devices idle that a queue held back by its
+// entitlement could use; nil when they do not. Every queue keeps at least
+// what tg gives it (its floor); a queue that did not use all of its
+// entitlement releases the rest (its demand becomes what it uses), and
+// the idle devices are shared among the queues that did, by the same
+// rules (guarantee, borrowing limit, reserves, weights).
+func (q *roundQuota) relax(r *Round, tg []Target) *roundQuota {
+	t, nt := q.tree, q.nt
+	use := make([]int, len(q.ent))
+	idle := slices.Clone(r.cap)
+	// minWait: per queue and type, the smallest minimum of its jobs that
+	// wait (count 0) and may run there.
+	minWait := make([]int, len(q.ent))
+	for i := range tg {
+		if tg[i].Count > 0 {
+			ti, _ := r.cluster.TypeIndex(tg[i].Type)
+			use[t.jobQ[i]*nt+ti] += tg[i].Count
+			idle[ti] -= tg[i].Count
+			continue
+		}
+		if j := &r.jobs[i]; !j.Pinned {
+			for _, ti := range j.allowed {
+				if x := t.jobQ[i]*nt + ti; r.cap[ti] >= j.Min && (minWait[x] == 0 || j.Min < minWait[x]) {
+					minWait[x] = j.Min
+				}
+			}
+		}
+	}
+	need := false
+	for l := range t.qs {
+		for ti := range nt {
+			x := l*nt + ti
+			if t.leaf[l] && idle[ti] > 0 && use[x] >= q.ent[x] && q.demand[x] > use[x] {
+				need = true
+			}
+		}
+	}
+	if !need {
+		return nil
+	}
+	q2 := &roundQuota{tree: t, nt: nt, nominal: q.nominal, want: q.want, cur: slices.Clone(q.cur),
+		demand: slices.Clone(q.demand), pinned: slices.Clone(q.pinned), claim: make([]int, len(q.ent)), ent: make([]int, len(q.ent)),
+		floor: make([]int, len(q.ent))}
+	// held: idle devices that stay with their queues: unused reserves, and
+	// the guarantee still owed to a queue with a waiting job that fits in
+	// it.
+	held := make([]int, nt)
+	var hold func(i, ti int) (used, kept int)
+	hold = func(i, ti int) (used, kept int) {
+		x := i*nt + ti
+		if t.leaf[i] {
+			used = use[x]
+			owed := max(min(q.nominal[x], q.claim[x])-used, 0)
+			if used < q.ent[x] {
+				if minWait[x] > 0 && minWait[x] <= owed {
+					kept = owed // keeps its demand: its guarantee is not lent
+				} else {
+					q2.demand[x] = min(q2.demand[x], used)
+				}
+			}
+			q2.pinned[x] = max(q2.pinned[x], used)
+			return used, max(kept, q.floor[x]-used)
+		}
+		for _, c := range t.children[i] {
+			u, k := hold(c, ti)
+			used += u
+			kept += k
+		}
+		return used, max(kept, q.floor[x]-used)
+	}
+	for ti := range nt {
+		for _, i := range t.roots {
+			_, k := hold(i, ti)
+			held[ti] += k
+		}
+	}
+	// Queues that shed devices they held get them back first, as far as
+	// the idle devices not held go (by weight): a reclaim that idle
+	// devices can serve instead is undone, so that no job restarts for
+	// nothing.
+	var leaves []int
+	for l := range t.qs {
+		if t.leaf[l] {
+			leaves = append(leaves, l)
+		}
+	}
+	a, base, limit, w := make([]int, len(leaves)), make([]int, len(leaves)), make([]int, len(leaves)), make([]float64, len(leaves))
+	for ti := range nt {
+		for k, l := range leaves {
+			x := l*nt + ti
+			a[k], base[k], limit[k], w[k] = q2.pinned[x], q2.pinned[x], max(q2.pinned[x], min(q.cur[x], q.claim[x])), t.weight[l]
+		}
+		fillByWeight(a, base, limit, w, idle[ti]-held[ti])
+		for k, l := range leaves {
+			q2.pinned[l*nt+ti] = a[k]
+		}
+	}
+	q2.compute(r)
+	return q2
+}
+
+// allocate asks pol for targets and checks them; with queues it keeps
+// them within the entitlements and, when that leaves devices idle that a
+// queue at its entitlement could use, asks once more with the
+// entitlements relaxed (roundQuota.relax).
+func (r *Round) allocate(ctx context.Context, pol Policy) ([]Target, error) {
+	for pass := 0; ; pass++ {
+		targets, err := pol.Allocate(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		tg, err := r.checkTargets(targets)
+		if err != nil {
+			return nil, err
+		}
+		if r.quota == nil {
+			return tg, nil
+		}
+		if err := r.enforceQuota(tg); err != nil {
+			return nil, err
+		}
+		if pass > 0 {
+			return tg, nil
+		}
+		q2 := r.quota.relax(r, tg)
+		if q2 == nil {
+			return tg, nil
+		}
+		r.quota = q2
+	}
 }
 
 // fillByWeight gives up to budget more units to a, one at a time, each to
@@ -512,6 +674,14 @@ func (r *Round) enforceQuota(tg []Target) error {
 		}
 	}
 	// Explain.
+	total := make([]int, nt) // devices per type the targets use, and per queue (use)
+	clear(use)
+	for i := range tg {
+		if tg[i].Count > 0 {
+			total[typ[i]] += tg[i].Count
+			use[leafOf[i]*nt+typ[i]] += tg[i].Count
+		}
+	}
 	for i := range tg {
 		j := &r.jobs[i]
 		if j.Pinned {
@@ -536,17 +706,23 @@ func (r *Round) enforceQuota(tg []Target) error {
 		}
 		if tg[i].Count == 0 && tg[i].Reason != ReasonReclaimed {
 			// Held back by the queue's entitlement on every allowed type?
-			capped := len(j.allowed) > 0
+			// (on some type the cluster has room but the queue has not,
+			// and on none both have).
+			capped, bind := false, -1
 			for _, t := range j.allowed {
 				x := l*nt + t
-				if r.cap[t] >= j.Min && use[x]+j.Min <= q.ent[x] {
+				cluster, queue := total[t]+j.Min <= r.cap[t], use[x]+j.Min <= q.ent[x]
+				if cluster && queue {
 					capped = false
 					break
+				}
+				if cluster && !capped {
+					capped, bind = true, t
 				}
 			}
 			if capped {
 				tg[i].Reason = ReasonQuota
-				t := j.allowed[0]
+				t := bind
 				tg[i].Note = fmt.Sprintf("queue %s at its entitlement (%d of %d %s in use, nominal %d)", name, use[l*nt+t], q.ent[l*nt+t], r.types[t], q.nominal[l*nt+t])
 			}
 		}
@@ -629,7 +805,7 @@ func (r *Round) queueReport(assigned [][]string) []QueueUsage {
 		for tt, tk := range r.types {
 			x := i*nt + tt
 			u := QueueUsage{Queue: t.qs[i].Name, Type: tk, Guaranteed: q.nominal[x], Entitled: q.ent[x], Used: used[x],
-				Borrowed: borrowed(i, tt), Pending: max(q.demand[x]-used[x], 0)}
+				Borrowed: borrowed(i, tt), Pending: max(q.want[x]-used[x], 0)}
 			lendable := max(q.nominal[x]-used[x], 0)
 			if qt, _ := t.quota(i, tk); qt.LendingLimit != nil {
 				lendable = min(lendable, *qt.LendingLimit)
@@ -643,6 +819,48 @@ func (r *Round) queueReport(assigned [][]string) []QueueUsage {
 			u.Lent = min(lendable, others)
 			out = append(out, u)
 		}
+	}
+	return out
+}
+
+// quotaRoom is what each queue may still take per type while a policy
+// builds its targets (nil without queues: no bound).
+type quotaRoom []int
+
+// quotaRoom returns the queues' entitlements as room to fill.
+func (r *Round) quotaRoom() quotaRoom {
+	if r.quota == nil {
+		return nil
+	}
+	return slices.Clone(r.quota.ent)
+}
+
+// pos is job j's entry for type t.
+func (q quotaRoom) pos(r *Round, j *jobInfo, t int) int {
+	return r.quota.tree.jobQ[r.byID[j.Job.ID]]*r.quota.nt + t
+}
+
+// take records that job j takes c devices of type t.
+func (q quotaRoom) take(r *Round, j *jobInfo, t, c int) {
+	if q != nil {
+		q[q.pos(r, j, t)] -= c
+	}
+}
+
+// has reports whether job j's queue may take c more devices of type t.
+func (q quotaRoom) has(r *Round, j *jobInfo, t, c int) bool {
+	return q == nil || q[q.pos(r, j, t)] >= c
+}
+
+// limit returns free bounded by job j's queue's room (free itself
+// without queues).
+func (q quotaRoom) limit(r *Round, j *jobInfo, free []int) []int {
+	if q == nil {
+		return free
+	}
+	out := slices.Clone(free)
+	for t := range out {
+		out[t] = min(out[t], max(q[q.pos(r, j, t)], 0))
 	}
 	return out
 }

@@ -2,9 +2,12 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"math"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -188,4 +191,45 @@ func usage(p Plan, q string, typ accel.TypeKey) QueueUsage {
 		}
 	}
 	return QueueUsage{}
+}
+
+// TestQueuesOff: without Input.Queues a plan has no queue report and its
+// JSON has no "queues" key; one catch-all queue without quotas changes
+// no decision (its entitlement is the whole demand), for every policy.
+func TestQueuesOff(t *testing.T) {
+	in := genInput(3, shape160x64)
+	for _, pol := range []Policy{Pollux{}, FIFO{}, Tiresias{}, Optimus{}} {
+		s, _ := New(Config{Policy: pol})
+		plain, err := s.Schedule(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain.Queues != nil {
+			t.Fatalf("%T: queue report without queues", pol)
+		}
+		b, _ := json.Marshal(plain)
+		if strings.Contains(string(b), `"queues"`) {
+			t.Fatalf("%T: JSON has a queues key without queues", pol)
+		}
+		one := in
+		one.Queues = []Queue{{Name: "all"}}
+		one.Jobs = slices.Clone(in.Jobs)
+		for i := range one.Jobs {
+			one.Jobs[i].Queue = "all"
+		}
+		q, err := s.Schedule(context.Background(), one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(q.Decisions, plain.Decisions) {
+			for i := range q.Decisions {
+				if !reflect.DeepEqual(q.Decisions[i], plain.Decisions[i]) {
+					t.Fatalf("%T: one catch-all queue changed %s:\n%+v\nwas\n%+v", pol, q.Decisions[i].Job, q.Decisions[i], plain.Decisions[i])
+				}
+			}
+		}
+		if len(q.Queues) != 1 || q.Queues[0].Queue != "all" {
+			t.Fatalf("%T: report %+v", pol, q.Queues)
+		}
+	}
 }

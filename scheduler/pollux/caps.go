@@ -121,3 +121,32 @@ func (e *Search) trimCaps(s *state) {
 		}
 	}
 }
+
+// mayDonate reports whether donor shrink d (of type t) may give devices
+// to receiver r: always within one group; across groups only while the
+// donor's group keeps its floor on t.
+func (e *Search) mayDonate(s *state, d shrink, r, t int) bool {
+	if e.floors == nil || e.jobs[d.job].Group == e.jobs[r].Group {
+		return true
+	}
+	freed := s.cnt[d.job]
+	if d.t == t && d.c > 0 {
+		freed -= d.c
+	}
+	x := e.jobs[d.job].Group*len(e.types) + t
+	return s.gused[x]-freed >= e.floors[x]
+}
+
+// floorsKept reports whether s leaves every group at least
+// min(floor, what it holds in before).
+func (e *Search) floorsKept(s, before *state) bool {
+	if e.floors == nil {
+		return true
+	}
+	for x, f := range e.floors {
+		if s.gused[x] < min(f, before.gused[x]) {
+			return false
+		}
+	}
+	return true
+}

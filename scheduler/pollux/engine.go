@@ -57,6 +57,12 @@ type Problem struct {
 	// devices regardless (a group's pinned devices may exceed its cap;
 	// then nothing else of the group runs on that type).
 	Caps [][]int
+	// Floors (nil, or shaped as Caps) are the groups' guarantees: the
+	// exchange search takes no device from a job of group g for a job of
+	// another group when that leaves g holding fewer than Floors[g][t]
+	// devices of type t, and the polish is dropped if it leaves a group
+	// below min(its floor, what it held before the polish).
+	Floors [][]int
 }
 
 // Job is one job as the engine sees it.
@@ -140,8 +146,9 @@ type Search struct {
 	// wideSlots: jobs on more bins get aggregates in the state (see
 	// wideIndex); tests raise it to compare with the plain bookkeeping.
 	wideSlots int
-	// caps is Problem.Caps flattened (group·types + type); nil = none.
-	caps []int
+	// caps and floors are Problem.Caps and Floors flattened
+	// (group·types + type); nil = none.
+	caps, floors []int
 }
 
 // New builds the search for p.
@@ -170,6 +177,18 @@ func New(p Problem) (*Search, error) {
 				return nil, fmt.Errorf("%w: caps[%d] has %d types, the cluster %d", ErrInvalid, g, len(row), nt)
 			}
 			e.caps = append(e.caps, row...)
+		}
+	}
+	if p.Floors != nil {
+		if len(p.Floors) != len(p.Caps) {
+			return nil, fmt.Errorf("%w: %d floors for %d groups", ErrInvalid, len(p.Floors), len(p.Caps))
+		}
+		e.floors = make([]int, 0, len(p.Floors)*nt)
+		for g, row := range p.Floors {
+			if len(row) != nt {
+				return nil, fmt.Errorf("%w: floors[%d] has %d types, the cluster %d", ErrInvalid, g, len(row), nt)
+			}
+			e.floors = append(e.floors, row...)
 		}
 	}
 	e.lay = newLayout(p.Cluster, p.Index)

@@ -222,7 +222,7 @@ func (e *Search) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 		if d.stamp != stamp[d.job] || s.typ[d.job] != t || s.cnt[d.job] == 0 {
 			continue
 		}
-		if d.job == r {
+		if d.job == r || !e.mayDonate(s, d, r, t) {
 			skipped = append(skipped, d)
 			continue
 		}

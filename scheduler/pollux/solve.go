@@ -71,6 +71,10 @@ func (e *Search) Solve(ctx context.Context, maxPasses int) ([]*Solution, error) 
 			e.apply(deflated, i, deflated.typ[i], j.min)
 		}
 	}
+	var ref *state // with floors: the trimmed warm start, which every candidate must keep the floors of
+	if e.floors != nil {
+		ref = warm.clone()
+	}
 	states := []*state{warm}
 	starts := []*state{deflated}
 	if len(e.jobs) <= coldStartJobs {
@@ -100,9 +104,24 @@ func (e *Search) Solve(ctx context.Context, maxPasses int) ([]*Solution, error) 
 		}
 		return cmp.Compare(ob, oa)
 	})
+	if ref != nil {
+		// Drop candidates that take a group below its floor (the cold and
+		// deflated starts may hand its devices to others); the warm start
+		// grown by the greedy alone always qualifies.
+		states = slices.DeleteFunc(states, func(s *state) bool { return !e.floorsKept(s, ref) })
+		if len(states) == 0 {
+			if err := e.fill(ctx, ref); err != nil {
+				return nil, err
+			}
+			states = append(states, ref)
+		}
+	}
 	if len(e.jobs) <= polishJobs && e.contended(states[0]) {
-		// One more candidate: the best state polished on replayed placements.
-		states = append(states, e.polish(states[0]))
+		// One more candidate: the best state polished on replayed
+		// placements, unless it takes a group below its floor.
+		if p := e.polish(states[0]); e.floorsKept(p, states[0]) {
+			states = append(states, p)
+		}
 	}
 	if e.err != nil {
 		return nil, e.err
