@@ -430,7 +430,7 @@ func summarizeMode(mode string, r sim.Result) tenancyMode {
 func printTenancy(w io.Writer, modes []tenancyMode) {
 	fmt.Fprintf(w, "\ntenancy (JCT and queueing delay in hours; below = rounds below guarantee after the reclaim round)\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tavg JCT (h)\tutilisation\tcompleted\tbelow\treclaims\tavg reclaim rounds\tmax reclaim rounds\t")
+	fmt.Fprintln(tw, "mode\tavg JCT (s)\tavg JCT (h)\tutilisation\tcompleted\tbelow\treclaims\tavg reclaim rounds\tmax reclaim rounds\t")
 	for _, m := range modes {
 		rec, rr, mx := 0, 0, 0
 		for _, t := range m.Tenants {
@@ -442,7 +442,7 @@ func printTenancy(w io.Writer, modes []tenancyMode) {
 		if rec > 0 {
 			avg = fmt.Sprintf("%.2f", float64(rr)/float64(rec))
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.1f%%\t%d/%d\t%d\t%d\t%s\t%d\t\n", m.Mode, m.AvgJCT/3600, 100*m.Utilisation, m.res.Completed, len(m.res.Jobs), m.RoundsBelowGuarantee, rec, avg, mx)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f%%\t%d/%d\t%d\t%d\t%s\t%d\t\n", m.Mode, m.AvgJCT, m.AvgJCT/3600, 100*m.Utilisation, m.res.Completed, len(m.res.Jobs), m.RoundsBelowGuarantee, rec, avg, mx)
 	}
 	tw.Flush()
 	if len(modes) == 0 {
