@@ -119,9 +119,13 @@ type Input struct {
 	//     least its children's summed.
 	//  2. Their guarantee: min(Nominal, demand), at least the floor.
 	//  3. The rest, shared by weighted max-min of the devices beyond the
-	//     guarantee (each child's extra ∝ Weight, progressive filling one
-	//     device at a time, ties by queue name), each child up to its
-	//     demand and to Nominal + BorrowingLimit. This is what borrowing
+	//     guarantee, each child up to its demand and to Nominal +
+	//     BorrowingLimit (progressive filling one device at a time, ties
+	//     by queue name). A child's weight here is Weight × the number of
+	//     its jobs with demand for the type: what is left over is shared
+	//     per job, as one shared pool would share it (which is what keeps
+	//     borrowing's job completion times near the shared pool's), and a
+	//     queue's Weight scales its jobs' shares. This is what borrowing
 	//     is: devices beyond Nominal come from siblings' unused quota.
 	//
 	// When a cohort cannot cover every guarantee (the cluster has fewer

@@ -142,11 +142,11 @@ func ExampleQueue() {
 	}
 	show(plan)
 	// Output:
-	// gpt  started on 8×a100 (2 nodes): speedup 0.00→18.95
+	// gpt  started on 8×a100 (2 nodes): speedup 0.00→18.95; queue nlp borrows 4 a100 beyond its nominal 4
 	//   nlp    guaranteed 4, used 8, borrowed 4, lent 0, pending 0
 	//   vision guaranteed 4, used 0, borrowed 0, lent 4, pending 0
 	// gpt  shrank 8→4: reclaimed by queue vision (below its nominal 4 a100); queue nlp held 8 a100, borrowed beyond its nominal 4 (entitled 4)
-	// vit  started on 4×a100 (1 node): speedup 0.00→11.32
+	// vit  started on 4×a100 (1 node): speedup 0.00→11.32; within queue vision's nominal 4 a100
 	//   nlp    guaranteed 4, used 4, borrowed 0, lent 0, pending 4
 	//   vision guaranteed 4, used 4, borrowed 0, lent 0, pending 0
 }

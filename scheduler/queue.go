@@ -192,7 +192,7 @@ func validateQueues(qs []Queue, jobs []Job) (*queueTree, error) {
 		for _, qt := range qs[i].Quotas {
 			sum := 0
 			for _, c := range t.children[i] {
-				sum += t.nominal(c, qt.Type)
+				sum = satAdd(sum, t.nominal(c, qt.Type))
 			}
 			if sum > qt.Nominal {
 				return nil, fmt.Errorf("%w: queue %q: %s: its children's nominal quotas sum to %d, more than its own %d", ErrInvalid, qs[i].Name, qt.Type, sum, qt.Nominal)
@@ -235,7 +235,7 @@ func (t *queueTree) nominal(i int, tk accel.TypeKey) int {
 	}
 	sum := 0
 	for _, c := range t.children[i] {
-		sum += t.nominal(c, tk)
+		sum = satAdd(sum, t.nominal(c, tk))
 	}
 	return sum
 }
@@ -253,6 +253,9 @@ type roundQuota struct {
 	claim   []int
 	ent     []int
 	cur     []int
+	// njobs counts the jobs with demand for the type (a cohort's: its
+	// leaves').
+	njobs []int
 	// floor is what a queue gets before any guarantee: its pinned
 	// devices and its reserve (Nominal − LendingLimit), a cohort's
 	// children's floors summed.
@@ -266,7 +269,7 @@ type roundQuota struct {
 func (r *Round) newQuota(t *queueTree) *roundQuota {
 	nt, nq := len(r.types), len(t.qs)
 	q := &roundQuota{tree: t, nt: nt, nominal: make([]int, nq*nt), demand: make([]int, nq*nt), pinned: make([]int, nq*nt),
-		claim: make([]int, nq*nt), ent: make([]int, nq*nt), cur: make([]int, nq*nt), floor: make([]int, nq*nt)}
+		claim: make([]int, nq*nt), ent: make([]int, nq*nt), cur: make([]int, nq*nt), floor: make([]int, nq*nt), njobs: make([]int, nq*nt)}
 	for i := range nq {
 		for tt, tk := range r.types {
 			q.nominal[i*nt+tt] = t.nominal(i, tk)
@@ -281,6 +284,7 @@ func (r *Round) newQuota(t *queueTree) *roundQuota {
 		if j.Pinned {
 			q.pinned[l+j.curType] += j.curCount
 			q.demand[l+j.curType] = min(q.demand[l+j.curType]+j.curCount, r.cap[j.curType])
+			q.njobs[l+j.curType]++
 			continue
 		}
 		for _, tt := range j.allowed {
@@ -288,6 +292,7 @@ func (r *Round) newQuota(t *queueTree) *roundQuota {
 				continue // it cannot run there
 			}
 			q.demand[l+tt] = min(q.demand[l+tt]+min(j.Max, r.cap[tt]), r.cap[tt])
+			q.njobs[l+tt]++
 		}
 	}
 	q.compute(r)
@@ -309,14 +314,16 @@ func (q *roundQuota) compute(r *Round) {
 			x := i*nt + tt
 			eff := q.demand[x]
 			if !t.leaf[i] {
-				d, p, cl, cu, fl := 0, 0, 0, 0, 0
+				d, p, cl, cu, fl, nj := 0, 0, 0, 0, 0, 0
 				for _, c := range t.children[i] {
 					d += q.demand[c*nt+tt]
 					p += q.pinned[c*nt+tt]
 					cl += q.claim[c*nt+tt]
 					cu += q.cur[c*nt+tt]
 					fl += q.floor[c*nt+tt]
+					nj += q.njobs[c*nt+tt]
 				}
+				q.njobs[x] = nj
 				q.demand[x], q.pinned[x], q.cur[x], q.floor[x] = min(d, r.cap[tt]), p, cu, fl
 				eff = min(cl, r.cap[tt])
 			} else {
@@ -324,7 +331,7 @@ func (q *roundQuota) compute(r *Round) {
 			}
 			qt, _ := t.quota(i, tk)
 			if qt.BorrowingLimit != nil {
-				eff = min(eff, q.nominal[x]+*qt.BorrowingLimit)
+				eff = min(eff, satAdd(q.nominal[x], *qt.BorrowingLimit))
 			}
 			if qt.LendingLimit != nil {
 				q.floor[x] = max(q.floor[x], min(q.nominal[x]-*qt.LendingLimit, r.cap[tt]))
@@ -366,6 +373,11 @@ func (q *roundQuota) compute(r *Round) {
 		used := 0
 		for _, v := range a {
 			used += v
+		}
+		// The rest by weight × jobs with demand: one share per job, as in
+		// one shared pool, scaled by the queues' weights.
+		for k, c := range kids {
+			w[k] = t.weight[c] * float64(max(q.njobs[c*nt+tt], 1))
 		}
 		fillByWeight(a, g, claim, w, pool-used)
 		for k, c := range kids {
@@ -423,7 +435,7 @@ func (q *roundQuota) relax(r *Round, tg []Target) *roundQuota {
 	}
 	q2 := &roundQuota{tree: t, nt: nt, nominal: q.nominal, want: q.want, cur: slices.Clone(q.cur),
 		demand: slices.Clone(q.demand), pinned: slices.Clone(q.pinned), claim: make([]int, len(q.ent)), ent: make([]int, len(q.ent)),
-		floor: make([]int, len(q.ent))}
+		floor: make([]int, len(q.ent)), njobs: q.njobs}
 	// held: idle devices that stay with their queues: unused reserves, and
 	// the guarantee still owed to a queue with a waiting job that fits in
 	// it.
@@ -561,15 +573,6 @@ func (h *fillHeap) Pop() any {
 	m := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return m
-}
-
-// leafCap returns the entitlement of round job i's queue on type t
-// (position in Round.types), and false without queues.
-func (r *Round) leafCap(i, t int) (int, bool) {
-	if r.quota == nil {
-		return 0, false
-	}
-	return r.quota.ent[r.quota.tree.jobQ[i]*r.quota.nt+t], true
 }
 
 // enforceQuota keeps the checked targets tg (index-aligned with r.jobs)
@@ -725,9 +728,28 @@ func (r *Round) enforceQuota(tg []Target) error {
 				t := bind
 				tg[i].Note = fmt.Sprintf("queue %s at its entitlement (%d of %d %s in use, nominal %d)", name, use[l*nt+t], q.ent[l*nt+t], r.types[t], q.nominal[l*nt+t])
 			}
+			continue
+		}
+		if tg[i].Count > 0 {
+			// Which quota the job runs on: its queue's nominal, or borrowed.
+			x := l*nt + typ[i]
+			tk := r.types[typ[i]]
+			if b := use[x] - q.nominal[x]; b > 0 {
+				tg[i].Note = addNote(tg[i].Note, fmt.Sprintf("queue %s borrows %d %s beyond its nominal %d", name, b, tk, q.nominal[x]))
+			} else {
+				tg[i].Note = addNote(tg[i].Note, fmt.Sprintf("within queue %s's nominal %d %s", name, q.nominal[x], tk))
+			}
 		}
 	}
 	return nil
+}
+
+// addNote appends more to a target's note.
+func addNote(note, more string) string {
+	if note == "" {
+		return more
+	}
+	return note + "; " + more
 }
 
 // reclaimNote says why queue l lost devices of type t: which queue
@@ -863,4 +885,30 @@ func (q quotaRoom) limit(r *Round, j *jobInfo, free []int) []int {
 		out[t] = min(out[t], max(q[q.pos(r, j, t)], 0))
 	}
 	return out
+}
+
+// satAdd is a + b for non-negative a and b, saturating at math.MaxInt
+// (quotas may be set very large to mean "no limit").
+func satAdd(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
+}
+
+// Entitlement returns the most devices of type t the jobs of leaf queue
+// queue may hold together this round (see Input.Queues), and false when
+// the round has no such leaf queue or type. Policies that fill the
+// cluster themselves can stay within it; the Scheduler trims any target
+// set that does not.
+func (r *Round) Entitlement(queue string, t accel.TypeKey) (int, bool) {
+	if r.quota == nil {
+		return 0, false
+	}
+	i, ok := r.quota.tree.byName[queue]
+	ti, known := r.cluster.TypeIndex(t)
+	if !ok || !known || !r.quota.tree.leaf[i] {
+		return 0, false
+	}
+	return r.quota.ent[i*r.quota.nt+ti], true
 }

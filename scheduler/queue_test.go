@@ -81,6 +81,12 @@ func entitlements(t *testing.T, queues []Queue, jobs []Job, current []placement.
 	out := make(map[string]int)
 	for i, q := range queues {
 		out[q.Name] = r.quota.ent[i*r.quota.nt]
+		if e, ok := r.Entitlement(q.Name, "a100"); ok != r.quota.tree.leaf[i] || (ok && e != out[q.Name]) {
+			t.Fatalf("Round.Entitlement(%s) = %d, %v; entitlement %d", q.Name, e, ok, out[q.Name])
+		}
+	}
+	if _, ok := r.Entitlement(queues[0].Name, "t4"); ok {
+		t.Fatal("Round.Entitlement of a type the cluster lacks")
 	}
 	return out
 }
@@ -91,8 +97,9 @@ func demandJob(id, q string, n int) Job {
 }
 
 // TestEntitlements checks hand-computed entitlements on 16 a100: a
-// cohort of two or three queues, borrowing and lending limits, weights,
-// nesting, pinned jobs and guarantees the cluster cannot cover.
+// cohort of two or three queues, borrowing and lending limits, weights
+// (the leftover is shared by Weight × jobs with demand), nesting, pinned
+// jobs and guarantees the cluster cannot cover.
 func TestEntitlements(t *testing.T) {
 	quota := func(name, parent string, w float64, nominal int, bl, ll *int) Queue {
 		return Queue{Name: name, Parent: parent, Weight: w, Quotas: []Quota{{Type: "a100", Nominal: nominal, BorrowingLimit: bl, LendingLimit: ll}}}
@@ -117,6 +124,8 @@ func TestEntitlements(t *testing.T) {
 			[]Job{demandJob("a1", "a", 16)}, nil, map[string]int{"a": 12, "b": 4}},
 		{"weights", []Queue{quota("a", "", 1, 0, nil, nil), quota("b", "", 3, 0, nil, nil), quota("c", "", 1, 4, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16), demandJob("c1", "c", 4)}, nil, map[string]int{"a": 3, "b": 9, "c": 4}},
+		{"per-job-share", []Queue{quota("a", "", 0, 0, nil, nil), quota("b", "", 0, 0, nil, nil)},
+			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16), demandJob("b2", "b", 16), demandJob("b3", "b", 16)}, nil, map[string]int{"a": 4, "b": 12}},
 		{"nested", []Queue{{Name: "org"}, quota("a", "org", 0, 4, nil, nil), quota("b", "org", 0, 4, nil, nil), quota("c", "", 0, 8, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("c1", "c", 16)}, nil, map[string]int{"org": 8, "a": 8, "b": 0, "c": 8}},
 		{"cohort-cannot-borrow", []Queue{quota("org", "", 0, 8, ip(0), nil), quota("a", "org", 0, 4, nil, nil), quota("b", "org", 0, 4, nil, nil), quota("c", "", 0, 4, nil, nil)},
@@ -125,6 +134,8 @@ func TestEntitlements(t *testing.T) {
 			[]Job{demandJob("a1", "a", 16), pinned}, []placement.Assignment{{Job: "pin", Devices: pinnedDevs}}, map[string]int{"a": 4, "b": 12}},
 		{"roots-exceed-cluster", []Queue{quota("a", "", 0, 12, nil, nil), quota("b", "", 0, 12, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16)}, nil, map[string]int{"a": 8, "b": 8}},
+		{"huge-limits", []Queue{quota("a", "", 0, 8, ip(math.MaxInt), ip(math.MaxInt)), quota("b", "", 0, math.MaxInt-1, nil, nil)},
+			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 2)}, nil, map[string]int{"a": 14, "b": 2}},
 		{"no-demand", []Queue{quota("a", "", 0, 8, nil, nil), quota("b", "", 0, 8, nil, nil)},
 			[]Job{demandJob("a1", "a", 3)}, nil, map[string]int{"a": 3, "b": 0}},
 	} {
@@ -221,15 +232,33 @@ func TestQueuesOff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(q.Decisions, plain.Decisions) {
-			for i := range q.Decisions {
-				if !reflect.DeepEqual(q.Decisions[i], plain.Decisions[i]) {
-					t.Fatalf("%T: one catch-all queue changed %s:\n%+v\nwas\n%+v", pol, q.Decisions[i].Job, q.Decisions[i], plain.Decisions[i])
-				}
+		for i, d := range q.Decisions {
+			// The same decision; the message may add which quota it runs on.
+			was := plain.Decisions[i]
+			msg, wasMsg := d.Message, was.Message
+			d.Message, was.Message = "", ""
+			if !reflect.DeepEqual(d, was) || !strings.HasPrefix(msg, wasMsg) {
+				t.Fatalf("%T: one catch-all queue changed %s:\n%+v %q\nwas\n%+v %q", pol, d.Job, d, msg, was, wasMsg)
 			}
 		}
 		if len(q.Queues) != 1 || q.Queues[0].Queue != "all" {
 			t.Fatalf("%T: report %+v", pol, q.Queues)
 		}
 	}
+}
+
+// TestQueuesConcurrent: one Scheduler schedules rounds with queues from
+// several goroutines (run with -race) and gives each the plan it gives
+// alone.
+func TestQueuesConcurrent(t *testing.T) {
+	in := queued50(genInput(2, shape160x64))
+	s, _ := New(Config{})
+	want, err := s.Schedule(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Queues) == 0 {
+		t.Fatal("no queue report")
+	}
+	schedulesConcurrently(t, s, []Input{in, in, in, in}, []Plan{want, want, want, want})
 }
