@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -188,5 +189,40 @@ func TestDemandOfMatchesDescribe(t *testing.T) {
 				t.Errorf("kind %v, job %s: demandOf %d, describe's MaxReplicas %d", kind, j.spec.Name, got, want)
 			}
 		}
+	}
+}
+
+// TestTenantsBorrowKeepsGuarantees runs two tenants of 4 T4 each under
+// the goodput policy with borrowing: tenant x's jobs arrive first and
+// borrow y's devices; when y's arrive, every round after the reclaim
+// round finds both within their guarantees (the target of zero
+// rounds below guarantee after the reclaim round).
+func TestTenantsBorrowKeepsGuarantees(t *testing.T) {
+	apps := polluxApps(t)
+	var jobs []JobSpec
+	for i := range 8 {
+		q, at := "x", time.Duration(i)*time.Minute
+		if i >= 4 {
+			q, at = "y", 3*time.Minute+time.Duration(i)*time.Minute
+		}
+		jobs = append(jobs, JobSpec{Name: fmt.Sprintf("j%d", i), Submit: at, Application: []string{"cifar10", "ncf"}[i%2], Replicas: 1, BatchSize: 128, Queue: q})
+	}
+	res, err := Run(context.Background(), Config{
+		Cluster: cluster(t, "2x4:t4"), Apps: apps, Policy: scheduler.Pollux{}, Kind: scheduler.Adaptive, Jobs: jobs,
+		Queues: []scheduler.Queue{{Name: "x", Quotas: quota("t4", 4)}, {Name: "y", Quotas: quota("t4", 4)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != len(jobs) {
+		t.Fatalf("%d of %d completed", res.Completed, len(jobs))
+	}
+	for _, tr := range res.Tenants {
+		if tr.RoundsBelowGuarantee != 0 || tr.OpenReclaims != 0 {
+			t.Errorf("tenant %s: %d rounds below guarantee, %d open reclaims (%+v)", tr.Name, tr.RoundsBelowGuarantee, tr.OpenReclaims, tr)
+		}
+	}
+	if y := res.Tenants[1]; y.Reclaims == 0 {
+		t.Errorf("no reclaim exercised: %+v", res.Tenants)
 	}
 }
