@@ -106,18 +106,8 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	targets, err := s.policy.Allocate(ctx, r)
+	tg, err := r.allocate(ctx, s.policy)
 	if err != nil {
-		return Plan{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return Plan{}, err
-	}
-	tg, err := r.checkTargets(targets)
-	if err != nil {
-		return Plan{}, err
-	}
-	if err := r.enforceQuota(tg); err != nil {
 		return Plan{}, err
 	}
 	res, err := r.place(ctx, tg)
