@@ -396,29 +396,20 @@ func (q *roundQuota) compute(r *Round) {
 // targets tg leave devices idle that a queue held back by its
 // entitlement could use; nil when they do not. Every queue keeps at least
 // what tg gives it (its floor); a queue that did not use all of its
-// entitlement releases the rest (its demand becomes what it uses), and
-// the idle devices are shared among the queues that did, by the same
-// rules (guarantee, borrowing limit, reserves, weights).
+// entitlement and has no unmet demand releases the rest (its demand
+// becomes what it uses), one with unmet demand keeps its guarantee; the
+// idle devices no queue keeps go first to queues that shed devices they
+// held, then by the same rules (guarantee, borrowing limit, reserves,
+// weights) to the queues that used their whole entitlement.
 func (q *roundQuota) relax(r *Round, tg []Target) *roundQuota {
 	t, nt := q.tree, q.nt
 	use := make([]int, len(q.ent))
 	idle := slices.Clone(r.cap)
-	// minWait: per queue and type, the smallest minimum of its jobs that
-	// wait (count 0) and may run there.
-	minWait := make([]int, len(q.ent))
 	for i := range tg {
 		if tg[i].Count > 0 {
 			ti, _ := r.cluster.TypeIndex(tg[i].Type)
 			use[t.jobQ[i]*nt+ti] += tg[i].Count
 			idle[ti] -= tg[i].Count
-			continue
-		}
-		if j := &r.jobs[i]; !j.Pinned {
-			for _, ti := range j.allowed {
-				if x := t.jobQ[i]*nt + ti; r.cap[ti] >= j.Min && (minWait[x] == 0 || j.Min < minWait[x]) {
-					minWait[x] = j.Min
-				}
-			}
 		}
 	}
 	need := false
@@ -437,8 +428,9 @@ func (q *roundQuota) relax(r *Round, tg []Target) *roundQuota {
 		demand: slices.Clone(q.demand), pinned: slices.Clone(q.pinned), claim: make([]int, len(q.ent)), ent: make([]int, len(q.ent)),
 		floor: make([]int, len(q.ent)), njobs: q.njobs}
 	// held: idle devices that stay with their queues: unused reserves, and
-	// the guarantee still owed to a queue with a waiting job that fits in
-	// it.
+	// the guarantee still owed to a queue with unmet demand (its jobs
+	// could use more than they got: it is not lent, so that the queue
+	// has it the moment its policy gives it out).
 	held := make([]int, nt)
 	var hold func(i, ti int) (used, kept int)
 	hold = func(i, ti int) (used, kept int) {
@@ -447,7 +439,7 @@ func (q *roundQuota) relax(r *Round, tg []Target) *roundQuota {
 			used = use[x]
 			owed := max(min(q.nominal[x], q.claim[x])-used, 0)
 			if used < q.ent[x] {
-				if minWait[x] > 0 && minWait[x] <= owed {
+				if q.want[x] > used {
 					kept = owed // keeps its demand: its guarantee is not lent
 				} else {
 					q2.demand[x] = min(q2.demand[x], used)
