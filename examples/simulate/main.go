@@ -61,6 +61,15 @@
 //	-sweep LIST         also run goodput-carbon at each of these carbon weights
 //	                    (e.g. 0.25,0.5,0.75,1) and write carbon-tradeoff.svg:
 //	                    average JCT against carbon, goodput marked apart
+//	-tenants vc|FILE    multi-tenant comparison of one policy (default goodput)
+//	                    on one workload: "vc" makes the trace's 11 largest
+//	                    virtual clusters queues (the others share "other")
+//	                    with quotas by GPU-time share; FILE is a quotas file
+//	                    (JSON, see quotasFile in tenants.go and README.md).
+//	                    Runs three modes side by side: static (each tenant
+//	                    only its quota), shared (one pool), borrow (quotas
+//	                    with borrowing), and prints a per-tenant table; -json
+//	                    adds "tenancy"
 //
 // Exit status 2 means bad input (a one-line message on stderr); 1 means the
 // simulation failed.
@@ -106,6 +115,8 @@ type options struct {
 	carbon, start, sweep                               string
 	slack                                              time.Duration
 	pue, carbonWeight                                  float64
+	// tenants is -tenants: "" (none), "vc" or a quotas file.
+	tenants string
 }
 
 // errUsage marks bad input: exit status 2.
@@ -135,6 +146,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.Float64Var(&o.pue, "pue", 1, "power usage effectiveness applied to energy and carbon")
 	fl.Float64Var(&o.carbonWeight, "carbon-weight", 1, "goodput-carbon's carbon weight, in (0, 1]")
 	fl.StringVar(&o.sweep, "sweep", "", "comma-separated carbon weights to run goodput-carbon at; writes carbon-tradeoff.svg")
+	fl.StringVar(&o.tenants, "tenants", "", "vc (the trace's 11 largest virtual clusters as queues, quotas by GPU-time share) or a quotas file (JSON): run static, shared and borrow side by side")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, "usage: simulate [flags]\n\n"+
@@ -156,6 +168,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
 	if o.json && !outSet {
 		o.out = "" // -json is for machines: write no files they did not ask for
+	}
+	if o.tenants != "" && !policiesSet(fl) {
+		o.policies = "goodput" // the tenancy comparison runs one policy
 	}
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)
@@ -255,6 +270,10 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := checkProfiled(cluster, apps, workloads, o.cluster, stderr); err != nil {
 		return err
 	}
+	ten, err := setupTenancy(o, names, workloads, cluster)
+	if err != nil {
+		return err
+	}
 
 	// One config per (policy, workload); all run in parallel.
 	var cfgs []sim.Config
@@ -278,6 +297,12 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			})
 			labels = append(labels, n+"/"+w.Name)
 		}
+	}
+	if ten != nil {
+		if cfgs, labels, err = ten.addModes(cfgs, labels, reg[names[0]]); err != nil {
+			return err
+		}
+		total = len(cfgs)
 	}
 	fmt.Fprintf(stderr, "simulating %d workload(s) × %d policies (%s) on %s (%d devices)\n",
 		len(workloads), len(names), strings.Join(names, ", "), o.cluster, cluster.Size())
@@ -371,10 +396,14 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Policies []summary `json:"policies"`
-		}{sums})
+			Policies []summary     `json:"policies"`
+			Tenancy  []tenancyMode `json:"tenancy,omitempty"`
+		}{sums, ten.modes(results)})
 	}
 	printTable(stdout, sums, len(workloads))
+	if ten != nil {
+		printTenancy(stdout, ten.modes(results))
+	}
 	return nil
 }
 

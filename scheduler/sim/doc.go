@@ -56,6 +56,16 @@
 //     finish-time fairness, utilisation per round, and per-job results
 //     (Result.WriteCSV).
 //
+// # Tenants
+//
+// With Config.Queues the simulator passes a quota tree (scheduler.Queue)
+// to the scheduler every round and submits each job to the leaf queue its
+// JobSpec.Queue names (ReadPhilly fills it from the trace's virtual
+// cluster); Result.Tenants then reports per leaf queue its JCT, queueing
+// delay, GPU-hours and how well its guarantee held (TenantResult, measured
+// from what the jobs hold, not from what the scheduler says).
+// Config.IgnoreQueues runs the same accounting on one shared pool.
+//
 // Run never reads the wall clock and draws randomness only from
 // Config.Faults.Seed: the same Config gives the same Result. Run returns
 // ErrLostJob if its bookkeeping ever loses a job (a job neither waiting,

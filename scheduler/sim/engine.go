@@ -132,6 +132,15 @@ type Config struct {
 	// predicts it) and Result.DeadlineMisses is counted. 0 = no
 	// deadlines.
 	Slack time.Duration
+	// Queues, if set, is the quota tree passed as scheduler.Input.Queues
+	// every round: each job is submitted to the leaf queue its
+	// JobSpec.Queue names (required then), and Result.Tenants reports per
+	// leaf queue (see TenantResult). Default none: one pool, no quotas.
+	Queues []scheduler.Queue
+	// IgnoreQueues shows the scheduler no queues (one shared pool) while
+	// Result.Tenants still accounts against Queues' quotas, for comparing
+	// a shared pool with quotas (requires Queues).
+	IgnoreQueues bool
 }
 
 // job is the simulator's state of one job.
@@ -231,6 +240,8 @@ type engine struct {
 	checks  int
 	// grid holds deadlines and the energy account (Config.Carbon, Slack).
 	grid *grid
+	// ten is the per-tenant accounting (nil without Config.Queues).
+	ten *tenancy
 }
 
 func (c *Config) validate() error {
@@ -280,6 +291,9 @@ func (c *Config) validate() error {
 		c.Start = time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
 	if err := c.checkGrid(); err != nil {
+		return err
+	}
+	if err := c.validateQueues(); err != nil {
 		return err
 	}
 	types := c.Cluster.Types()
@@ -395,6 +409,7 @@ func newEngine(cfg Config) (*engine, error) {
 		e.jobs = append(e.jobs, j)
 		e.byName[s.Name] = j
 	}
+	e.newTenancy()
 	e.pending = slices.Clone(e.jobs)
 	slices.SortStableFunc(e.pending, func(a, b *job) int { return cmp.Compare(a.submit, b.submit) })
 	e.healthy = e.cluster.Size()
@@ -443,6 +458,7 @@ func (e *engine) loop(ctx context.Context) error {
 			return err
 		}
 		e.sample()
+		e.observeTenants()
 		if e.allDone() || e.now >= horizon || e.stuck() {
 			return nil
 		}
@@ -557,6 +573,9 @@ func (e *engine) schedule(ctx context.Context) error {
 	e.changed, e.submitted = false, len(act)
 	in := scheduler.Input{Cluster: e.cluster, Now: e.cfg.Start.Add(dur(e.now))}
 	in.Carbon = e.forecast(in.Now)
+	if !e.cfg.IgnoreQueues {
+		in.Queues = e.cfg.Queues
+	}
 	for _, j := range act {
 		in.Jobs = append(in.Jobs, e.describe(j))
 		if len(j.devs) > 0 {
@@ -631,6 +650,9 @@ func (e *engine) describe(j *job) scheduler.Job {
 		Attained:  dur(j.attained),
 		Restarts:  max(j.allocs-1, 0),
 		Types:     e.jobTypes(j),
+	}
+	if e.ten != nil && !e.cfg.IgnoreQueues {
+		sj.Queue = j.spec.Queue
 	}
 	app := j.app
 	switch e.cfg.Kind {

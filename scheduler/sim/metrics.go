@@ -93,6 +93,9 @@ type Result struct {
 	// DeadlineMisses counts jobs that finished after their deadline or not
 	// at all (Config.Slack set; 0 otherwise).
 	DeadlineMisses int `json:"deadline_misses,omitempty"`
+	// Tenants has one entry per leaf queue of Config.Queues, by name (nil
+	// without queues).
+	Tenants []TenantResult `json:"tenants,omitempty"`
 }
 
 func (e *engine) sample() {
@@ -168,6 +171,7 @@ func (e *engine) result() (Result, error) {
 	if err := e.carbonResult(&r); err != nil {
 		return Result{}, err
 	}
+	r.Tenants = e.tenantResults()
 	return r, nil
 }
 

@@ -31,6 +31,11 @@ type PhillyOptions struct {
 // for batch size M0 × GPUs (capped at the model's largest batch), as in
 // Pollux's "realistic" workloads. Submit times are relative to the
 // window's first job. apps must hold the models used.
+//
+// Each job's Queue is its virtual cluster (the optional cluster column,
+// trimmed; "" when the trace has none) and its TraceDuration the run time
+// the trace recorded, so that a host can derive tenants' quotas from their
+// share of GPU-time (as examples/simulate's -tenants vc does).
 func ReadPhilly(r io.Reader, apps map[string]*Application, opts PhillyOptions) ([]JobSpec, error) {
 	if opts.Jobs < 0 {
 		return nil, fmt.Errorf("%w: PhillyOptions.Jobs %d", ErrInvalid, opts.Jobs)
@@ -48,10 +53,13 @@ func ReadPhilly(r io.Reader, apps map[string]*Application, opts PhillyOptions) (
 	if err != nil {
 		return nil, err
 	}
+	vc, hasVC := col["cluster"]
 	type row struct {
 		t     time.Time
 		gpus  int
 		hours float64
+		dur   float64
+		vc    string
 	}
 	var rows []row
 	for n := 1; ; n++ {
@@ -75,7 +83,11 @@ func ReadPhilly(r io.Reader, apps map[string]*Application, opts PhillyOptions) (
 		if d < 60 || gt >= 1000*3600 || g < 1 {
 			continue
 		}
-		rows = append(rows, row{ts, int(g), gt / 3600})
+		rw := row{t: ts, gpus: int(g), hours: gt / 3600, dur: d}
+		if hasVC && vc < len(rec) {
+			rw.vc = strings.TrimSpace(rec[vc])
+		}
+		rows = append(rows, rw)
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("%w: philly trace has no eligible jobs", ErrInvalid)
@@ -113,11 +125,13 @@ func ReadPhilly(r io.Reader, apps map[string]*Application, opts PhillyOptions) (
 			batch = a.FixedBatch
 		}
 		jobs = append(jobs, JobSpec{
-			Name:        app + "-" + strconv.Itoa(i),
-			Submit:      r.t.Sub(rows[0].t),
-			Application: app,
-			Replicas:    r.gpus,
-			BatchSize:   batch,
+			Name:          app + "-" + strconv.Itoa(i),
+			Submit:        r.t.Sub(rows[0].t),
+			Application:   app,
+			Replicas:      r.gpus,
+			BatchSize:     batch,
+			Queue:         r.vc,
+			TraceDuration: dur(r.dur),
 		})
 	}
 	slices.SortStableFunc(jobs, func(a, b JobSpec) int { return cmp.Compare(a.Submit, b.Submit) })

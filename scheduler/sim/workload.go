@@ -42,6 +42,16 @@ type JobSpec struct {
 	Replicas int `json:"replicas"`
 	// BatchSize is the requested total batch size (≥ 1).
 	BatchSize int `json:"batch_size"`
+	// Queue names the job's tenant: the leaf queue of Config.Queues it is
+	// submitted to (ReadPhilly: the trace's virtual cluster; ReadWorkload:
+	// the optional queue column). It is ignored when Config.Queues is
+	// empty; "" = none.
+	Queue string `json:"queue,omitempty"`
+	// TraceDuration is the job's run time in the source trace, when the
+	// trace records one (0 = unknown). The simulator does not use it (a
+	// job runs until its application's target); hosts derive tenants'
+	// shares of GPU-time from it (TraceDuration × Replicas).
+	TraceDuration time.Duration `json:"trace_duration,omitempty"`
 }
 
 // Workload is a named list of jobs in arrival order.
@@ -57,7 +67,8 @@ const maxSubmitSeconds = 1e9
 // ReadWorkload parses a workload in the Pollux layout: a header naming at
 // least the columns name, time, application, num_replicas and batch_size
 // (in any order; other columns are ignored), then one job per row. time is
-// the submit time in seconds (a decimal number). Jobs are returned sorted
+// the submit time in seconds (a decimal number); an optional queue column
+// sets JobSpec.Queue. Jobs are returned sorted
 // by submit time, ties broken by name. Errors wrap ErrInvalid and name the
 // row and column.
 func ReadWorkload(r io.Reader) ([]JobSpec, error) {
@@ -89,6 +100,9 @@ func ReadWorkload(r io.Reader) ([]JobSpec, error) {
 			return nil, fmt.Errorf("%w: workload row %d has %d fields, want %d", ErrInvalid, row, len(rec), len(header))
 		}
 		j := JobSpec{Name: strings.TrimSpace(rec[col["name"]]), Application: strings.TrimSpace(rec[col["application"]])}
+		if q, ok := col["queue"]; ok {
+			j.Queue = strings.TrimSpace(rec[q])
+		}
 		if j.Name == "" {
 			return nil, fmt.Errorf("%w: workload row %d: empty name", ErrInvalid, row)
 		}

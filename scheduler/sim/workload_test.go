@@ -19,11 +19,11 @@ func TestReadWorkload(t *testing.T) {
 		err  bool
 	}{
 		{"pollux", "name,time,application,num_replicas,batch_size\ncifar10-0,107,cifar10,6,2048\nncf-2,35,ncf,1,32768\n",
-			[]JobSpec{{"ncf-2", 35 * time.Second, "ncf", 1, 32768}, {"cifar10-0", 107 * time.Second, "cifar10", 6, 2048}}, false},
+			[]JobSpec{{Name: "ncf-2", Submit: 35 * time.Second, Application: "ncf", Replicas: 1, BatchSize: 32768}, {Name: "cifar10-0", Submit: 107 * time.Second, Application: "cifar10", Replicas: 6, BatchSize: 2048}}, false},
 		{"sia floats and column order", "time,name,batch_size,application,num_replicas,extra\n401.5,a,4096,cifar10,12.0,x\n",
-			[]JobSpec{{"a", 401500 * time.Millisecond, "cifar10", 12, 4096}}, false},
+			[]JobSpec{{Name: "a", Submit: 401500 * time.Millisecond, Application: "cifar10", Replicas: 12, BatchSize: 4096}}, false},
 		{"ties by name", "name,time,application,num_replicas,batch_size\nb,1,m,1,1\na,1,m,1,1\n",
-			[]JobSpec{{"a", time.Second, "m", 1, 1}, {"b", time.Second, "m", 1, 1}}, false},
+			[]JobSpec{{Name: "a", Submit: time.Second, Application: "m", Replicas: 1, BatchSize: 1}, {Name: "b", Submit: time.Second, Application: "m", Replicas: 1, BatchSize: 1}}, false},
 		{"empty workload", "name,time,application,num_replicas,batch_size\n", nil, false},
 		{"missing column", "name,time,application,num_replicas\na,1,m,1\n", nil, true},
 		{"negative time", "name,time,application,num_replicas,batch_size\na,-1,m,1,1\n", nil, true},

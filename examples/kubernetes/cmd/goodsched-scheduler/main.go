@@ -76,6 +76,7 @@ func run(args []string, stderr *os.File) error {
 	burst := fs.Int("kube-api-burst", 2000, "API request burst (a round that binds more pods than this is slowed to -kube-api-qps)")
 	workers := fs.Int("bind-workers", host.DefaultBindWorkers, "API writes a round makes at once")
 	tolerated := fs.String("tolerated-taints", host.ResourceGPU, "comma-separated taint keys whose NoSchedule taints do not hide GPU nodes")
+	queuesCM := fs.String("queues-configmap", "", "namespace/name of the ConfigMap with the tenants' queues and quotas (key "+host.QueuesConfigKey+"; empty = no queues)")
 	var rep reportFlags
 	rep.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -122,7 +123,7 @@ func run(args []string, stderr *os.File) error {
 		Interval: *interval, MinInterval: *minInterval,
 		Scheduler: scheduler.Config{Policy: pol}, Models: models,
 		Identity: *identity, LeaderElection: *leaderElect, LeaseNamespace: *leaseNS, LeaseName: *leaseName,
-		BindWorkers: *workers, ToleratedTaints: taints, Logger: log,
+		BindWorkers: *workers, ToleratedTaints: taints, Logger: log, QueuesConfigMap: *queuesCM,
 	})
 	if err != nil {
 		return err

@@ -99,6 +99,7 @@ type jobSpec struct {
 	priority    int
 	preemptible bool
 	types       []accel.TypeKey
+	queue       string // leaf queue; "" without queues
 }
 
 // parseSpec reads the scheduling annotations. Every malformed value is an

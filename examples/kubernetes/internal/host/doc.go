@@ -25,6 +25,14 @@
 // our running pods hold; GPUs used by other schedulers' pods, and by
 // terminating pods, are subtracted.
 //
+// # Queues
+//
+// With Config.QueuesConfigMap, tenants share the cluster by the library's
+// queues and quotas: the ConfigMap's QueuesConfigKey holds a QueueConfig
+// (the scheduler.Queue tree, a namespace → queue map and a default), and
+// each job's leaf queue is its LabelQueue label, else its namespace's
+// queue (see QueueConfig.QueueOf).
+//
 // # The round
 //
 // Each round (every Config.Interval, and early on relevant informer

@@ -105,6 +105,12 @@ type Config struct {
 	ToleratedTaints []string
 	// Logger logs rounds and failures; nil = slog.Default().
 	Logger *slog.Logger
+	// QueuesConfigMap, "namespace/name", is the ConfigMap whose
+	// QueuesConfigKey holds the tenants' queues and quotas (QueueConfig);
+	// "" = no queues. It is watched: a change applies from the next round.
+	// While it does not exist no quota applies; while it is malformed the
+	// last valid version does.
+	QueuesConfigMap string
 }
 
 // Host runs goodsched's rounds against a Kubernetes API server. Its
@@ -134,6 +140,9 @@ type Host struct {
 
 	roundMu sync.Mutex // one round at a time; guards the fields below
 	state   hostState
+	// queues follows Config.QueuesConfigMap (nil without it); its
+	// bookkeeping is guarded by roundMu.
+	queues *queueWatch
 }
 
 // hostState is what a Host remembers between rounds. It is rebuilt from
@@ -296,6 +305,11 @@ func New(cfg Config) (*Host, error) {
 			return nil, fmt.Errorf("host: event handler: %w", err)
 		}
 	}
+	if cfg.QueuesConfigMap != "" {
+		if err := h.watchQueues(); err != nil {
+			return nil, err
+		}
+	}
 	h.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: cfg.Client.EventsV1()})
 	h.recorder = h.broadcaster.NewRecorder(scheme.Scheme, "goodsched-scheduler")
 	return h, nil
@@ -309,6 +323,9 @@ func (h *Host) Start(ctx context.Context) error {
 		h.factory.Start(ctx.Done())
 		if h.extra != nil {
 			h.extra.Start(ctx.Done())
+		}
+		if h.queues != nil {
+			h.queues.factory.Start(ctx.Done())
 		}
 		if err := h.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 			h.startErr = fmt.Errorf("host: events: %w", err)

@@ -96,8 +96,13 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 	}
 	now := h.cfg.Now()
 	as := h.pruneState(pods)
-	snap := buildSnapshot(nodes, pods, jobs, snapshotOptions{schedulerName: h.cfg.SchedulerName, namespace: h.cfg.Namespace,
-		toleratedTaints: h.cfg.ToleratedTaints, now: now}, as)
+	opts := snapshotOptions{schedulerName: h.cfg.SchedulerName, namespace: h.cfg.Namespace,
+		toleratedTaints: h.cfg.ToleratedTaints, now: now}
+	qc := h.queueConfig()
+	if qc != nil {
+		opts.queueOf = qc.QueueOf
+	}
+	snap := buildSnapshot(nodes, pods, jobs, opts, as)
 
 	for _, sk := range snap.skipped {
 		r.Skipped = append(r.Skipped, sk.key)
@@ -130,6 +135,9 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 	}
 
 	in := scheduler.Input{Cluster: snap.cluster, Current: snap.current, Now: now}
+	if qc != nil {
+		in.Queues = qc.Queues
+	}
 	in.Jobs = make([]scheduler.Job, 0, len(snap.units))
 	byKey := make(map[JobKey]*unit, len(snap.units))
 	for _, u := range snap.units {

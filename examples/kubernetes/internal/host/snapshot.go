@@ -95,6 +95,9 @@ type snapshotOptions struct {
 	namespace       string // "" = all
 	toleratedTaints []string
 	now             time.Time
+	// queueOf maps a job's namespace and labels to its leaf queue; nil =
+	// no queues.
+	queueOf func(namespace string, labels map[string]string) (string, error)
 }
 
 // assumed overlays what the host did that the informers may not show yet.
@@ -231,6 +234,9 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 		u := &unit{key: key, job: j}
 		byUID[j.UID] = u
 		sp, err := parseSpec(j.Annotations)
+		if err == nil && opt.queueOf != nil {
+			sp.queue, err = opt.queueOf(j.Namespace, j.Labels)
+		}
 		if err == nil {
 			u.perPod = gpuCount(&j.Spec.Template.Spec)
 			err = checkPerPod(sp, u.perPod)
@@ -327,6 +333,9 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 			u.group = first.Name
 		}
 		sp, err := parseSpec(first.Annotations)
+		if err == nil && opt.queueOf != nil {
+			sp.queue, err = opt.queueOf(first.Namespace, first.Labels)
+		}
 		if err == nil {
 			u.perPod = gpuCount(&first.Spec)
 			for _, p := range gp.pods[1:] {
@@ -511,7 +520,7 @@ func checkPerPod(sp jobSpec, perPod int) error {
 func (u *unit) toJob() scheduler.Job {
 	sp := u.spec
 	j := scheduler.Job{ID: string(u.key), Weight: sp.weight, Priority: sp.priority, Kind: sp.kind,
-		NonPreemptible: !sp.preemptible, Types: slices.Clone(sp.types)}
+		NonPreemptible: !sp.preemptible, Types: slices.Clone(sp.types), Queue: sp.queue}
 	if u.job != nil {
 		j.Submitted = u.job.CreationTimestamp.Time
 		j.Restarts = restartsOf(u.job)
