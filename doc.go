@@ -28,8 +28,11 @@
 //     planner before their deadlines —, FIFO, Tiresias, Optimus, or
 //     scheduler/gavel's heterogeneity-aware fairness policies) says how
 //     many devices of which type each job gets; the Scheduler realises
-//     that through placement and returns a Plan. PowerModel accounts a
-//     round's energy and emissions.
+//     that through placement and returns a Plan. Input.Queues shares the
+//     cluster among tenants: a tree of queues with guaranteed quotas per
+//     device type, borrowing and lending limits and reclaim, every policy
+//     kept within each queue's entitlement (Pollux optimises goodput
+//     inside them). PowerModel accounts a round's energy and emissions.
 //     scheduler/dispatch is a separate request-level path (duplication-aware
 //     dispatch); scheduler/sim replays workloads through any policy.
 //
