@@ -334,11 +334,12 @@ type polishBound struct {
 	typ, cnt []int     // the base targets
 	terms    []float64 // per job: its bound at the base targets
 	sum, abs float64   // Σ terms and Σ |terms|
-	memo     map[[3]int]float64
+	// memo[i*types+t][c] is term(i, t, c) once computed (NaN before).
+	memo [][]float64
 }
 
 func (e *Search) newPolishBound(best *state, typ, cnt []int) *polishBound {
-	b := &polishBound{e: e, pinned: make([]float64, len(e.jobs)), memo: make(map[[3]int]float64),
+	b := &polishBound{e: e, pinned: make([]float64, len(e.jobs)), memo: make([][]float64, len(e.jobs)*len(e.types)),
 		typ: make([]int, len(typ)), cnt: make([]int, len(cnt)), terms: make([]float64, len(typ))}
 	for i := range e.jobs {
 		if e.jobs[i].pinned {
@@ -372,8 +373,16 @@ func (b *polishBound) term(i, t, c int) float64 {
 	case c <= 0 || t < 0:
 		return j.w * e.util(0)
 	}
-	k := [3]int{i, t, c}
-	if v, ok := b.memo[k]; ok {
+	m := b.memo[i*len(e.types)+t]
+	if c >= len(m) {
+		grown := make([]float64, max(2*len(m), c+1, 16))
+		copy(grown, m)
+		for k := len(m); k < len(grown); k++ {
+			grown[k] = math.NaN()
+		}
+		b.memo[i*len(e.types)+t], m = grown, grown
+	}
+	if v := m[c]; !math.IsNaN(v) {
 		return v
 	}
 	best := 0.0
@@ -385,7 +394,7 @@ func (b *polishBound) term(i, t, c int) float64 {
 		best = max(best, e.value(j, j.t0, len(e.cur[i]), j.c0))
 	}
 	v := j.w * e.util(best)
-	b.memo[k] = v
+	m[c] = v
 	return v
 }
 
