@@ -403,6 +403,10 @@ func wallClock() clock {
 // in milliseconds, or f's first error.
 func medianMS(clk clock, reps int, f func() error) (float64, error) {
 	ts := make([]float64, 0, reps)
+	// Collect the previous figure's garbage first, as go test -bench does
+	// before each benchmark: with -clock cpu, sweeping a large earlier
+	// heap in the background would be charged to a small round's time.
+	runtime.GC()
 	for range reps {
 		start := clk()
 		if err := f(); err != nil {
