@@ -654,7 +654,6 @@ func (e *engine) describe(j *job) scheduler.Job {
 	if e.ten != nil && !e.cfg.IgnoreQueues {
 		sj.Queue = j.spec.Queue
 	}
-	app := j.app
 	switch e.cfg.Kind {
 	case scheduler.Rigid:
 		sj.Kind = scheduler.Rigid
@@ -664,24 +663,15 @@ func (e *engine) describe(j *job) scheduler.Job {
 		}
 	case scheduler.Elastic:
 		sj.Kind = scheduler.Elastic
-		lo := max(app.MinLocal, 1)
-		maxRep := max(j.fixedBatch()/lo, 1)
-		if app.MaxReplicas > 0 {
-			maxRep = min(maxRep, app.MaxReplicas)
-		}
+		maxRep := e.maxReplicas(j)
 		sj.MinReplicas, sj.MaxReplicas, sj.Requested = 1, maxRep, min(j.spec.Replicas, maxRep)
 		if e.cfg.Oracle {
 			e.oracleView(j, &sj, maxRep)
 		}
 	default:
 		sj.Kind = scheduler.Adaptive
-		maxRep := 1 // the Estimator's exploration bound
-		if l := e.learnerOf(j); l != nil {
-			maxRep = l.est.MaxReplicas()
-		}
-		if app.MaxReplicas > 0 {
-			maxRep = min(maxRep, app.MaxReplicas)
-		}
+		e.learnerOf(j) // its Estimator gives the exploration bound
+		maxRep := e.maxReplicas(j)
 		sj.MinReplicas, sj.MaxReplicas, sj.Requested = 0, maxRep, 1
 		sj.Speedup = e.speedupOf(j, maxRep)
 	}

@@ -202,29 +202,28 @@ func (e *engine) newTenancy() {
 	e.ten = t
 }
 
-// demandOf is the most devices job j may get this round, as describe
-// presents it to the policy (scheduler.Job.MaxReplicas).
-func (e *engine) demandOf(j *job) int {
+// maxReplicas is the most devices job j may get this round, what describe
+// shows the policy as MaxReplicas and the tenant accounting counts as its
+// demand: a rigid job's count; an elastic job's fixed batch over the least
+// local batch; an adaptive job's Estimator's exploration bound (1 before
+// it has one); the last two capped by the application's MaxReplicas.
+func (e *engine) maxReplicas(j *job) int {
 	app := j.app
+	maxRep := 1
 	switch e.cfg.Kind {
 	case scheduler.Rigid:
 		return j.spec.Replicas
 	case scheduler.Elastic:
-		maxRep := max(j.fixedBatch()/max(app.MinLocal, 1), 1)
-		if app.MaxReplicas > 0 {
-			maxRep = min(maxRep, app.MaxReplicas)
-		}
-		return maxRep
+		maxRep = max(j.fixedBatch()/max(app.MinLocal, 1), 1)
 	default:
-		maxRep := 1
 		if j.lrn != nil {
 			maxRep = j.lrn.est.MaxReplicas()
 		}
-		if app.MaxReplicas > 0 {
-			maxRep = min(maxRep, app.MaxReplicas)
-		}
-		return maxRep
 	}
+	if app.MaxReplicas > 0 {
+		maxRep = min(maxRep, app.MaxReplicas)
+	}
+	return maxRep
 }
 
 // observeTenants does the guarantee accounting of one round, after its
@@ -252,7 +251,7 @@ func (e *engine) observeTenants() {
 				t.jobTy[j.idx] = append(t.jobTy[j.idx], t.tyIdx[ty])
 			}
 		}
-		d := e.demandOf(j)
+		d := e.maxReplicas(j)
 		for _, ti := range t.jobTy[j.idx] {
 			t.want[k*t.nt+ti] += d
 		}
