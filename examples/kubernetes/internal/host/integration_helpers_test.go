@@ -82,15 +82,15 @@ func startCluster(t *testing.T) *testcluster.Cluster {
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: host.DefaultLeaseNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	grantDeployRBAC(t, c, "scheduler")
+	grantRBAC(t, c, "scheduler", "../../deploy/rbac.yaml")
 	return c
 }
 
-// grantDeployRBAC creates deploy/rbac.yaml's ClusterRole and Role and binds
-// them to user.
-func grantDeployRBAC(t *testing.T, c *testcluster.Cluster, user string) {
+// grantRBAC creates the ClusterRoles and Roles of the manifest file (other
+// kinds are skipped) and binds them to user.
+func grantRBAC(t *testing.T, c *testcluster.Cluster, user, file string) {
 	t.Helper()
-	data, err := os.ReadFile("../../deploy/rbac.yaml")
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
