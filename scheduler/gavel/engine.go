@@ -57,9 +57,15 @@ func newEngine(n, k int, a, s, capac, v, f, d []float64, useTheta bool) *engine 
 	return &engine{n: n, k: k, a: a, s: s, capac: capac, v: v, f: f, d: d, useTheta: useTheta}
 }
 
+// classifySample is how many jobs classify looks at before it decides
+// whether classes pay.
+const classifySample = 512
+
 // classify groups the jobs whose throughputs, scale and values are
 // bitwise equal (so that their hulls are computed once per class, with
-// the very same arithmetic) and sizes the hull scratch per class.
+// the very same arithmetic) and sizes the hull scratch per class. When
+// more than half of the first classifySample jobs are distinct, every job
+// is its own class.
 func (e *engine) classify() {
 	k := e.k
 	e.cls = make([]int32, e.n)
@@ -106,6 +112,16 @@ func (e *engine) classify() {
 			head[h] = c
 		}
 		e.cls[m] = c
+		if m+1 == classifySample && len(e.rep) > classifySample/2 && e.n > 2*classifySample {
+			// Mostly distinct jobs (random instances): hashing the rest
+			// would cost more than the hulls it saves. One class per job.
+			e.rep = e.rep[:0]
+			for m := range e.n {
+				e.cls[m] = int32(m)
+				e.rep = append(e.rep, int32(m))
+			}
+			break
+		}
 	}
 	nc := len(e.rep)
 	e.hn, e.ht, e.hc, e.hty = make([]int32, nc), make([]float64, nc*(k+1)), make([]float64, nc*(k+1)), make([]int32, nc*(k+1))

@@ -52,3 +52,41 @@ func TestCrossingMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// TestClassify: jobs drawn from ten distinct rows fall into ten classes,
+// each job with a representative equal to it; mostly distinct jobs are a
+// class each (classify gives up on classes that would not pay).
+func TestClassify(t *testing.T) {
+	const n, k = 3000, 3
+	rng := rand.New(rand.NewPCG(3, 4))
+	rows := make([][]float64, 10)
+	for i := range rows {
+		rows[i] = []float64{rng.Float64(), rng.Float64(), float64(i % 2)}
+	}
+	for _, distinct := range []bool{false, true} {
+		a, s := make([]float64, n*k), make([]float64, n)
+		for m := range n {
+			row := rows[rng.IntN(len(rows))]
+			if distinct {
+				row = []float64{rng.Float64(), rng.Float64(), rng.Float64()}
+			}
+			copy(a[m*k:], row)
+			s[m] = 1
+		}
+		e := newEngine(n, k, a, s, []float64{1, 1, 1}, nil, nil, nil, true)
+		e.classify()
+		want := 10
+		if distinct {
+			want = n
+		}
+		if len(e.rep) != want {
+			t.Fatalf("distinct %v: %d classes, want %d", distinct, len(e.rep), want)
+		}
+		for m := range n {
+			r := int(e.rep[e.cls[m]])
+			if !slices.Equal(a[m*k:m*k+k], a[r*k:r*k+k]) || s[m] != s[r] {
+				t.Fatalf("distinct %v: job %d in the class of job %d: %v vs %v", distinct, m, r, a[m*k:m*k+k], a[r*k:r*k+k])
+			}
+		}
+	}
+}
