@@ -312,13 +312,8 @@ func (e *Search) norm(j *gjob, t, n, c int) float64 {
 	}
 	cs := j.cache[t]
 	if c >= len(cs) {
-		size := max(2*len(cs), c+1, 16)
-		grown := make([]float64, size)
-		copy(grown, cs)
-		for i := len(cs); i < size; i++ {
-			grown[i] = math.NaN()
-		}
-		j.cache[t], cs = grown, grown
+		cs = growMemo(cs, c)
+		j.cache[t] = cs
 	}
 	if v := cs[c]; !math.IsNaN(v) {
 		return v
@@ -326,6 +321,17 @@ func (e *Search) norm(j *gjob, t, n, c int) float64 {
 	v := e.eval(j, t, n, c)
 	cs[c] = v
 	return v
+}
+
+// growMemo returns memo, a per-count memo with NaN for unknown entries,
+// grown to hold count c.
+func growMemo(memo []float64, c int) []float64 {
+	grown := make([]float64, max(2*len(memo), c+1, 16))
+	copy(grown, memo)
+	for i := len(memo); i < len(grown); i++ {
+		grown[i] = math.NaN()
+	}
+	return grown
 }
 
 func (e *Search) eval(j *gjob, t, n, c int) float64 {

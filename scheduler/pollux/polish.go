@@ -375,12 +375,8 @@ func (b *polishBound) term(i, t, c int) float64 {
 	}
 	m := b.memo[i*len(e.types)+t]
 	if c >= len(m) {
-		grown := make([]float64, max(2*len(m), c+1, 16))
-		copy(grown, m)
-		for k := len(m); k < len(grown); k++ {
-			grown[k] = math.NaN()
-		}
-		b.memo[i*len(e.types)+t], m = grown, grown
+		m = growMemo(m, c)
+		b.memo[i*len(e.types)+t] = m
 	}
 	if v := m[c]; !math.IsNaN(v) {
 		return v
