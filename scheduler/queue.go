@@ -21,12 +21,12 @@ import (
 // cohort as a whole borrows from its own siblings. Roots (Parent "") are
 // the members of one implicit top cohort, the cluster itself.
 //
-// Per accelerator type, each round, a queue is entitled to (see
-// Input.Queues for the exact rule): its guaranteed quota (Nominal, or its
-// demand when that is smaller), then a weighted share of what its
-// siblings leave over, up to its BorrowingLimit beyond Nominal; what it
-// does not use of its Nominal is lent to its siblings, up to its
-// LendingLimit.
+// Per accelerator type, each round, a queue is entitled to (the package
+// documentation, "Queues and quotas", has the exact rule): its guaranteed
+// quota (Nominal, or its demand when that is smaller), then a weighted
+// share of what its siblings leave over, up to its BorrowingLimit beyond
+// Nominal; what it does not use of its Nominal is lent to its siblings,
+// up to its LendingLimit.
 type Queue struct {
 	// Name identifies the queue; unique and non-empty.
 	Name string `json:"name"`
@@ -83,7 +83,8 @@ type QueueUsage struct {
 	// the rest of its cohort borrows).
 	Lent int `json:"lent"`
 	// Pending is the demand (devices) not served: its demand for Type
-	// (see Input.Queues) less Used, at least 0.
+	// (see "Queues and quotas" in the package documentation) less Used,
+	// at least 0.
 	Pending int `json:"pending"`
 }
 
@@ -265,7 +266,7 @@ type roundQuota struct {
 	want []int
 }
 
-// newQuota computes the round's entitlements (see Input.Queues).
+// newQuota computes the round's entitlements (see "Queues and quotas" in doc.go).
 func (r *Round) newQuota(t *queueTree) *roundQuota {
 	nt, nq := len(r.types), len(t.qs)
 	q := &roundQuota{tree: t, nt: nt, nominal: make([]int, nq*nt), demand: make([]int, nq*nt), pinned: make([]int, nq*nt),
@@ -889,8 +890,9 @@ func satAdd(a, b int) int {
 }
 
 // Entitlement returns the most devices of type t the jobs of leaf queue
-// queue may hold together this round (see Input.Queues), and false when
-// the round has no such leaf queue or type. Policies that fill the
+// queue may hold together this round (see "Queues and quotas" in the
+// package documentation), and false when the round has no such leaf queue
+// or type. Policies that fill the
 // cluster themselves can stay within it; the Scheduler trims any target
 // set that does not.
 func (r *Round) Entitlement(queue string, t accel.TypeKey) (int, bool) {
