@@ -892,9 +892,8 @@ func satAdd(a, b int) int {
 // Entitlement returns the most devices of type t the jobs of leaf queue
 // queue may hold together this round (see "Queues and quotas" in the
 // package documentation), and false when the round has no such leaf queue
-// or type. Policies that fill the
-// cluster themselves can stay within it; the Scheduler trims any target
-// set that does not.
+// or type. Policies that fill the cluster themselves can stay within it;
+// the Scheduler trims any target set that does not.
 func (r *Round) Entitlement(queue string, t accel.TypeKey) (int, bool) {
 	if r.quota == nil {
 		return 0, false
