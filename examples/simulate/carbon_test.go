@@ -14,13 +14,7 @@ import (
 // the JSON gains energy_kwh, carbon_kg and deadline_misses per policy,
 // goodput-carbon meets every deadline, and the trade-off plot is written.
 func TestRunCarbon(t *testing.T) {
-	dir := t.TempDir()
-	wl := filepath.Join(dir, "small.csv")
-	data := "name,time,application,num_replicas,batch_size\n" +
-		"cifar10-0,0,cifar10,2,256\nncf-1,30,ncf,1,32768\nbert-2,60,bert,2,24\ncifar10-3,90,cifar10,1,128\n"
-	if err := os.WriteFile(wl, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, wl := smallWorkload(t)
 	var out, errb bytes.Buffer
 	args := []string{"-workload", wl, "-cluster", "2x4:t4", "-policies", "goodput,goodput-carbon", "-carbon", "embedded",
 		"-start", "2022-04-11", "-slack", "12h", "-sweep", "0.5,1", "-json", "-out", filepath.Join(dir, "out")}

@@ -10,14 +10,22 @@ import (
 	"testing"
 )
 
-func TestRunJSON(t *testing.T) {
-	dir := t.TempDir()
-	wl := filepath.Join(dir, "small.csv")
+// smallWorkload writes a four-job workload CSV into a temporary directory
+// and returns the directory and the file.
+func smallWorkload(t *testing.T) (dir, file string) {
+	t.Helper()
+	dir = t.TempDir()
+	file = filepath.Join(dir, "small.csv")
 	data := "name,time,application,num_replicas,batch_size\n" +
 		"cifar10-0,0,cifar10,2,256\nncf-1,30,ncf,1,32768\nbert-2,60,bert,2,24\ncifar10-3,90,cifar10,1,128\n"
-	if err := os.WriteFile(wl, []byte(data), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return dir, file
+}
+
+func TestRunJSON(t *testing.T) {
+	dir, wl := smallWorkload(t)
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"-workload", wl, "-cluster", "2x4:t4", "-policies", "goodput,tiresias,optimus,fifo,gavel,gavel-blind,goodput-blind", "-json", "-out", filepath.Join(dir, "out")}, &out, &errb)
 	if code != 0 {
