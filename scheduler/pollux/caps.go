@@ -2,7 +2,6 @@ package pollux
 
 import (
 	"cmp"
-	"container/heap"
 	"slices"
 )
 
@@ -88,14 +87,14 @@ func (e *Search) trimCaps(s *state) {
 				h = append(h, sh)
 			}
 		}
-		heap.Init(&h)
-		for s.gused[x] > e.caps[x] && h.Len() > 0 {
-			sh := heap.Pop(&h).(shrink)
+		h.init()
+		for s.gused[x] > e.caps[x] && len(h) > 0 {
+			sh := h.pop()
 			if !e.apply(s, sh.job, sh.t, sh.c) {
 				continue
 			}
 			if next, ok := loss(sh.job); ok {
-				heap.Push(&h, next)
+				h.push(next)
 			}
 		}
 		if s.gused[x] <= e.caps[x] {

@@ -1,7 +1,6 @@
 package pollux
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,10 @@ import (
 // epsilon is added to every speedup inside the power mean, as in Pollux,
 // so that a job without devices has a finite (and very low) utility.
 const epsilon = 1e-3
+
+// nearNodes is how many node counts above the packed one a job's memo
+// keeps by count (Search.norm); the rest go to a map.
+const nearNodes = 3
 
 // minResumeFactor floors the restart factor of a job that is not running,
 // so that it still starts on devices nobody else wants.
@@ -110,7 +113,8 @@ type gjob struct {
 	rf       float64
 	base     float64
 	cache    [][]float64        // per type: raw speedup / base at packed nodes, by count; NaN = unknown
-	other    map[[3]int]float64 // (type, nodes, count) off the packed node count
+	near     [][]float64        // per type: the same on packed+1 … packed+nearNodes nodes, nearNodes per count; nil until used
+	other    map[[3]int]float64 // (type, nodes, count) on any other node count
 }
 
 // Search evaluates and searches allocations for one Problem. It is built
@@ -146,6 +150,9 @@ type Search struct {
 	// wideSlots: jobs on more bins get aggregates in the state (see
 	// wideIndex); tests raise it to compare with the plain bookkeeping.
 	wideSlots int
+	// undoBuf, skipBuf and takeBuf are tryTransfer's scratch lists.
+	undoBuf          []undo
+	skipBuf, takeBuf []shrink
 	// noPolishBound makes polish replay every try; tests set it to
 	// compare with the bounded polish.
 	noPolishBound bool
@@ -298,6 +305,25 @@ func (e *Search) norm(j *gjob, t, n, c int) float64 {
 		return 0
 	}
 	packed := e.packedNodes(t, c)
+	if d := n - packed; d > 0 && d <= nearNodes {
+		// A few nodes more than packed (a job grown across bins): a
+		// memo by count like cache, nearNodes entries per count.
+		if j.near == nil {
+			j.near = make([][]float64, len(e.types))
+		}
+		ns := j.near[t]
+		if x := nearNodes*c + d - 1; x >= len(ns) {
+			ns = growMemo(ns, x)
+			j.near[t] = ns
+		}
+		x := nearNodes*c + d - 1
+		if v := ns[x]; !math.IsNaN(v) {
+			return v
+		}
+		v := e.eval(j, t, n, c)
+		ns[x] = v
+		return v
+	}
 	if n != packed {
 		k := [3]int{t, n, c}
 		if v, ok := j.other[k]; ok {
@@ -494,6 +520,9 @@ func (e *Search) candidates(s *state, i int, sameType bool, onlyType int, try fu
 // per obtained device: growing on its type, or starting when it has no
 // devices.
 func (e *Search) bestGrow(s *state, i int) (move, bool) {
+	if !e.mayGrow(s, i) {
+		return move{}, false
+	}
 	cur := e.jobUtil(s, i)
 	best, found := move{job: i}, false
 	e.candidates(s, i, true, -1, func(t, c int) {
@@ -504,23 +533,27 @@ func (e *Search) bestGrow(s *state, i int) (move, bool) {
 	return best, found
 }
 
-// moveHeap is a max-heap of moves by gain, ties by job order.
-type moveHeap []move
-
-func (h moveHeap) Len() int { return len(h) }
-func (h moveHeap) Less(a, b int) bool {
-	if h[a].gain != h[b].gain {
-		return h[a].gain > h[b].gain
+// mayGrow reports whether job i could grow on its type, or start on an
+// allowed type, as far as the free device counts tell (probe fails on
+// fewer free devices than a move adds).
+func (e *Search) mayGrow(s *state, i int) bool {
+	if s.cnt[i] > 0 {
+		return s.free[s.typ[i]] > 0
 	}
-	return h[a].job < h[b].job
+	for _, t := range e.jobs[i].allowed {
+		if s.free[t] >= e.jobs[i].min {
+			return true
+		}
+	}
+	return false
 }
-func (h moveHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *moveHeap) Push(x any)   { *h = append(*h, x.(move)) }
-func (h *moveHeap) Pop() any {
-	old := *h
-	m := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return m
+
+// before orders moves by gain, largest first, ties by job order.
+func (a move) before(b move) bool {
+	if a.gain != b.gain {
+		return a.gain > b.gain
+	}
+	return a.job < b.job
 }
 
 // fill is the marginal-gain greedy: it repeatedly applies the feasible
@@ -530,29 +563,29 @@ func (h *moveHeap) Pop() any {
 // bins), so the heap is lazy.
 func (e *Search) fill(ctx context.Context, s *state) error {
 	stamp := make([]int, len(e.jobs))
-	h := make(moveHeap, 0, len(e.jobs))
+	h := make(heapOf[move], 0, len(e.jobs))
 	for i := range e.jobs {
 		if m, ok := e.bestGrow(s, i); ok {
 			h = append(h, m)
 		}
 	}
-	heap.Init(&h)
+	h.init()
 	// requeue invalidates job i's queued move and pushes its best one now.
 	requeue := func(i int) {
 		stamp[i]++
 		if m, ok := e.bestGrow(s, i); ok {
 			m.stamp = stamp[i]
-			heap.Push(&h, m)
+			h.push(m)
 		}
 	}
 	steps := 0
-	for h.Len() > 0 {
+	for len(h) > 0 {
 		if steps++; steps&1023 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		m := heap.Pop(&h).(move)
+		m := h.pop()
 		if m.stamp != stamp[m.job] {
 			continue
 		}

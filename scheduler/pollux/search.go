@@ -1,7 +1,6 @@
 package pollux
 
 import (
-	"container/heap"
 	"context"
 	"math"
 )
@@ -14,23 +13,16 @@ type shrink struct {
 	stamp int
 }
 
-type shrinkHeap []shrink
-
-func (h shrinkHeap) Len() int { return len(h) }
-func (h shrinkHeap) Less(a, b int) bool {
-	if h[a].loss != h[b].loss {
-		return h[a].loss < h[b].loss
+// before orders donors cheapest first, ties by job order.
+func (a shrink) before(b shrink) bool {
+	if a.loss != b.loss {
+		return a.loss < b.loss
 	}
-	return h[a].job < h[b].job
+	return a.job < b.job
 }
-func (h shrinkHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *shrinkHeap) Push(x any)   { *h = append(*h, x.(shrink)) }
-func (h *shrinkHeap) Pop() any {
-	old := *h
-	m := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return m
-}
+
+// shrinkHeap holds donors, cheapest first.
+type shrinkHeap = heapOf[shrink]
 
 // bestShrink returns job i's cheapest shrink step per freed device: down
 // within the look-ahead window (not below its minimum) or to zero.
@@ -112,12 +104,23 @@ func (e *Search) bestOnType(s *state, i, t int) (move, bool) {
 // the exchange when the objective rises. A job moving to another type
 // frees its old devices, which the greedy fill then hands out. Passes
 // repeat until one changes nothing.
+
 func (e *Search) improve(ctx context.Context, s *state, maxPasses int) error {
 	nt := len(e.types)
 	stamp := make([]int, len(e.jobs))
+	donors := make([]shrinkHeap, nt)
+	push := func(i int) {
+		stamp[i]++
+		if sh, ok := e.bestShrink(s, i); ok {
+			sh.stamp = stamp[i]
+			donors[s.typ[i]].push(sh)
+		}
+	}
 	for pass := 0; pass < maxPasses; pass++ {
 		changed := false
-		donors := make([]shrinkHeap, nt)
+		for t := range donors {
+			donors[t] = donors[t][:0]
+		}
 		for i := range e.jobs {
 			if sh, ok := e.bestShrink(s, i); ok {
 				sh.stamp = stamp[i]
@@ -125,14 +128,7 @@ func (e *Search) improve(ctx context.Context, s *state, maxPasses int) error {
 			}
 		}
 		for t := range donors {
-			heap.Init(&donors[t])
-		}
-		push := func(i int) {
-			stamp[i]++
-			if sh, ok := e.bestShrink(s, i); ok {
-				sh.stamp = stamp[i]
-				heap.Push(&donors[s.typ[i]], sh)
-			}
+			donors[t].init()
 		}
 		for r := range e.jobs {
 			if r&255 == 0 {
@@ -202,7 +198,7 @@ func (e *Search) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 		return false
 	}
 	// Cheap rejection: every donor device costs at least the top loss.
-	for h.Len() > 0 {
+	for len(*h) > 0 {
 		d := (*h)[0]
 		if d.stamp == stamp[d.job] && s.typ[d.job] == t && s.cnt[d.job] > 0 {
 			if d.job != r && d.loss >= m.gain {
@@ -210,15 +206,15 @@ func (e *Search) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 			}
 			break
 		}
-		heap.Pop(h)
+		h.pop()
 	}
 	gain := jr.w*e.util(e.value(jr, t, e.packedNodes(t, m.c), m.c)) - before
-	var log []undo
-	var skipped, taken []shrink
+	log, skipped, taken := e.undoBuf[:0], e.skipBuf[:0], e.takeBuf[:0]
+	defer func() { e.undoBuf, e.skipBuf, e.takeBuf = log[:0], skipped[:0], taken[:0] }()
 	loss := 0.0
 	done := false
-	for h.Len() > 0 {
-		d := heap.Pop(h).(shrink)
+	for len(*h) > 0 {
+		d := h.pop()
 		if d.stamp != stamp[d.job] || s.typ[d.job] != t || s.cnt[d.job] == 0 {
 			continue
 		}
@@ -265,7 +261,7 @@ func (e *Search) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 		}
 	}
 	for _, d := range skipped {
-		heap.Push(h, d)
+		h.push(d)
 	}
 	if done {
 		for _, u := range log {
@@ -278,7 +274,7 @@ func (e *Search) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 	for _, d := range taken {
 		stamp[d.job]++
 		d.stamp = stamp[d.job]
-		heap.Push(h, d)
+		h.push(d)
 	}
 	return false
 }
