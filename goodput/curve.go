@@ -54,7 +54,24 @@ type curveEntry struct {
 	rows    []atomic.Pointer[memoRow]
 }
 
-type memoRow struct{ e []memoEntry }
+// inlineNodes is how many node counts a memo row holds in itself, so that
+// the usual lookup (a job on one to a few nodes) reads one block of
+// memory rather than a row and then its entries.
+const inlineNodes = 8
+
+// memoRow is the memo of one replica count, by node count.
+type memoRow struct {
+	near [inlineNodes + 1]memoEntry // nodes 0 … inlineNodes
+	far  []memoEntry                // nodes inlineNodes+1 … replicas
+}
+
+// at is the entry of nodes (≤ the row's replica count).
+func (r *memoRow) at(nodes int) *memoEntry {
+	if nodes <= inlineNodes {
+		return &r.near[nodes]
+	}
+	return &r.far[nodes-inlineNodes-1]
+}
 
 type memoEntry struct {
 	ready atomic.Bool
@@ -232,7 +249,7 @@ func (c *Curve) plan(e *curveEntry, nodes, replicas int) BatchPlan {
 		return e.model.Optimize(nodes, replicas)
 	}
 	if r := e.rows[replicas].Load(); r != nil {
-		if m := &r.e[nodes]; m.ready.Load() {
+		if m := r.at(nodes); m.ready.Load() {
 			return m.plan
 		}
 	}
@@ -240,10 +257,13 @@ func (c *Curve) plan(e *curveEntry, nodes, replicas int) BatchPlan {
 	defer c.mu.Unlock()
 	r := e.rows[replicas].Load()
 	if r == nil {
-		r = &memoRow{e: make([]memoEntry, replicas+1)}
+		r = &memoRow{}
+		if replicas > inlineNodes {
+			r.far = make([]memoEntry, replicas-inlineNodes)
+		}
 		e.rows[replicas].Store(r)
 	}
-	m := &r.e[nodes]
+	m := r.at(nodes)
 	if !m.ready.Load() {
 		m.plan = e.model.Optimize(nodes, replicas)
 		m.ready.Store(true)
