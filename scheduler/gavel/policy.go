@@ -284,7 +284,17 @@ type round struct {
 	choice  []int  // per input job: 1 + index into cands, 0 = none
 	byID    []int  // input job indexes by job ID
 	idRank  []int  // per input job: its place in byID
+
+	// curNodes[curAt[i]:curAt[i+1]] are input job i's current devices
+	// per node (indexes into its type's nodes), resolved once for keep;
+	// keepable[i] reports that they are all usable.
+	curNodes []nodeNeed
+	curAt    []int
+	keepable []bool
 }
+
+// nodeNeed is a count of devices on one node of a type.
+type nodeNeed struct{ node, count int }
 
 // cand is one type that a problem row has a share on, with its priorities.
 type cand struct {
@@ -366,12 +376,43 @@ func newRound(p *Policy, sr *scheduler.Round) *round {
 	for k, i := range r.byID {
 		r.idRank[i] = k
 	}
+	r.curAt, r.keepable = make([]int, len(jobs)+1), make([]bool, len(jobs))
 	for i, j := range sr.Jobs() { // in Input.Jobs order
+		r.curAt[i] = len(r.curNodes)
 		if len(j.Current) > 0 {
 			r.curType[i], r.curDevs[i] = j.CurrentType, j.Current
+			r.keepable[i] = r.resolve(i)
 		}
 	}
+	r.curAt[len(jobs)] = len(r.curNodes)
 	return r
+}
+
+// resolve appends input job i's current devices per node to curNodes and
+// reports whether they are all usable (all are of type curType[i]); it
+// appends nothing when they are not.
+func (r *round) resolve(i int) bool {
+	j, ok := r.tIdx[r.curType[i]]
+	if !ok {
+		return false
+	}
+	t := &r.types[j]
+	start := len(r.curNodes)
+	for _, d := range r.curDevs[i] {
+		dev, ok := r.ix.Device(d)
+		if !ok || !dev.Usable() {
+			r.curNodes = r.curNodes[:start]
+			return false
+		}
+		k := t.at[dev.Node]
+		at := slices.IndexFunc(r.curNodes[start:], func(n nodeNeed) bool { return n.node == k })
+		if at < 0 {
+			r.curNodes = append(r.curNodes, nodeNeed{node: k})
+			at = len(r.curNodes) - 1 - start
+		}
+		r.curNodes[start+at].count++
+	}
+	return true
 }
 
 // buildProblem gives every job its gang size and a default target, and
@@ -572,26 +613,69 @@ func (r *round) rank() {
 			r.cands = append(r.cands, c)
 		}
 	}
-	// Job priority, then job ID, then stays, prio, due and type (the
-	// comparisons return early: this sort is the bulk of rank).
-	slices.SortFunc(r.cands, func(a, b cand) int {
+	r.cands = sortCands(r.cands)
+}
+
+// candOrder is the order of candidates: job priority, then job ID, then
+// stays, prio, due and type.
+func candOrder(a, b *cand) int {
+	if c := cmp.Compare(b.jobPrio, a.jobPrio); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.id, b.id); c != 0 {
+		return c
+	}
+	if c := boolCmp(b.stays, a.stays); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.prio, a.prio); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.due, a.due); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.typ, b.typ)
+}
+
+// sortCands returns cands (grouped by row, as rank builds them) in
+// candOrder. It orders each row's few candidates first, so that the big
+// sort compares small keys (job priority, then job ID and rank in the
+// row) instead of moving whole candidates through the full comparison:
+// that sort was the bulk of rank at 50,000 jobs.
+func sortCands(cands []cand) []cand {
+	type key struct {
+		jobPrio float64
+		tie     uint64 // job ID rank << 32 | rank among the row's candidates
+		at      int32
+	}
+	keys := make([]key, len(cands))
+	for lo := 0; lo < len(cands); {
+		hi := lo + 1
+		for hi < len(cands) && cands[hi].row == cands[lo].row {
+			hi++
+		}
+		row := cands[lo:hi]
+		for i := 1; i < len(row); i++ {
+			for j := i; j > 0 && candOrder(&row[j], &row[j-1]) < 0; j-- {
+				row[j], row[j-1] = row[j-1], row[j]
+			}
+		}
+		for k := range row {
+			keys[lo+k] = key{row[k].jobPrio, uint64(row[k].id)<<32 | uint64(k), int32(lo + k)}
+		}
+		lo = hi
+	}
+	slices.SortFunc(keys, func(a, b key) int {
 		if c := cmp.Compare(b.jobPrio, a.jobPrio); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.id, b.id); c != 0 {
-			return c
-		}
-		if c := boolCmp(b.stays, a.stays); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.prio, a.prio); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.due, a.due); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.typ, b.typ)
+		return cmp.Compare(a.tie, b.tie)
 	})
+	out := make([]cand, len(cands))
+	for k, e := range keys {
+		out[k] = cands[e.at]
+	}
+	return out
 }
 
 // realise turns the shares into whole gangs on nodes: it pins, chooses by
@@ -616,21 +700,17 @@ func (r *round) realise() {
 // (reserving nothing) unless they are all healthy, of type j and free.
 func (r *round) keep(i, j int) bool {
 	t := &r.types[j]
-	need := map[string]int{}
-	for _, d := range r.curDevs[i] {
-		dev, ok := r.ix.Device(d)
-		if !ok || !dev.Usable() || dev.Type != t.key {
-			return false
-		}
-		need[dev.Node]++
+	if !r.keepable[i] || r.curType[i] != t.key {
+		return false
 	}
-	for n, k := range need {
-		if t.free[t.at[n]] < k {
+	need := r.curNodes[r.curAt[i]:r.curAt[i+1]]
+	for _, n := range need {
+		if t.free[n.node] < n.count {
 			return false
 		}
 	}
-	for n, k := range need {
-		t.take(t.at[n], k)
+	for _, n := range need {
+		t.take(n.node, n.count)
 	}
 	return true
 }
