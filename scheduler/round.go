@@ -190,14 +190,18 @@ func (r *Round) place(ctx context.Context, tg []Target) (PlaceResult, error) {
 	if err := ctx.Err(); err != nil {
 		return PlaceResult{}, err
 	}
-	if r.state == nil {
-		st, err := r.cluster.NewState(r.current)
-		if err != nil {
-			return PlaceResult{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	var st *placement.State
+	if _, packer := r.placer.(Packer); !packer { // Packer reads no State: skip building one
+		if r.state == nil {
+			built, err := r.cluster.NewState(r.current)
+			if err != nil {
+				return PlaceResult{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+			}
+			r.state = built
 		}
-		r.state = st
+		st = r.state.Clone()
 	}
-	res, err := r.placer.Place(ctx, PlaceInput{Cluster: r.cluster, Current: r.current, State: r.state.Clone(),
+	res, err := r.placer.Place(ctx, PlaceInput{Cluster: r.cluster, Current: r.current, State: st,
 		Targets: pt, AllowInterference: r.allowInterference})
 	if err != nil {
 		return PlaceResult{}, placeError(err)
