@@ -349,6 +349,8 @@ func (r *Round) checkCurrent() error {
 	}
 	seen := make(map[string]string, held)
 	var gone map[string]bool // finished jobs seen in Current
+	// The live jobs' Current are copies, end to end in one array.
+	copies := make([]string, 0, held)
 	for k, a := range r.in.Current {
 		// Every entry is checked, a finished job's too: its devices must
 		// exist and not be held twice, though they are then released.
@@ -385,7 +387,11 @@ func (r *Round) checkCurrent() error {
 		if ji.Current != nil {
 			return fmt.Errorf("%w: current[%d]: job %q has two assignments", ErrInvalid, k, a.Job)
 		}
-		ji.Current = slices.Clone(a.Devices)
+		if a.Devices != nil { // a copy (nil stays nil, as slices.Clone keeps it)
+			n := len(copies)
+			copies = append(copies, a.Devices...)
+			ji.Current = copies[n:len(copies):len(copies)]
+		}
 		if len(a.Devices) == 0 {
 			continue
 		}
