@@ -250,10 +250,9 @@ func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takes
 		if err := checkJob(i, j); err != nil {
 			return nil, err
 		}
-		if _, dup := r.byID[j.ID]; dup {
+		if r.byID[j.ID] = i; len(r.byID) == i { // one map operation per job, not two
 			return nil, fmt.Errorf("%w: job %q: duplicate ID", ErrInvalid, j.ID)
 		}
-		r.byID[j.ID] = i
 		ji := jobInfo{RoundJob: RoundJob{Job: j, Weight: j.Weight}, curType: -1}
 		if ji.Weight == 0 {
 			ji.Weight = 1
