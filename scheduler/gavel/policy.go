@@ -138,6 +138,14 @@ type roundState struct {
 	// indexes in ID order, reused while the jobs come in the same order.
 	inIDs  []string
 	inByID []int
+	// types are the types of the cluster that ix indexes, as newRound
+	// reads them, and free0 their usable devices per node: kept while the
+	// cluster stays the same (the Scheduler passes the same index), so
+	// that a round copies the counts instead of reading every device.
+	ix    *placement.Index
+	types []typeInfo
+	tIdx  map[accel.TypeKey]int
+	free0 [][]int
 }
 
 // isoCounters is one job's cumulative isolated time (finish-time fairness).
@@ -342,32 +350,22 @@ func (p *Policy) check(in scheduler.Input) error {
 }
 
 // newRound reads the types with usable devices, their usable devices per
-// node (nodes by name) and what runs now from the scheduler's Round.
+// node (nodes by name; kept from the last round on the same cluster
+// index) and what runs now from the scheduler's Round.
 func newRound(p *Policy, sr *scheduler.Round) *round {
 	ix := sr.Cluster()
-	r := &round{p: p, in: *sr.Input(), ix: ix, tIdx: map[accel.TypeKey]int{},
+	r := &round{p: p, in: *sr.Input(), ix: ix,
 		curType: make([]accel.TypeKey, len(sr.Input().Jobs)), curDevs: make([][]string, len(sr.Input().Jobs))}
-	for _, t := range ix.Types() {
-		if c, perNode, _ := ix.Usable(t); c > 0 {
-			r.tIdx[t] = len(r.types)
-			r.types = append(r.types, typeInfo{key: t, count: c, perNode: perNode, at: map[string]int{}})
+	if st := &p.st; st.ix != ix {
+		st.ix, st.free0 = ix, nil
+		st.types, st.tIdx = readTypes(ix)
+		for j := range st.types {
+			st.free0 = append(st.free0, slices.Clone(st.types[j].free))
 		}
 	}
-	for n := range ix.Nodes() {
-		name, devs := ix.Node(n)
-		for _, d := range devs {
-			if i, ok := r.tIdx[d.Type]; ok && d.Usable() {
-				t := &r.types[i]
-				if _, seen := t.at[name]; !seen {
-					t.at[name] = len(t.nodes)
-					t.nodes = append(t.nodes, name)
-					t.free = append(t.free, 0)
-				}
-				t.free[t.at[name]]++
-			}
-		}
-	}
+	r.types, r.tIdx = p.st.types, p.st.tIdx
 	for j := range r.types {
+		copy(r.types[j].free, p.st.free0[j])
 		r.types[j].reindex()
 	}
 	jobs := r.in.Jobs
@@ -386,6 +384,35 @@ func newRound(p *Policy, sr *scheduler.Round) *round {
 	}
 	r.curAt[len(jobs)] = len(r.curNodes)
 	return r
+}
+
+// readTypes returns the types of ix with usable devices, in ix.Types
+// order, with their usable devices per node (nodes by name), and their
+// indexes.
+func readTypes(ix *placement.Index) ([]typeInfo, map[accel.TypeKey]int) {
+	var types []typeInfo
+	tIdx := map[accel.TypeKey]int{}
+	for _, t := range ix.Types() {
+		if c, perNode, _ := ix.Usable(t); c > 0 {
+			tIdx[t] = len(types)
+			types = append(types, typeInfo{key: t, count: c, perNode: perNode, at: map[string]int{}})
+		}
+	}
+	for n := range ix.Nodes() {
+		name, devs := ix.Node(n)
+		for _, d := range devs {
+			if i, ok := tIdx[d.Type]; ok && d.Usable() {
+				t := &types[i]
+				if _, seen := t.at[name]; !seen {
+					t.at[name] = len(t.nodes)
+					t.nodes = append(t.nodes, name)
+					t.free = append(t.free, 0)
+				}
+				t.free[t.at[name]]++
+			}
+		}
+	}
+	return types, tIdx
 }
 
 // resolve appends input job i's current devices per node to curNodes and
