@@ -698,11 +698,25 @@ func sortCands(cands []cand) []cand {
 		}
 		return cmp.Compare(a.tie, b.tie)
 	})
-	out := make([]cand, len(cands))
-	for k, e := range keys {
-		out[k] = cands[e.at]
+	// Permute in place, cycle by cycle: position k takes the candidate at
+	// keys[k].at (set to −1 once done).
+	for start := range keys {
+		if keys[start].at < 0 {
+			continue
+		}
+		first := cands[start]
+		for k := start; ; {
+			src := int(keys[k].at)
+			keys[k].at = -1
+			if src == start {
+				cands[k] = first
+				break
+			}
+			cands[k] = cands[src]
+			k = src
+		}
 	}
-	return out
+	return cands
 }
 
 // realise turns the shares into whole gangs on nodes: it pins, chooses by
