@@ -190,14 +190,18 @@ func (r *Round) place(ctx context.Context, tg []Target) (PlaceResult, error) {
 	if err := ctx.Err(); err != nil {
 		return PlaceResult{}, err
 	}
-	if r.state == nil {
-		st, err := r.cluster.NewState(r.current)
-		if err != nil {
-			return PlaceResult{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	var st *placement.State
+	if _, packer := r.placer.(Packer); !packer { // Packer reads no State: skip building one
+		if r.state == nil {
+			built, err := r.cluster.NewState(r.current)
+			if err != nil {
+				return PlaceResult{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+			}
+			r.state = built
 		}
-		r.state = st
+		st = r.state.Clone()
 	}
-	res, err := r.placer.Place(ctx, PlaceInput{Cluster: r.cluster, Current: r.current, State: r.state.Clone(),
+	res, err := r.placer.Place(ctx, PlaceInput{Cluster: r.cluster, Current: r.current, State: st,
 		Targets: pt, AllowInterference: r.allowInterference})
 	if err != nil {
 		return PlaceResult{}, placeError(err)
@@ -246,10 +250,9 @@ func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takes
 		if err := checkJob(i, j); err != nil {
 			return nil, err
 		}
-		if _, dup := r.byID[j.ID]; dup {
+		if r.byID[j.ID] = i; len(r.byID) == i { // one map operation per job, not two
 			return nil, fmt.Errorf("%w: job %q: duplicate ID", ErrInvalid, j.ID)
 		}
-		r.byID[j.ID] = i
 		ji := jobInfo{RoundJob: RoundJob{Job: j, Weight: j.Weight}, curType: -1}
 		if ji.Weight == 0 {
 			ji.Weight = 1
@@ -345,6 +348,8 @@ func (r *Round) checkCurrent() error {
 	}
 	seen := make(map[string]string, held)
 	var gone map[string]bool // finished jobs seen in Current
+	// The live jobs' Current are copies, end to end in one array.
+	copies := make([]string, 0, held)
 	for k, a := range r.in.Current {
 		// Every entry is checked, a finished job's too: its devices must
 		// exist and not be held twice, though they are then released.
@@ -381,7 +386,11 @@ func (r *Round) checkCurrent() error {
 		if ji.Current != nil {
 			return fmt.Errorf("%w: current[%d]: job %q has two assignments", ErrInvalid, k, a.Job)
 		}
-		ji.Current = slices.Clone(a.Devices)
+		if a.Devices != nil { // a copy (nil stays nil, as slices.Clone keeps it)
+			n := len(copies)
+			copies = append(copies, a.Devices...)
+			ji.Current = copies[n:len(copies):len(copies)]
+		}
 		if len(a.Devices) == 0 {
 			continue
 		}

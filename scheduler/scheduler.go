@@ -159,7 +159,12 @@ func (r *Round) checkTargets(targets []Target) ([]Target, error) {
 	tg := make([]Target, len(r.jobs))
 	set := make([]bool, len(r.jobs))
 	for k, t := range targets {
-		i, ok := r.byID[t.Job]
+		// Policies mostly return their targets in job order: try position
+		// k before the map.
+		i, ok := k, k < len(r.jobs) && r.jobs[k].Job.ID == t.Job
+		if !ok {
+			i, ok = r.byID[t.Job]
+		}
 		if !ok {
 			return nil, fmt.Errorf("%w: targets[%d]: unknown job %q", ErrPolicy, k, t.Job)
 		}
@@ -223,6 +228,7 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 		placed += len(a.Devices)
 	}
 	used := make(map[string]string, placed)
+	copies := make([]string, 0, placed) // the assigned devices, end to end
 	kept := make(map[string]bool)
 	for _, u := range res.Unplaced {
 		kept[u.Target.Job] = true
@@ -257,7 +263,11 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 			}
 			used[id] = a.Job
 		}
-		assigned[i] = slices.Clone(a.Devices)
+		if a.Devices != nil { // a copy (nil stays nil, as slices.Clone keeps it)
+			n := len(copies)
+			copies = append(copies, a.Devices...)
+			assigned[i] = copies[n:len(copies):len(copies)]
+		}
 	}
 	for _, u := range res.Unplaced {
 		if i, ok := r.byID[u.Target.Job]; ok {
@@ -323,38 +333,48 @@ func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reaso
 		d.Reason = code
 		note = "cannot place " + strconv.Itoa(t.Count) + "×" + string(t.Type) + ": " + why
 	}
-	var head string
+	// The message is built with strconv rather than fmt: this runs once
+	// per job and round.
+	var buf [96]byte
+	msg := buf[:0]
 	switch {
 	case d.To == 0 && d.From > 0:
 		d.Action = placement.Stop
-		head = fmt.Sprintf("preempted from %d×%s", d.From, d.FromType)
+		msg = appendCount(append(msg, "preempted from "...), d.From, d.FromType)
 	case d.To == 0:
 		d.Action = placement.Queue
-		head = "queued"
+		msg = append(msg, "queued"...)
 	case d.From == 0:
 		d.Action = placement.Start
-		head = fmt.Sprintf("started on %d×%s (%d node%s)", d.To, d.Type, d.Nodes, plural(d.Nodes))
+		msg = appendCount(append(msg, "started on "...), d.To, d.Type)
+		msg = append(strconv.AppendInt(append(msg, " ("...), int64(d.Nodes), 10), " node"...)
+		msg = append(append(msg, plural(d.Nodes)...), ')')
 	case placement.SameDevices(devs, j.Current):
 		d.Action = placement.Keep
-		head = fmt.Sprintf("kept %d×%s", d.To, d.Type)
+		msg = appendCount(append(msg, "kept "...), d.To, d.Type)
 	case subset(j.Current, devs):
 		d.Action = placement.Grow
-		head = fmt.Sprintf("grew %d→%d", d.From, d.To)
+		msg = strconv.AppendInt(append(strconv.AppendInt(append(msg, "grew "...), int64(d.From), 10), "→"...), int64(d.To), 10)
 	case subset(devs, j.Current):
 		d.Action = placement.Shrink
-		head = fmt.Sprintf("shrank %d→%d", d.From, d.To)
+		msg = strconv.AppendInt(append(strconv.AppendInt(append(msg, "shrank "...), int64(d.From), 10), "→"...), int64(d.To), 10)
 	default:
 		d.Action = placement.Move
-		head = fmt.Sprintf("moved %d×%s→%d×%s", d.From, d.FromType, d.To, d.Type)
+		msg = appendCount(append(appendCount(append(msg, "moved "...), d.From, d.FromType), "→"...), d.To, d.Type)
 	}
 	if d.Action == placement.Keep && d.Reason == ReasonObjective {
 		d.Reason = ReasonUnchanged
 	}
 	if note != "" {
-		head += ": " + note
+		msg = append(append(msg, ": "...), note...)
 	}
-	d.Message = head
+	d.Message = string(msg)
 	return d
+}
+
+// appendCount appends "n×t" to b.
+func appendCount(b []byte, n int, t accel.TypeKey) []byte {
+	return append(append(strconv.AppendInt(b, int64(n), 10), "×"...), t...)
 }
 
 func plural(n int) string {

@@ -47,10 +47,36 @@ type engine struct {
 
 	order  []int32 // per class, k: usable types by throughput
 	norder []int32
+
+	// Jobs of one class with bitwise equal F and D also respond alike at
+	// any prices and level: grp maps a job to its group and grpRep a group
+	// to its first job, so that each pricing computes a group's response
+	// once and every job reuses it, in job order, with the same arithmetic
+	// (nil grp: groups do not pay, every job is computed on its own).
+	grp    []int32
+	grpRep []int32
+	gterms []levelTerms // per group: maxTheta's terms
+	gev    []event      // the groups' events, end to end
+	greply []reply      // per group: the response at the level priced
 }
 
 type event struct {
 	theta, delta float64
+}
+
+// levelTerms is one job's part of maxTheta: the level at which its demand
+// leaves its hull (limit), the slope its cost adds at θ = 0 (when
+// hasSlope) and its events (gev[lo:hi] for a group).
+type levelTerms struct {
+	limit, slope float64
+	hasSlope     bool
+	lo, hi       int32
+}
+
+// reply is one job's cheapest mix for a demand (respond without the cost).
+type reply struct {
+	j1, j2 int32
+	f1, f2 float64
 }
 
 func newEngine(n, k int, a, s, capac, v, f, d []float64, useTheta bool) *engine {
@@ -153,6 +179,39 @@ func (e *engine) sortTypes() {
 		}
 		e.norder[c] = int32(n)
 	}
+	e.group()
+}
+
+// group sets grp and grpRep when classes pay: jobs of a class with the
+// same F and D bits share a group. It gives up (nil grp) when more than
+// half the jobs would be alone.
+func (e *engine) group() {
+	e.grp, e.grpRep = nil, nil
+	if len(e.rep) > e.n/2 {
+		return
+	}
+	type key struct {
+		cls  int32
+		f, d uint64
+	}
+	at := make(map[key]int32, len(e.rep))
+	grp := make([]int32, e.n)
+	var reps []int32
+	for m := range e.n {
+		k := key{e.cls[m], math.Float64bits(e.f[m]), math.Float64bits(e.d[m])}
+		g, ok := at[k]
+		if !ok {
+			g = int32(len(reps))
+			at[k] = g
+			reps = append(reps, int32(m))
+		}
+		grp[m] = g
+	}
+	if len(reps) > e.n/2 {
+		return
+	}
+	e.grp, e.grpRep = grp, reps
+	e.gterms, e.greply = make([]levelTerms, len(reps)), make([]reply, len(reps))
 }
 
 // hulls computes every class's cost curve for prices lambda.
@@ -254,38 +313,35 @@ func (e *engine) maxTheta() float64 {
 	if !e.useTheta {
 		return 0
 	}
-	k := e.k
 	ev := e.ev[:0]
 	slope := 0.0
 	thMax := math.Inf(1)
+	if e.grp != nil {
+		gev := e.gev[:0]
+		for g, m := range e.grpRep {
+			if e.d[m] > 0 {
+				lo := len(gev)
+				t := &e.gterms[g]
+				t.limit, t.slope, t.hasSlope, gev = e.levelTerms(int(m), gev)
+				t.lo, t.hi = int32(lo), int32(len(gev))
+			}
+		}
+		e.gev = gev
+	}
 	for m := range e.n {
-		dm := e.d[m]
-		if dm <= 0 {
+		if e.d[m] <= 0 {
 			continue
 		}
-		cl := int(e.cls[m])
-		base := cl * (k + 1)
-		L := int(e.hn[cl])
-		ht, hc := e.ht[base:base+L], e.hc[base:base+L]
-		f := e.f[m]
-		thMax = min(thMax, max((ht[L-1]-f)/dm, 0))
-		prev := 0.0 // slope left of vertex i
-		for i := range L {
-			next := math.Inf(1)
-			if i+1 < L {
-				next = (hc[i+1] - hc[i]) / (ht[i+1] - ht[i])
-			}
-			if i+1 == L {
-				break
-			}
-			if ht[i] <= f { // vertex already passed at θ = 0
-				if ht[i+1] > f {
-					slope += dm * next
-				}
-			} else {
-				ev = append(ev, event{theta: (ht[i] - f) / dm, delta: dm * (next - prev)})
-			}
-			prev = next
+		var t levelTerms
+		if e.grp != nil {
+			t = e.gterms[e.grp[m]]
+			ev = append(ev, e.gev[t.lo:t.hi]...)
+		} else {
+			t.limit, t.slope, t.hasSlope, ev = e.levelTerms(m, ev)
+		}
+		thMax = min(thMax, t.limit)
+		if t.hasSlope {
+			slope += t.slope
 		}
 	}
 	e.ev = ev
@@ -293,6 +349,52 @@ func (e *engine) maxTheta() float64 {
 		return 0
 	}
 	return crossing(ev, slope, thMax)
+}
+
+// levelTerms returns job m's terms of maxTheta (D[m] > 0), appending its
+// events to ev: the vertices of its hull beyond F[m], where its slope
+// changes. Hull throughputs rise strictly, so at most one hull segment
+// holds F[m] and gives the slope at θ = 0.
+func (e *engine) levelTerms(m int, ev []event) (limit, slope float64, hasSlope bool, out []event) {
+	dm := e.d[m]
+	cl := int(e.cls[m])
+	base := cl * (e.k + 1)
+	L := int(e.hn[cl])
+	ht, hc := e.ht[base:base+L], e.hc[base:base+L]
+	f := e.f[m]
+	limit = max((ht[L-1]-f)/dm, 0)
+	prev := 0.0 // slope left of vertex i
+	for i := range L - 1 {
+		next := (hc[i+1] - hc[i]) / (ht[i+1] - ht[i])
+		if ht[i] <= f { // vertex already passed at θ = 0
+			if ht[i+1] > f {
+				slope, hasSlope = dm*next, true
+			}
+		} else {
+			ev = append(ev, event{theta: (ht[i] - f) / dm, delta: dm * (next - prev)})
+		}
+		prev = next
+	}
+	return limit, slope, hasSlope, ev
+}
+
+// replies returns, per group, the response at level th (nil when jobs
+// are not grouped).
+func (e *engine) replies(th float64) []reply {
+	if e.grp == nil {
+		return nil
+	}
+	for g, m := range e.grpRep {
+		e.greply[g] = e.reply(int(m), th)
+	}
+	return e.greply
+}
+
+// reply is job m's response at level th.
+func (e *engine) reply(m int, th float64) reply {
+	var r reply
+	r.j1, r.f1, r.j2, r.f2, _ = e.respond(m, e.f[m]+th*e.d[m])
+	return r
 }
 
 // crossing returns the smallest event θ below thMax at which slope plus
@@ -352,9 +454,15 @@ func (e *engine) price(lambda []float64) (c column, phi float64) {
 	if e.useTheta {
 		c.obj = th
 	}
+	rs := e.replies(th)
 	for m := range e.n {
-		dm := e.f[m] + th*e.d[m]
-		j1, f1, j2, f2, _ := e.respond(m, dm)
+		var r reply
+		if rs != nil {
+			r = rs[e.grp[m]]
+		} else {
+			r = e.reply(m, th)
+		}
+		j1, f1, j2, f2 := r.j1, r.f1, r.j2, r.f2
 		if j1 >= 0 {
 			c.use[j1] += e.s[m] * f1
 			if e.v != nil {
@@ -387,8 +495,15 @@ func (e *engine) addX(c *column, mu float64, x []float64) {
 		return // the zero column
 	}
 	e.hulls(c.lambda)
+	rs := e.replies(c.theta)
 	for m := range e.n {
-		j1, f1, j2, f2, _ := e.respond(m, e.f[m]+c.theta*e.d[m])
+		var r reply
+		if rs != nil {
+			r = rs[e.grp[m]]
+		} else {
+			r = e.reply(m, c.theta)
+		}
+		j1, f1, j2, f2 := r.j1, r.f1, r.j2, r.f2
 		if j1 >= 0 {
 			x[m*e.k+int(j1)] += mu * f1
 		}

@@ -138,6 +138,14 @@ type roundState struct {
 	// indexes in ID order, reused while the jobs come in the same order.
 	inIDs  []string
 	inByID []int
+	// types are the types of the cluster that ix indexes, as newRound
+	// reads them, and free0 their usable devices per node: kept while the
+	// cluster stays the same (the Scheduler passes the same index), so
+	// that a round copies the counts instead of reading every device.
+	ix    *placement.Index
+	types []typeInfo
+	tIdx  map[accel.TypeKey]int
+	free0 [][]int
 }
 
 // isoCounters is one job's cumulative isolated time (finish-time fairness).
@@ -284,7 +292,17 @@ type round struct {
 	choice  []int  // per input job: 1 + index into cands, 0 = none
 	byID    []int  // input job indexes by job ID
 	idRank  []int  // per input job: its place in byID
+
+	// curNodes[curAt[i]:curAt[i+1]] are input job i's current devices
+	// per node (indexes into its type's nodes), resolved once for keep;
+	// keepable[i] reports that they are all usable.
+	curNodes []nodeNeed
+	curAt    []int
+	keepable []bool
 }
+
+// nodeNeed is a count of devices on one node of a type.
+type nodeNeed struct{ node, count int }
 
 // cand is one type that a problem row has a share on, with its priorities.
 type cand struct {
@@ -332,22 +350,59 @@ func (p *Policy) check(in scheduler.Input) error {
 }
 
 // newRound reads the types with usable devices, their usable devices per
-// node (nodes by name) and what runs now from the scheduler's Round.
+// node (nodes by name; kept from the last round on the same cluster
+// index) and what runs now from the scheduler's Round.
 func newRound(p *Policy, sr *scheduler.Round) *round {
 	ix := sr.Cluster()
-	r := &round{p: p, in: *sr.Input(), ix: ix, tIdx: map[accel.TypeKey]int{},
+	r := &round{p: p, in: *sr.Input(), ix: ix,
 		curType: make([]accel.TypeKey, len(sr.Input().Jobs)), curDevs: make([][]string, len(sr.Input().Jobs))}
+	if st := &p.st; st.ix != ix {
+		st.ix, st.free0 = ix, nil
+		st.types, st.tIdx = readTypes(ix)
+		for j := range st.types {
+			st.free0 = append(st.free0, slices.Clone(st.types[j].free))
+		}
+	}
+	r.types, r.tIdx = p.st.types, p.st.tIdx
+	for j := range r.types {
+		copy(r.types[j].free, p.st.free0[j])
+		r.types[j].reindex()
+	}
+	jobs := r.in.Jobs
+	r.byID = p.st.byID(jobs)
+	r.idRank = make([]int, len(jobs))
+	for k, i := range r.byID {
+		r.idRank[i] = k
+	}
+	r.curAt, r.keepable = make([]int, len(jobs)+1), make([]bool, len(jobs))
+	for i, j := range sr.Jobs() { // in Input.Jobs order
+		r.curAt[i] = len(r.curNodes)
+		if len(j.Current) > 0 {
+			r.curType[i], r.curDevs[i] = j.CurrentType, j.Current
+			r.keepable[i] = r.resolve(i)
+		}
+	}
+	r.curAt[len(jobs)] = len(r.curNodes)
+	return r
+}
+
+// readTypes returns the types of ix with usable devices, in ix.Types
+// order, with their usable devices per node (nodes by name), and their
+// indexes.
+func readTypes(ix *placement.Index) ([]typeInfo, map[accel.TypeKey]int) {
+	var types []typeInfo
+	tIdx := map[accel.TypeKey]int{}
 	for _, t := range ix.Types() {
 		if c, perNode, _ := ix.Usable(t); c > 0 {
-			r.tIdx[t] = len(r.types)
-			r.types = append(r.types, typeInfo{key: t, count: c, perNode: perNode, at: map[string]int{}})
+			tIdx[t] = len(types)
+			types = append(types, typeInfo{key: t, count: c, perNode: perNode, at: map[string]int{}})
 		}
 	}
 	for n := range ix.Nodes() {
 		name, devs := ix.Node(n)
 		for _, d := range devs {
-			if i, ok := r.tIdx[d.Type]; ok && d.Usable() {
-				t := &r.types[i]
+			if i, ok := tIdx[d.Type]; ok && d.Usable() {
+				t := &types[i]
 				if _, seen := t.at[name]; !seen {
 					t.at[name] = len(t.nodes)
 					t.nodes = append(t.nodes, name)
@@ -357,21 +412,34 @@ func newRound(p *Policy, sr *scheduler.Round) *round {
 			}
 		}
 	}
-	for j := range r.types {
-		r.types[j].reindex()
+	return types, tIdx
+}
+
+// resolve appends input job i's current devices per node to curNodes and
+// reports whether they are all usable (all are of type curType[i]); it
+// appends nothing when they are not.
+func (r *round) resolve(i int) bool {
+	j, ok := r.tIdx[r.curType[i]]
+	if !ok {
+		return false
 	}
-	jobs := r.in.Jobs
-	r.byID = p.st.byID(jobs)
-	r.idRank = make([]int, len(jobs))
-	for k, i := range r.byID {
-		r.idRank[i] = k
-	}
-	for i, j := range sr.Jobs() { // in Input.Jobs order
-		if len(j.Current) > 0 {
-			r.curType[i], r.curDevs[i] = j.CurrentType, j.Current
+	t := &r.types[j]
+	start := len(r.curNodes)
+	for _, d := range r.curDevs[i] {
+		dev, ok := r.ix.Device(d)
+		if !ok || !dev.Usable() {
+			r.curNodes = r.curNodes[:start]
+			return false
 		}
+		k := t.at[dev.Node]
+		at := slices.IndexFunc(r.curNodes[start:], func(n nodeNeed) bool { return n.node == k })
+		if at < 0 {
+			r.curNodes = append(r.curNodes, nodeNeed{node: k})
+			at = len(r.curNodes) - 1 - start
+		}
+		r.curNodes[start+at].count++
 	}
-	return r
+	return true
 }
 
 // buildProblem gives every job its gang size and a default target, and
@@ -572,26 +640,83 @@ func (r *round) rank() {
 			r.cands = append(r.cands, c)
 		}
 	}
-	// Job priority, then job ID, then stays, prio, due and type (the
-	// comparisons return early: this sort is the bulk of rank).
-	slices.SortFunc(r.cands, func(a, b cand) int {
+	r.cands = sortCands(r.cands)
+}
+
+// candOrder is the order of candidates: job priority, then job ID, then
+// stays, prio, due and type.
+func candOrder(a, b *cand) int {
+	if c := cmp.Compare(b.jobPrio, a.jobPrio); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.id, b.id); c != 0 {
+		return c
+	}
+	if c := boolCmp(b.stays, a.stays); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.prio, a.prio); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.due, a.due); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.typ, b.typ)
+}
+
+// sortCands returns cands (grouped by row, as rank builds them) in
+// candOrder. It orders each row's few candidates first, so that the big
+// sort compares small keys (job priority, then job ID and rank in the
+// row) instead of moving whole candidates through the full comparison:
+// that sort was the bulk of rank at 50,000 jobs.
+func sortCands(cands []cand) []cand {
+	type key struct {
+		jobPrio float64
+		tie     uint64 // job ID rank << 32 | rank among the row's candidates
+		at      int32
+	}
+	keys := make([]key, len(cands))
+	for lo := 0; lo < len(cands); {
+		hi := lo + 1
+		for hi < len(cands) && cands[hi].row == cands[lo].row {
+			hi++
+		}
+		row := cands[lo:hi]
+		for i := 1; i < len(row); i++ {
+			for j := i; j > 0 && candOrder(&row[j], &row[j-1]) < 0; j-- {
+				row[j], row[j-1] = row[j-1], row[j]
+			}
+		}
+		for k := range row {
+			keys[lo+k] = key{row[k].jobPrio, uint64(row[k].id)<<32 | uint64(k), int32(lo + k)}
+		}
+		lo = hi
+	}
+	slices.SortFunc(keys, func(a, b key) int {
 		if c := cmp.Compare(b.jobPrio, a.jobPrio); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.id, b.id); c != 0 {
-			return c
-		}
-		if c := boolCmp(b.stays, a.stays); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.prio, a.prio); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.due, a.due); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.typ, b.typ)
+		return cmp.Compare(a.tie, b.tie)
 	})
+	// Permute in place, cycle by cycle: position k takes the candidate at
+	// keys[k].at (set to −1 once done).
+	for start := range keys {
+		if keys[start].at < 0 {
+			continue
+		}
+		first := cands[start]
+		for k := start; ; {
+			src := int(keys[k].at)
+			keys[k].at = -1
+			if src == start {
+				cands[k] = first
+				break
+			}
+			cands[k] = cands[src]
+			k = src
+		}
+	}
+	return cands
 }
 
 // realise turns the shares into whole gangs on nodes: it pins, chooses by
@@ -616,21 +741,17 @@ func (r *round) realise() {
 // (reserving nothing) unless they are all healthy, of type j and free.
 func (r *round) keep(i, j int) bool {
 	t := &r.types[j]
-	need := map[string]int{}
-	for _, d := range r.curDevs[i] {
-		dev, ok := r.ix.Device(d)
-		if !ok || !dev.Usable() || dev.Type != t.key {
-			return false
-		}
-		need[dev.Node]++
+	if !r.keepable[i] || r.curType[i] != t.key {
+		return false
 	}
-	for n, k := range need {
-		if t.free[t.at[n]] < k {
+	need := r.curNodes[r.curAt[i]:r.curAt[i+1]]
+	for _, n := range need {
+		if t.free[n.node] < n.count {
 			return false
 		}
 	}
-	for n, k := range need {
-		t.take(t.at[n], k)
+	for _, n := range need {
+		t.take(n.node, n.count)
 	}
 	return true
 }

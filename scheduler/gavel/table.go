@@ -35,8 +35,16 @@ type Entry struct {
 // built and safe for concurrent use.
 type Table struct {
 	v       map[tableKey]float64
+	byClass map[string][]cell // v by class: Lookup hashes the class alone
 	types   []accel.TypeKey
 	classes []string
+}
+
+// cell is one entry of a class's row.
+type cell struct {
+	scale int
+	typ   accel.TypeKey
+	v     float64
 }
 
 type tableKey struct {
@@ -50,7 +58,7 @@ type tableKey struct {
 // scale < 1 or a NaN, infinite or negative throughput is an error wrapping
 // ErrInvalid.
 func NewTable(entries []Entry) (*Table, error) {
-	t := &Table{v: make(map[tableKey]float64, len(entries))}
+	t := &Table{v: make(map[tableKey]float64, len(entries)), byClass: map[string][]cell{}}
 	types := map[accel.TypeKey]bool{}
 	classes := map[string]bool{}
 	for i, e := range entries {
@@ -71,6 +79,7 @@ func NewTable(entries []Entry) (*Table, error) {
 			return nil, fmt.Errorf("%w: entries[%d]: %q scale %d on %s is repeated", ErrInvalid, i, e.Class, e.Scale, typ)
 		}
 		t.v[k] = e.StepsPerSecond
+		t.byClass[e.Class] = append(t.byClass[e.Class], cell{e.Scale, typ, e.StepsPerSecond})
 		types[typ] = true
 		classes[e.Class] = true
 	}
@@ -82,8 +91,12 @@ func NewTable(entries []Entry) (*Table, error) {
 // Lookup returns the throughput of class on scale devices of typ, and
 // whether the table has that entry.
 func (t *Table) Lookup(class string, scale int, typ accel.TypeKey) (float64, bool) {
-	v, ok := t.v[tableKey{class, scale, typ}]
-	return v, ok
+	for _, c := range t.byClass[class] {
+		if c.scale == scale && c.typ == typ {
+			return c.v, true
+		}
+	}
+	return 0, false
 }
 
 // Types returns the table's accelerator types, sorted.
