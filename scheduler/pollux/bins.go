@@ -1,7 +1,6 @@
 package pollux
 
 import (
-	"math"
 	"slices"
 
 	"github.com/goodsched/goodsched/accel"
@@ -98,9 +97,6 @@ type state struct {
 	// gused is, with Problem.Caps, the devices each group holds per type
 	// (index group·types + type); nil without caps.
 	gused []int
-	// term is per job its term of the objective, w·u(value) (jobUtil),
-	// NaN when not known since the job's allocation last changed.
-	term []float64
 }
 
 // wideSlots is the most bins a job may span before the state keeps its
@@ -150,10 +146,8 @@ func (e *Search) emptyBase() *state {
 		if e.caps != nil {
 			s.gused = make([]int, len(e.caps))
 		}
-		s.term = make([]float64, len(e.jobs))
 		for i := range s.typ {
 			s.typ[i] = -1
-			s.term[i] = math.NaN()
 		}
 		for t := range nt {
 			s.bucket[t] = make([][]int, 2*(l.maxCap[t]+1))
@@ -170,7 +164,7 @@ func (e *Search) emptyBase() *state {
 func (s *state) clone() *state {
 	c := &state{typ: slices.Clone(s.typ), cnt: slices.Clone(s.cnt), place: make([][]slot, len(s.place)),
 		free: slices.Clone(s.free), bfree: slices.Clone(s.bfree), bdist: slices.Clone(s.bdist),
-		bucket: make([][][]int, len(s.bucket)), pos: slices.Clone(s.pos), gused: slices.Clone(s.gused), term: slices.Clone(s.term)}
+		bucket: make([][][]int, len(s.bucket)), pos: slices.Clone(s.pos), gused: slices.Clone(s.gused)}
 	for i, p := range s.place {
 		c.place[i] = slices.Clone(p)
 	}
@@ -372,7 +366,6 @@ func (e *Search) release(s *state, i int) {
 		e.groupAdd(s, i, s.typ[i], -s.cnt[i])
 	}
 	s.typ[i], s.cnt[i], s.place[i] = -1, 0, nil
-	s.term[i] = math.NaN()
 }
 
 // assign gives job i the slots (of type t, count c).
@@ -388,7 +381,6 @@ func (e *Search) assign(s *state, i, t, c int, p []slot) {
 		s.adjust(e.lay, sl.bin, -sl.k, dist)
 	}
 	s.typ[i], s.cnt[i], s.place[i] = t, c, p
-	s.term[i] = math.NaN()
 	s.free[t] -= c
 	e.groupAdd(s, i, t, c)
 }
@@ -439,7 +431,6 @@ func (e *Search) growWide(s *state, i, c int, extra []slot) {
 	s.free[s.typ[i]] -= c - s.cnt[i]
 	e.groupAdd(s, i, s.typ[i], c-s.cnt[i])
 	s.cnt[i], s.place[i] = c, p
-	s.term[i] = math.NaN()
 	w.place[i] = p
 }
 
@@ -478,7 +469,6 @@ func (e *Search) shrinkWide(s *state, i, c int) bool {
 	s.free[s.typ[i]] += s.cnt[i] - c
 	e.groupAdd(s, i, s.typ[i], c-s.cnt[i])
 	s.cnt[i], s.place[i] = c, p
-	s.term[i] = math.NaN()
 	if len(p) > e.wideSlots {
 		w.place[i] = p
 	} else {

@@ -416,16 +416,9 @@ func (e *Search) fitness(vals []float64) float64 {
 	return math.Pow(s/sw, 1/e.p)
 }
 
-// jobUtil is job i's term of the objective in s, w·u(value), remembered
-// in s until the job's allocation changes.
 func (e *Search) jobUtil(s *state, i int) float64 {
-	if u := s.term[i]; !math.IsNaN(u) {
-		return u
-	}
 	j := &e.jobs[i]
-	u := j.w * e.util(e.value(j, s.typ[i], len(s.place[i]), s.cnt[i]))
-	s.term[i] = u
-	return u
+	return j.w * e.util(e.value(j, s.typ[i], len(s.place[i]), s.cnt[i]))
 }
 
 // objective is Σ w·u(value) of a state.
