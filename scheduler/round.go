@@ -386,11 +386,7 @@ func (r *Round) checkCurrent() error {
 		if ji.Current != nil {
 			return fmt.Errorf("%w: current[%d]: job %q has two assignments", ErrInvalid, k, a.Job)
 		}
-		if a.Devices != nil { // a copy (nil stays nil, as slices.Clone keeps it)
-			n := len(copies)
-			copies = append(copies, a.Devices...)
-			ji.Current = copies[n:len(copies):len(copies)]
-		}
+		ji.Current = appendCopy(&copies, a.Devices)
 		if len(a.Devices) == 0 {
 			continue
 		}
@@ -506,4 +502,17 @@ func (r *Round) byIDOrder() []int {
 		order[k] = e.i
 	}
 	return order
+}
+
+// appendCopy returns a copy of devs stored at the end of *buf (nil stays
+// nil, as slices.Clone keeps it): one array holds the copies of many
+// lists, and each copy's capacity ends with it, so appending to one never
+// overwrites the next.
+func appendCopy(buf *[]string, devs []string) []string {
+	if devs == nil {
+		return nil
+	}
+	n := len(*buf)
+	*buf = append(*buf, devs...)
+	return (*buf)[n:len(*buf):len(*buf)]
 }

@@ -263,11 +263,7 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 			}
 			used[id] = a.Job
 		}
-		if a.Devices != nil { // a copy (nil stays nil, as slices.Clone keeps it)
-			n := len(copies)
-			copies = append(copies, a.Devices...)
-			assigned[i] = copies[n:len(copies):len(copies)]
-		}
+		assigned[i] = appendCopy(&copies, a.Devices)
 	}
 	for _, u := range res.Unplaced {
 		if i, ok := r.byID[u.Target.Job]; ok {

@@ -390,6 +390,15 @@ func (e *engine) replies(th float64) []reply {
 	return e.greply
 }
 
+// replyOf is job m's response at level th: its group's in rs (from
+// replies), or computed when jobs are not grouped (rs nil).
+func (e *engine) replyOf(rs []reply, m int, th float64) reply {
+	if rs != nil {
+		return rs[e.grp[m]]
+	}
+	return e.reply(m, th)
+}
+
 // reply is job m's response at level th.
 func (e *engine) reply(m int, th float64) reply {
 	var r reply
@@ -456,12 +465,7 @@ func (e *engine) price(lambda []float64) (c column, phi float64) {
 	}
 	rs := e.replies(th)
 	for m := range e.n {
-		var r reply
-		if rs != nil {
-			r = rs[e.grp[m]]
-		} else {
-			r = e.reply(m, th)
-		}
+		r := e.replyOf(rs, m, th)
 		j1, f1, j2, f2 := r.j1, r.f1, r.j2, r.f2
 		if j1 >= 0 {
 			c.use[j1] += e.s[m] * f1
@@ -497,12 +501,7 @@ func (e *engine) addX(c *column, mu float64, x []float64) {
 	e.hulls(c.lambda)
 	rs := e.replies(c.theta)
 	for m := range e.n {
-		var r reply
-		if rs != nil {
-			r = rs[e.grp[m]]
-		} else {
-			r = e.reply(m, c.theta)
-		}
+		r := e.replyOf(rs, m, c.theta)
 		j1, f1, j2, f2 := r.j1, r.f1, r.j2, r.f2
 		if j1 >= 0 {
 			x[m*e.k+int(j1)] += mu * f1

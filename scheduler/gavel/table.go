@@ -34,8 +34,8 @@ type Entry struct {
 // then look jobs up in it (Table.Throughput). A Table is immutable once
 // built and safe for concurrent use.
 type Table struct {
-	v       map[tableKey]float64
-	byClass map[string][]cell // v by class: Lookup hashes the class alone
+	byClass map[string][]cell // the entries by class: Lookup hashes the class alone
+	n       int               // entries
 	types   []accel.TypeKey
 	classes []string
 }
@@ -47,20 +47,13 @@ type cell struct {
 	v     float64
 }
 
-type tableKey struct {
-	class string
-	scale int
-	typ   accel.TypeKey
-}
-
 // NewTable builds a table from entries. Types are canonicalised with
 // accel.CanonicalType; a repeated (class, scale, type), an empty class, a
 // scale < 1 or a NaN, infinite or negative throughput is an error wrapping
 // ErrInvalid.
 func NewTable(entries []Entry) (*Table, error) {
-	t := &Table{v: make(map[tableKey]float64, len(entries)), byClass: map[string][]cell{}}
+	t := &Table{byClass: map[string][]cell{}, n: len(entries)}
 	types := map[accel.TypeKey]bool{}
-	classes := map[string]bool{}
 	for i, e := range entries {
 		typ, err := accel.CanonicalType(string(e.Type))
 		if err != nil {
@@ -74,17 +67,14 @@ func NewTable(entries []Entry) (*Table, error) {
 		case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
 			return nil, fmt.Errorf("%w: entries[%d].StepsPerSecond = %v", ErrInvalid, i, v)
 		}
-		k := tableKey{e.Class, e.Scale, typ}
-		if _, dup := t.v[k]; dup {
+		if _, dup := t.Lookup(e.Class, e.Scale, typ); dup {
 			return nil, fmt.Errorf("%w: entries[%d]: %q scale %d on %s is repeated", ErrInvalid, i, e.Class, e.Scale, typ)
 		}
-		t.v[k] = e.StepsPerSecond
 		t.byClass[e.Class] = append(t.byClass[e.Class], cell{e.Scale, typ, e.StepsPerSecond})
 		types[typ] = true
-		classes[e.Class] = true
 	}
 	t.types = slices.Sorted(maps.Keys(types))
-	t.classes = slices.Sorted(maps.Keys(classes))
+	t.classes = slices.Sorted(maps.Keys(t.byClass))
 	return t, nil
 }
 
@@ -106,7 +96,7 @@ func (t *Table) Types() []accel.TypeKey { return slices.Clone(t.types) }
 func (t *Table) Classes() []string { return slices.Clone(t.classes) }
 
 // Len returns the number of entries.
-func (t *Table) Len() int { return len(t.v) }
+func (t *Table) Len() int { return t.n }
 
 // ReadCSV reads a table in the form
 //

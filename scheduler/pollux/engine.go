@@ -311,12 +311,11 @@ func (e *Search) norm(j *gjob, t, n, c int) float64 {
 		if j.near == nil {
 			j.near = make([][]float64, len(e.types))
 		}
-		ns := j.near[t]
-		if x := nearNodes*c + d - 1; x >= len(ns) {
+		ns, x := j.near[t], nearNodes*c+d-1
+		if x >= len(ns) {
 			ns = growMemo(ns, x)
 			j.near[t] = ns
 		}
-		x := nearNodes*c + d - 1
 		if v := ns[x]; !math.IsNaN(v) {
 			return v
 		}

@@ -104,7 +104,6 @@ func (e *Search) bestOnType(s *state, i, t int) (move, bool) {
 // the exchange when the objective rises. A job moving to another type
 // frees its old devices, which the greedy fill then hands out. Passes
 // repeat until one changes nothing.
-
 func (e *Search) improve(ctx context.Context, s *state, maxPasses int) error {
 	nt := len(e.types)
 	stamp := make([]int, len(e.jobs))
