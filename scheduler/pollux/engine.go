@@ -156,6 +156,10 @@ type Search struct {
 	// noPolishBound makes polish replay every try; tests set it to
 	// compare with the bounded polish.
 	noPolishBound bool
+	// onType holds bestOnType's last answer per job and allowed type,
+	// job i's from onTypeAt[i]; nil until first used.
+	onType   []onTypeMemo
+	onTypeAt []int
 	// caps and floors are Problem.Caps and Floors flattened
 	// (group·types + type); nil = none.
 	caps, floors []int

@@ -3,6 +3,7 @@ package pollux
 import (
 	"context"
 	"math"
+	"slices"
 )
 
 // shrink is a donor's cheapest way to give back devices of its type.
@@ -81,7 +82,58 @@ func (e *Search) bestShrink(s *state, i int) (shrink, bool) {
 // bestOnType is job i's best move onto type t by utility gain per device
 // it must obtain there, ignoring capacity (node counts estimated by
 // consolidated packing). ok is false when nothing gains.
+//
+// The answer depends only on the job's own allocation (type, count, node
+// count) and, onto another type, on the free devices of t up to what the
+// job may hold there; without group caps (which read every group's use)
+// it is memoised on exactly that, for every state of the round: the
+// exchange passes ask it for every job and type, and most jobs do not
+// change between passes.
 func (e *Search) bestOnType(s *state, i, t int) (move, bool) {
+	if e.caps != nil {
+		return e.bestOnTypeEval(s, i, t)
+	}
+	j := &e.jobs[i]
+	if e.onType == nil {
+		e.onTypeAt = make([]int, len(e.jobs)+1)
+		for i := range e.jobs {
+			e.onTypeAt[i+1] = e.onTypeAt[i] + len(e.jobs[i].allowed)
+		}
+		e.onType = make([]onTypeMemo, e.onTypeAt[len(e.jobs)])
+	}
+	key := onTypeKey{typ: s.typ[i], cnt: s.cnt[i], nodes: len(s.place[i]), set: true}
+	if t != s.typ[i] && !j.rigid {
+		// candidates tries every free device of t only beyond its window.
+		hi := j.min + min(e.look[t]-1, e.maxOn(j, t)-j.min)
+		if f := min(s.free[t], e.maxOn(j, t)); f > max(hi, s.cnt[i]) {
+			key.free = f
+		}
+	}
+	o := &e.onType[e.onTypeAt[i]+slices.Index(j.allowed, t)]
+	if o.key == key {
+		return o.m, o.ok
+	}
+	m, ok := e.bestOnTypeEval(s, i, t)
+	*o = onTypeMemo{key, m, ok}
+	return m, ok
+}
+
+// onTypeKey is what bestOnType's answer depends on (set: the memo entry
+// holds one).
+type onTypeKey struct {
+	typ, cnt, nodes, free int
+	set                   bool
+}
+
+// onTypeMemo is one memoised bestOnType answer.
+type onTypeMemo struct {
+	key onTypeKey
+	m   move
+	ok  bool
+}
+
+// bestOnTypeEval computes bestOnType.
+func (e *Search) bestOnTypeEval(s *state, i, t int) (move, bool) {
 	j := &e.jobs[i]
 	cur := e.jobUtil(s, i)
 	best, found := move{job: i}, false
