@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/goodput"
@@ -156,8 +157,12 @@ type Plan struct {
 	Queues []QueueUsage `json:"queues,omitempty"`
 }
 
-// Decision returns the decision for job id.
+// Decision returns the decision for job id: a binary search when the
+// decisions are sorted by job ID (as Schedule returns them), else a scan.
 func (p Plan) Decision(id string) (Decision, bool) {
+	if k, ok := slices.BinarySearchFunc(p.Decisions, id, func(d Decision, id string) int { return strings.Compare(d.Job, id) }); ok {
+		return p.Decisions[k], true
+	}
 	for _, d := range p.Decisions {
 		if d.Job == id {
 			return d, true

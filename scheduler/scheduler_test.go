@@ -427,3 +427,24 @@ func TestOfferedPlacement(t *testing.T) {
 		t.Fatalf("a device offered twice: %v, want ErrPolicy", err)
 	}
 }
+
+// TestPlanDecisionUnsorted: Decision finds every job whether the
+// decisions are sorted by ID (a binary search) or not (a host-built or
+// edited plan: the scan), and reports a missing one.
+func TestPlanDecisionUnsorted(t *testing.T) {
+	ids := []string{"a", "b", "c", "d", "e"}
+	for _, order := range [][]int{{0, 1, 2, 3, 4}, {4, 2, 0, 3, 1}} {
+		var p Plan
+		for _, k := range order {
+			p.Decisions = append(p.Decisions, Decision{Job: ids[k], To: k + 1})
+		}
+		for k, id := range ids {
+			if d, ok := p.Decision(id); !ok || d.To != k+1 {
+				t.Errorf("order %v: Decision(%q) = %+v, %v", order, id, d, ok)
+			}
+		}
+		if _, ok := p.Decision("zz"); ok {
+			t.Errorf("order %v: found a job the plan lacks", order)
+		}
+	}
+}
