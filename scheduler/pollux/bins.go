@@ -585,16 +585,16 @@ func (e *Search) packOn(s *state, t, c int, own []slot, single bool) []slot {
 func (e *Search) countNew(s *state, t, rem int, own []slot) (int, bool) {
 	n := 0
 	for f := e.lay.maxCap[t]; f >= 1 && rem > 0; f-- {
-		avail := 0
-		for flag := 0; flag < 2; flag++ {
-			if flag == 1 && e.interference {
-				break
-			}
-			avail += len(s.bucket[t][2*f+flag])
-			for _, sl := range own {
-				if s.bfree[sl.bin] == f && (flag == 1) == (s.bdist[sl.bin] > 0) {
-					avail--
-				}
+		avail := len(s.bucket[t][2*f])
+		if !e.interference {
+			avail += len(s.bucket[t][2*f+1])
+		}
+		if avail == 0 {
+			continue
+		}
+		for _, sl := range own { // listed under this key, but not new
+			if b := sl.bin; s.bfree[b] == f && (!e.interference || s.bdist[b] == 0) {
+				avail--
 			}
 		}
 		if avail <= 0 {
