@@ -153,6 +153,7 @@ type Search struct {
 	// undoBuf, skipBuf and takeBuf are tryTransfer's scratch lists.
 	undoBuf          []undo
 	skipBuf, takeBuf []shrink
+	donors           donorVisit
 	// noPolishBound makes polish replay every try; tests set it to
 	// compare with the bounded polish.
 	noPolishBound bool

@@ -60,3 +60,72 @@ func (h heapOf[T]) down(i, n int) {
 		i = j
 	}
 }
+
+// heapWalk visits the elements of a heapOf in pop order without removing
+// them: the frontier of the heap's tree (the children of what it has
+// visited) is kept in a small heap of positions. Visiting k elements
+// costs O(k log k) and leaves the heap as it was.
+type heapWalk[T ordered[T]] struct {
+	h     heapOf[T]
+	front []int // positions in h, heap-ordered by h's elements
+}
+
+// reset starts a walk of h.
+func (w *heapWalk[T]) reset(h heapOf[T]) {
+	w.h, w.front = h, w.front[:0]
+	if len(h) > 0 {
+		w.front = append(w.front, 0)
+	}
+}
+
+// next returns the position in h of the next element in pop order, and
+// false when every element was visited.
+func (w *heapWalk[T]) next() (int, bool) {
+	f := w.front
+	if len(f) == 0 {
+		return 0, false
+	}
+	at := f[0]
+	n := len(f) - 1
+	f[0] = f[n]
+	f = f[:n]
+	w.siftDown(f)
+	for _, c := range [2]int{2*at + 1, 2*at + 2} {
+		if c < len(w.h) {
+			f = append(f, c)
+			w.siftUp(f)
+		}
+	}
+	w.front = f
+	return at, true
+}
+
+func (w *heapWalk[T]) siftUp(f []int) {
+	j := len(f) - 1
+	for j > 0 {
+		i := (j - 1) / 2
+		if !w.h[f[j]].before(w.h[f[i]]) {
+			break
+		}
+		f[i], f[j] = f[j], f[i]
+		j = i
+	}
+}
+
+func (w *heapWalk[T]) siftDown(f []int) {
+	i := 0
+	for {
+		j := 2*i + 1
+		if j >= len(f) {
+			break
+		}
+		if j2 := j + 1; j2 < len(f) && w.h[f[j2]].before(w.h[f[j]]) {
+			j = j2
+		}
+		if !w.h[f[j]].before(w.h[f[i]]) {
+			break
+		}
+		f[i], f[j] = f[j], f[i]
+		i = j
+	}
+}

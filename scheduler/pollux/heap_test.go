@@ -3,6 +3,7 @@ package pollux
 import (
 	"container/heap"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -51,6 +52,40 @@ func TestHeapOfMatchesContainerHeap(t *testing.T) {
 					t.Fatalf("round %d op %d: layout differs at %d", round, op, k)
 				}
 			}
+		}
+	}
+}
+
+// TestHeapWalkVisitsInPopOrder: a walk yields the positions of a heap's
+// elements in the order pops would return them, and leaves the heap as
+// it was.
+func TestHeapWalkVisitsInPopOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := range 40 {
+		var h heapOf[shrink]
+		for i := range n {
+			h.push(shrink{loss: float64(rng.IntN(5)), job: i})
+		}
+		before := slices.Clone(h)
+		var w heapWalk[shrink]
+		w.reset(h)
+		var walked []shrink
+		for {
+			at, ok := w.next()
+			if !ok {
+				break
+			}
+			walked = append(walked, h[at])
+		}
+		if !slices.Equal(h, before) {
+			t.Fatalf("n=%d: the walk changed the heap", n)
+		}
+		var popped []shrink
+		for len(h) > 0 {
+			popped = append(popped, h.pop())
+		}
+		if !slices.Equal(walked, popped) {
+			t.Fatalf("n=%d: walked %v, popped %v", n, walked, popped)
 		}
 	}
 }

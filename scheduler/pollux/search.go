@@ -262,30 +262,61 @@ func (e *Search) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 	gain := jr.w*e.util(e.value(jr, t, e.packedNodes(t, m.c), m.c)) - before
 	log, skipped, taken := e.undoBuf[:0], e.skipBuf[:0], e.takeBuf[:0]
 	defer func() { e.undoBuf, e.skipBuf, e.takeBuf = log[:0], skipped[:0], taken[:0] }()
+	// The donors come out cheapest first. Most exchanges are rejected
+	// after a few donors, and popping them only to push them back costs
+	// more than the rest of the trial, so they are first visited in place
+	// (d.walk); only a donor that may fail to move (onto another type) is
+	// worth taking out of h, and then every donor visited so far leaves
+	// h, as if popped (d.out). Either way the donors come in the same
+	// order and h ends holding the same entries: a donor left in h keeps
+	// a valid entry exactly when a popped one would have been pushed back.
+	d := &e.donors
+	d.walk.reset(*h)
+	d.seen, d.out = d.seen[:0], false
+	next := func() (shrink, bool) {
+		if d.out {
+			if len(*h) == 0 {
+				return shrink{}, false
+			}
+			return h.pop(), true
+		}
+		at, ok := d.walk.next()
+		if !ok {
+			return shrink{}, false
+		}
+		d.seen = append(d.seen, (*h)[at])
+		return (*h)[at], true
+	}
 	loss := 0.0
 	done := false
-	for len(*h) > 0 {
-		d := h.pop()
-		if d.stamp != stamp[d.job] || s.typ[d.job] != t || s.cnt[d.job] == 0 {
-			continue
-		}
-		if d.job == r || !e.mayDonate(s, d, r, t) {
-			skipped = append(skipped, d)
-			continue
-		}
-		if d.loss >= gain { // even one freed device costs more than the whole gain
-			skipped = append(skipped, d)
+	for {
+		dn, ok := next()
+		if !ok {
 			break
 		}
-		u0 := e.jobUtil(s, d.job)
-		old := undo{d.job, s.typ[d.job], s.cnt[d.job], s.place[d.job]}
-		if !e.apply(s, d.job, d.t, d.c) {
-			push(d.job)
+		if dn.stamp != stamp[dn.job] || s.typ[dn.job] != t || s.cnt[dn.job] == 0 {
+			continue
+		}
+		if dn.job == r || !e.mayDonate(s, dn, r, t) {
+			skipped = append(skipped, dn)
+			continue
+		}
+		if dn.loss >= gain { // even one freed device costs more than the whole gain
+			skipped = append(skipped, dn)
+			break
+		}
+		if dn.t != t && !d.out {
+			d.takeOut(h)
+		}
+		u0 := e.jobUtil(s, dn.job)
+		old := undo{dn.job, s.typ[dn.job], s.cnt[dn.job], s.place[dn.job]}
+		if !e.apply(s, dn.job, dn.t, dn.c) {
+			push(dn.job)
 			continue
 		}
 		log = append(log, old)
-		taken = append(taken, d)
-		loss += u0 - e.jobUtil(s, d.job)
+		taken = append(taken, dn)
+		loss += u0 - e.jobUtil(s, dn.job)
 		if n, ok := e.probe(s, r, t, m.c); ok {
 			g := jr.w*e.util(e.value(jr, t, n, m.c)) - before
 			if g-loss > tol {
@@ -311,23 +342,56 @@ func (e *Search) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 			break
 		}
 	}
-	for _, d := range skipped {
-		h.push(d)
+	if d.out {
+		for _, dn := range skipped {
+			h.push(dn)
+		}
 	}
 	if done {
+		// The taken donors' entries, popped or left in h, go stale here.
 		for _, u := range log {
 			push(u.job)
 		}
 		return true
 	}
 	e.undoAll(s, log)
-	// The donors are as they were: their entries still hold.
-	for _, d := range taken {
-		stamp[d.job]++
-		d.stamp = stamp[d.job]
-		h.push(d)
+	if d.out {
+		// The donors are as they were: their entries still hold.
+		for _, dn := range taken {
+			stamp[dn.job]++
+			dn.stamp = stamp[dn.job]
+			h.push(dn)
+		}
 	}
 	return false
+}
+
+// donorVisit is tryTransfer's scratch for visiting donors in place.
+type donorVisit struct {
+	walk heapWalk[shrink]
+	seen []shrink // the entries visited so far, in order
+	out  bool     // seen was taken out of the heap: pop from now on
+}
+
+// takeOut removes the visited entries from h, as popping them would
+// have: they are its smallest, so they come out first, but an entry
+// tying with one of them (same job and loss, another stamp) may come out
+// before it and is put back. An entry is named by job and stamp.
+func (d *donorVisit) takeOut(h *shrinkHeap) {
+	left := len(d.seen)
+	var back []shrink
+	for left > 0 {
+		x := h.pop()
+		if slices.ContainsFunc(d.seen, func(y shrink) bool { return y.job == x.job && y.stamp == x.stamp }) {
+			left--
+		} else {
+			back = append(back, x)
+		}
+	}
+	for _, x := range back {
+		h.push(x)
+	}
+	d.out = true
 }
 
 // switchPass moves running jobs onto free devices of another type when
