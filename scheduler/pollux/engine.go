@@ -157,6 +157,8 @@ type Search struct {
 	// noPolishBound makes polish replay every try; tests set it to
 	// compare with the bounded polish.
 	noPolishBound bool
+	// utilMemo holds jobUtil's last answer per job; nil until first used.
+	utilMemo []utilMemo
 	// onType holds bestOnType's last answer per job and allowed type,
 	// job i's from onTypeAt[i]; nil until first used.
 	onType   []onTypeMemo
@@ -420,9 +422,30 @@ func (e *Search) fitness(vals []float64) float64 {
 	return math.Pow(s/sw, 1/e.p)
 }
 
+// jobUtil is job i's weighted utility in s. It is a function of the
+// job's type, node count and device count alone, asked again and again
+// for the same allocation: the last answer per job is kept, keyed on
+// exactly those.
 func (e *Search) jobUtil(s *state, i int) float64 {
-	j := &e.jobs[i]
-	return j.w * e.util(e.value(j, s.typ[i], len(s.place[i]), s.cnt[i]))
+	if e.utilMemo == nil {
+		e.utilMemo = make([]utilMemo, len(e.jobs))
+	}
+	m := &e.utilMemo[i]
+	if k := (allocKey{s.typ[i], len(s.place[i]), s.cnt[i]}); m.key != k || !m.set {
+		j := &e.jobs[i]
+		*m = utilMemo{key: k, set: true, u: j.w * e.util(e.value(j, k.t, k.nodes, k.c))}
+	}
+	return m.u
+}
+
+// allocKey is one job's allocation as its utility sees it.
+type allocKey struct{ t, nodes, c int }
+
+// utilMemo is jobUtil's last answer for one job.
+type utilMemo struct {
+	key allocKey
+	set bool
+	u   float64
 }
 
 // objective is Σ w·u(value) of a state.
