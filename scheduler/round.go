@@ -467,12 +467,15 @@ func (r *Round) packedNodes(t, count int) int {
 }
 
 // sortedJobs returns the jobs in the order cmpFn gives, pinned jobs first.
+// cmpFn must order every pair of distinct jobs (end with their IDs), so
+// that a plain sort gives the one order: a stable sort moves elements
+// O(n log² n) times, 90 ms of a 50,000-job FIFO round.
 func (r *Round) sortedJobs(cmpFn func(a, b *jobInfo) int) []*jobInfo {
 	order := make([]*jobInfo, len(r.jobs))
 	for i := range r.jobs {
 		order[i] = &r.jobs[i]
 	}
-	slices.SortStableFunc(order, func(a, b *jobInfo) int {
+	slices.SortFunc(order, func(a, b *jobInfo) int {
 		if a.Pinned != b.Pinned {
 			if a.Pinned {
 				return -1
