@@ -15,12 +15,14 @@ const maxSlotDevices = 64
 
 // devInfo is the immutable description of one device.
 type devInfo struct {
-	id    string
-	node  int32 // internal node index (rank by name)
-	slot  int32 // slot within the node
-	bit   uint8 // bit within the slot
-	index int   // accel.Device.Index
-	numa  int
+	id     string
+	node   int32 // internal node index (rank by name)
+	slot   int32 // slot within the node
+	bit    uint8 // bit within the slot
+	usable bool  // healthy in the snapshot and offered
+	typ    int32 // type number
+	index  int   // accel.Device.Index
+	numa   int
 }
 
 // slotInfo describes the devices of one type on one node.
@@ -165,7 +167,8 @@ func buildIndex(c accel.Cluster) (*index, error) {
 			if !d.MIGEnabled {
 				sl.offer |= 1 << bit
 			}
-			ix.devs = append(ix.devs, devInfo{id: d.ID, node: int32(ni), slot: int32(s), bit: bit, index: d.Index, numa: d.NUMANode})
+			ix.devs = append(ix.devs, devInfo{id: d.ID, node: int32(ni), slot: int32(s), bit: bit,
+				usable: d.Healthy && !d.MIGEnabled, typ: t, index: d.Index, numa: d.NUMANode})
 			ix.healthy = append(ix.healthy, d.Healthy)
 			ix.devByID[d.ID] = g
 			byIndex = append(byIndex, idxDev{d.Index, g})
@@ -330,6 +333,42 @@ func findIndex(list []idxDev, index int) (int32, bool) {
 		return list[lo].g, true
 	}
 	return 0, false
+}
+
+// DeviceRef is a device of an Index in numbers: what a loop over many
+// assignments needs of each device, found with one lookup by ID.
+type DeviceRef struct {
+	// Num is the device's number, 0..Devices()−1: devices are numbered
+	// node by node (in name order, as Node numbers them), by device index
+	// within a node.
+	Num int
+	// Node is the number of its node (see Node).
+	Node int
+	// Type is the position of its type in Types.
+	Type int
+	// Usable reports whether it may be given out (DeviceInfo.Usable).
+	Usable bool
+}
+
+// Ref returns the device with the given ID in numbers.
+func (x *Index) Ref(id string) (DeviceRef, bool) {
+	if x == nil || x.ix == nil {
+		return DeviceRef{}, false
+	}
+	g, ok := x.ix.devByID[id]
+	if !ok {
+		return DeviceRef{}, false
+	}
+	d := &x.ix.devs[g]
+	return DeviceRef{Num: int(g), Node: int(d.node), Type: int(d.typ), Usable: d.usable}, true
+}
+
+// Devices returns the number of devices of the index, usable or not.
+func (x *Index) Devices() int {
+	if x == nil || x.ix == nil {
+		return 0
+	}
+	return len(x.ix.devs)
 }
 
 // slot returns the slot of type t on node n, or nil.

@@ -1,9 +1,11 @@
 package placement
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -167,6 +169,42 @@ func TestIndexLookups(t *testing.T) {
 	}
 	if w, _ := NewIndex(wide); w.NodesOf(ids) != 40 {
 		t.Errorf("NodesOf over 40 nodes = %d", w.NodesOf(ids))
+	}
+}
+
+// Ref numbers every device node by node in name order, then by index,
+// and agrees with Device and Node.
+func TestIndexRefs(t *testing.T) {
+	c := testCluster(nodeSpec{name: "b", typ: "t4", count: 4}, nodeSpec{name: "a", typ: "t4", count: 2},
+		nodeSpec{name: "c", typ: "a100", count: 8})
+	c.Nodes[0].Devices[1].Healthy = false
+	c.Nodes[2].Devices[0].MIGEnabled = true
+	x, err := NewIndex(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Devices() != 14 {
+		t.Fatalf("Devices = %d", x.Devices())
+	}
+	num := 0
+	for n := range x.Nodes() {
+		_, devs := x.Node(n)
+		slices.SortFunc(devs, func(a, b DeviceInfo) int { return cmp.Compare(a.Index, b.Index) })
+		for _, d := range devs {
+			ref, ok := x.Ref(d.ID)
+			typ, _ := x.TypeIndex(d.Type)
+			if want := (DeviceRef{Num: num, Node: n, Type: typ, Usable: d.Usable()}); !ok || ref != want {
+				t.Errorf("Ref(%s) = %+v, %v, want %+v", d.ID, ref, ok, want)
+			}
+			num++
+		}
+	}
+	if _, ok := x.Ref("z/0"); ok {
+		t.Error("Ref(z/0) found")
+	}
+	var none *Index
+	if _, ok := none.Ref("a/0"); ok || none.Devices() != 0 {
+		t.Error("a nil Index has devices")
 	}
 }
 

@@ -80,7 +80,11 @@ type jobInfo struct {
 	allowed  []int // positions of Types
 	curType  int   // position of CurrentType, −1 when not running
 	curCount int
-	rigid    bool
+	// curNums are the numbers (placement.DeviceRef.Num) of Current, in
+	// its order; curUsable reports that every one of them is usable.
+	curNums   []int32
+	curUsable bool
+	rigid     bool
 }
 
 // fits reports whether count is within the job's bounds.
@@ -346,29 +350,38 @@ func (r *Round) checkCurrent() error {
 	for _, a := range r.in.Current {
 		held += len(a.Devices)
 	}
-	seen := make(map[string]string, held)
+	// holder[n] is 1 + the position in Current of the entry holding device
+	// number n (0 = none so far).
+	holder := make([]int32, r.cluster.Devices())
 	var gone map[string]bool // finished jobs seen in Current
-	// The live jobs' Current are copies, end to end in one array.
+	// The live jobs' Current and curNums are copies, end to end in one
+	// array each.
 	copies := make([]string, 0, held)
+	nums := make([]int32, 0, held)
+	var nodes []int32 // scratch: the node numbers of one entry
 	for k, a := range r.in.Current {
 		// Every entry is checked, a finished job's too: its devices must
 		// exist and not be held twice, though they are then released.
-		var typ accel.TypeKey
+		typ, usable := -1, true
+		n0 := len(nums)
+		nodes = nodes[:0]
 		for _, id := range a.Devices {
-			d, ok := r.cluster.Device(id)
+			d, ok := r.cluster.Ref(id)
 			if !ok {
 				return fmt.Errorf("%w: current[%d]: job %q: device %q is not in the cluster", ErrInvalid, k, a.Job, id)
 			}
-			if other, dup := seen[id]; dup {
-				return fmt.Errorf("%w: current[%d]: job %q: device %q is also held by job %q", ErrInvalid, k, a.Job, id, other)
+			if h := holder[d.Num]; h != 0 {
+				return fmt.Errorf("%w: current[%d]: job %q: device %q is also held by job %q", ErrInvalid, k, a.Job, id, r.in.Current[h-1].Job)
 			}
-			seen[id] = a.Job
-			if typ != "" && d.Type != typ {
+			holder[d.Num] = int32(k + 1)
+			if typ >= 0 && d.Type != typ {
 				// A target is one (type, count); a gang over two types
 				// cannot be kept, pinned or compared, so it is refused.
-				return fmt.Errorf("%w: current[%d]: job %q holds %s and %s devices; an assignment uses one device type", ErrInvalid, k, a.Job, typ, d.Type)
+				return fmt.Errorf("%w: current[%d]: job %q holds %s and %s devices; an assignment uses one device type", ErrInvalid, k, a.Job, r.types[typ], r.types[d.Type])
 			}
-			typ = d.Type
+			typ, usable = d.Type, usable && d.Usable
+			nums = append(nums, int32(d.Num))
+			nodes = append(nodes, int32(d.Node))
 		}
 		i, ok := r.byID[a.Job]
 		if !ok {
@@ -380,6 +393,7 @@ func (r *Round) checkCurrent() error {
 				gone = make(map[string]bool)
 			}
 			gone[a.Job] = true
+			nums = nums[:n0]
 			continue
 		}
 		ji := &r.jobs[i]
@@ -390,13 +404,20 @@ func (r *Round) checkCurrent() error {
 		if len(a.Devices) == 0 {
 			continue
 		}
-		ji.curType, _ = r.cluster.TypeIndex(typ)
-		ji.CurrentType, ji.curCount, ji.CurrentNodes = typ, len(a.Devices), r.cluster.NodesOf(a.Devices)
+		ji.curNums, ji.curUsable = nums[n0:len(nums):len(nums)], usable
+		ji.curType, ji.curCount, ji.CurrentNodes = typ, len(a.Devices), distinct(nodes)
+		ji.CurrentType = r.types[typ]
 		// Pinned: kept on exactly these devices whatever its Types,
 		// bounds or the policy say (see Job.NonPreemptible).
 		ji.Pinned = ji.Job.NonPreemptible
 	}
 	return nil
+}
+
+// distinct returns how many distinct numbers ns holds, sorting it.
+func distinct(ns []int32) int {
+	slices.Sort(ns)
+	return len(slices.Compact(ns))
 }
 
 // checkSpeedupTypes rejects a job whose Speedup (a goodput.Curve, or any

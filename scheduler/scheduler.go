@@ -227,7 +227,9 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 	for _, a := range res.Assignments {
 		placed += len(a.Devices)
 	}
-	used := make(map[string]string, placed)
+	// user[n] is 1 + the position in r.jobs of the job placed on device
+	// number n (0 = none so far).
+	user := make([]int32, r.cluster.Devices())
 	copies := make([]string, 0, placed) // the assigned devices, end to end
 	kept := make(map[string]bool)
 	for _, u := range res.Unplaced {
@@ -239,29 +241,41 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 			return nil, nil, fmt.Errorf("%w: unexpected assignment for job %q", ErrPlacement, a.Job)
 		}
 		done[i] = true
+		j := &r.jobs[i]
 		want, typ := tg[i].Count, tg[i].Type
 		if kept[a.Job] {
 			// An unplaced job may keep what it held.
-			if !placement.SameDevices(a.Devices, r.jobs[i].Current) {
+			if !placement.SameDevices(a.Devices, j.Current) {
 				return nil, nil, fmt.Errorf("%w: job %q: unplaced but given devices other than its own", ErrPlacement, a.Job)
 			}
-			want, typ = len(a.Devices), r.jobs[i].CurrentType
+			want, typ = len(a.Devices), j.CurrentType
 		}
 		if len(a.Devices) != want {
 			return nil, nil, fmt.Errorf("%w: job %q: %d devices placed, %d targeted", ErrPlacement, a.Job, len(a.Devices), want)
 		}
-		for _, id := range a.Devices {
-			d, ok := r.cluster.Device(id)
-			if !ok || d.Type != typ {
-				return nil, nil, fmt.Errorf("%w: job %q: device %q is not a %s device of the cluster", ErrPlacement, a.Job, id, typ)
+		if typ == j.CurrentType && (j.curUsable || kept[a.Job]) && slices.Equal(a.Devices, j.Current) {
+			// Its own devices, checked when the round began: of its type,
+			// usable (or kept as they are); only a clash is left to find.
+			for k, n := range j.curNums {
+				if o := user[n]; o != 0 {
+					return nil, nil, fmt.Errorf("%w: device %q placed for jobs %q and %q", ErrPlacement, a.Devices[k], r.jobs[o-1].Job.ID, a.Job)
+				}
+				user[n] = int32(i + 1)
 			}
-			if !d.Usable() && !kept[a.Job] {
-				return nil, nil, fmt.Errorf("%w: job %q: device %q is unhealthy or not offered", ErrPlacement, a.Job, id)
+		} else {
+			for _, id := range a.Devices {
+				d, ok := r.cluster.Ref(id)
+				if !ok || r.types[d.Type] != typ {
+					return nil, nil, fmt.Errorf("%w: job %q: device %q is not a %s device of the cluster", ErrPlacement, a.Job, id, typ)
+				}
+				if !d.Usable && !kept[a.Job] {
+					return nil, nil, fmt.Errorf("%w: job %q: device %q is unhealthy or not offered", ErrPlacement, a.Job, id)
+				}
+				if o := user[d.Num]; o != 0 {
+					return nil, nil, fmt.Errorf("%w: device %q placed for jobs %q and %q", ErrPlacement, id, r.jobs[o-1].Job.ID, a.Job)
+				}
+				user[d.Num] = int32(i + 1)
 			}
-			if o, dup := used[id]; dup {
-				return nil, nil, fmt.Errorf("%w: device %q placed for jobs %q and %q", ErrPlacement, id, o, a.Job)
-			}
-			used[id] = a.Job
 		}
 		assigned[i] = appendCopy(&copies, a.Devices)
 	}
@@ -298,14 +312,13 @@ func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reaso
 		d.SpeedupBefore, _ = r.speedup(j, j.curType, j.CurrentNodes, j.curCount)
 	}
 	if len(devs) > 0 {
-		dev, _ := r.cluster.Device(devs[0])
-		ti, _ := r.cluster.TypeIndex(dev.Type)
-		d.Type, d.To = dev.Type, len(devs)
-		d.Assignment = placement.Assignment{Job: j.Job.ID, Devices: devs}
-		d.Nodes = j.CurrentNodes
+		ti, nodes := j.curType, j.CurrentNodes
 		if !slices.Equal(devs, j.Current) {
-			d.Nodes = r.cluster.NodesOf(devs)
+			dev, _ := r.cluster.Ref(devs[0])
+			ti, nodes = dev.Type, r.cluster.NodesOf(devs)
 		}
+		d.Type, d.To, d.Nodes = r.types[ti], len(devs), nodes
+		d.Assignment = placement.Assignment{Job: j.Job.ID, Devices: devs}
 		d.SpeedupAfter, _ = r.speedup(j, ti, d.Nodes, d.To)
 		if bp, ok := j.Job.Speedup.(goodput.BatchPlanner); ok {
 			d.Batch = bp.BatchPlan(string(d.Type), d.Nodes, d.To)

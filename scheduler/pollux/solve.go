@@ -165,14 +165,13 @@ func (e *Search) Realized(assignments []placement.Assignment) (float64, error) {
 			continue
 		}
 		j := &e.jobs[i]
-		d, ok := e.prob.Index.Device(a.Devices[0])
-		t, known := e.prob.Index.TypeIndex(d.Type)
-		if !ok || !known {
-			return 0, fmt.Errorf("%w: job %q: unknown device %q", ErrInvalid, a.Job, a.Devices[0])
-		}
-		n := j.CurrentNodes
+		t, n := j.CurrentType, j.CurrentNodes
 		if !slices.Equal(a.Devices, j.Current) {
-			n = e.prob.Index.NodesOf(a.Devices)
+			d, ok := e.prob.Index.Ref(a.Devices[0])
+			if !ok {
+				return 0, fmt.Errorf("%w: job %q: unknown device %q", ErrInvalid, a.Job, a.Devices[0])
+			}
+			t, n = d.Type, e.prob.Index.NodesOf(a.Devices)
 		}
 		v, err := j.Speedup(t, n, len(a.Devices))
 		if err != nil {
