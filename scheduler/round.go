@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -40,9 +39,9 @@ type Round struct {
 	takesOffers       bool
 	state             *placement.State // the usage in effect, built on the first Place
 	// placed remembers the result of every target set placed or offered
-	// this round (by key), so that Schedule realises the policy's final
-	// targets without placing them again.
-	placed map[string]PlaceResult
+	// this round, so that Schedule realises the policy's final targets
+	// without placing (or checking an offer) again.
+	placed []placedSet
 	// quota is the round's quota tree and entitlements (nil without
 	// Input.Queues).
 	quota *roundQuota
@@ -156,7 +155,11 @@ func (r *Round) Place(ctx context.Context, targets []Target) (PlaceResult, error
 	if err != nil {
 		return PlaceResult{}, err
 	}
-	return r.place(ctx, tg)
+	ps, err := r.place(ctx, tg)
+	if err != nil {
+		return PlaceResult{}, err
+	}
+	return ps.res, nil
 }
 
 // TakesOffers reports whether the Scheduler accepts placements that the
@@ -165,9 +168,10 @@ func (r *Round) Place(ctx context.Context, targets []Target) (PlaceResult, error
 func (r *Round) TakesOffers() bool { return r.takesOffers }
 
 // Offer records res as the placement of targets, computed by the policy
-// itself: when the policy returns these targets, Schedule uses res, after
-// checking it as it checks a Placer's result. It fails with ErrPolicy
-// when the Round does not take offers or res does not realise targets.
+// itself: when the policy returns these targets, Schedule uses res. Offer
+// checks res as Schedule checks a Placer's result, and fails with
+// ErrPolicy when the Round does not take offers or res does not realise
+// targets.
 func (r *Round) Offer(targets []Target, res PlaceResult) error {
 	if !r.takesOffers {
 		return fmt.Errorf("%w: this round takes no offered placements (the Scheduler has a Placer of its own)", ErrPolicy)
@@ -176,30 +180,54 @@ func (r *Round) Offer(targets []Target, res PlaceResult) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := r.checkPlacement(res, tg); err != nil {
+	assigned, unplaced, err := r.checkPlacement(res, tg)
+	if err != nil {
 		return fmt.Errorf("%w: offered placement: %w", ErrPolicy, err)
 	}
-	r.placed[placeKey(r.toPlace(tg))] = res
+	r.remember(placedSet{targets: r.toPlace(tg), res: res, checked: true, assigned: assigned, unplaced: unplaced})
 	return nil
+}
+
+// placedSet is a target set placed or offered this round.
+type placedSet struct {
+	targets []Target // as toPlace gives them
+	res     PlaceResult
+	// checked: res was checked (an offer), with this result of
+	// checkPlacement.
+	checked  bool
+	assigned [][]string
+	unplaced []*placement.Reason
+}
+
+// remember records ps, replacing the entry of the same targets.
+func (r *Round) remember(ps placedSet) {
+	for k := range r.placed {
+		if samePlace(r.placed[k].targets, ps.targets) {
+			r.placed[k] = ps
+			return
+		}
+	}
+	r.placed = append(r.placed, ps)
 }
 
 // place realises the checked targets tg (index-aligned with r.jobs),
 // reusing the result of an earlier Place or Offer of the same targets.
-func (r *Round) place(ctx context.Context, tg []Target) (PlaceResult, error) {
+func (r *Round) place(ctx context.Context, tg []Target) (*placedSet, error) {
 	pt := r.toPlace(tg)
-	key := placeKey(pt)
-	if res, ok := r.placed[key]; ok {
-		return res, nil
+	for k := range r.placed {
+		if samePlace(r.placed[k].targets, pt) {
+			return &r.placed[k], nil
+		}
 	}
 	if err := ctx.Err(); err != nil {
-		return PlaceResult{}, err
+		return nil, err
 	}
 	var st *placement.State
 	if _, packer := r.placer.(Packer); !packer { // Packer reads no State: skip building one
 		if r.state == nil {
 			built, err := r.cluster.NewState(r.current)
 			if err != nil {
-				return PlaceResult{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+				return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 			}
 			r.state = built
 		}
@@ -208,26 +236,18 @@ func (r *Round) place(ctx context.Context, tg []Target) (PlaceResult, error) {
 	res, err := r.placer.Place(ctx, PlaceInput{Cluster: r.cluster, Current: r.current, State: st,
 		Targets: pt, AllowInterference: r.allowInterference})
 	if err != nil {
-		return PlaceResult{}, placeError(err)
+		return nil, placeError(err)
 	}
-	r.placed[key] = res
-	return res, nil
+	r.placed = append(r.placed, placedSet{targets: pt, res: res})
+	return &r.placed[len(r.placed)-1], nil
 }
 
-// placeKey identifies a set of targets as a Placer reads them.
-func placeKey(pt []Target) string {
-	var b strings.Builder
-	for _, t := range pt {
-		b.WriteString(strconv.Quote(t.Job))
-		b.WriteByte(' ')
-		b.WriteString(string(t.Type))
-		b.WriteByte(' ')
-		b.WriteString(strconv.Itoa(t.Count))
-		b.WriteByte(' ')
-		b.WriteString(strconv.Itoa(t.MaxNodes))
-		b.WriteByte('\n')
-	}
-	return b.String()
+// samePlace reports whether two target sets are the same as a Placer
+// reads them (job, type, count and max nodes, in order).
+func samePlace(a, b []Target) bool {
+	return slices.EqualFunc(a, b, func(x, y Target) bool {
+		return x.Job == y.Job && x.Type == y.Type && x.Count == y.Count && x.MaxNodes == y.MaxNodes
+	})
 }
 
 // newRound validates in (whose cluster c indexes) and builds its view.
@@ -236,7 +256,7 @@ func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takes
 		return nil, err
 	}
 	r := &Round{in: in, cluster: c, types: c.Types(), placer: pl, allowInterference: allowInterference,
-		takesOffers: takesOffers, placed: make(map[string]PlaceResult)}
+		takesOffers: takesOffers}
 	nt := len(r.types)
 	r.cap, r.perNode = make([]int, nt), make([]int, nt)
 	for t, tk := range r.types {

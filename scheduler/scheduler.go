@@ -109,13 +109,15 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	res, err := r.place(ctx, tg)
+	ps, err := r.place(ctx, tg)
 	if err != nil {
 		return Plan{}, err
 	}
-	assigned, unplaced, err := r.checkPlacement(res, tg)
-	if err != nil {
-		return Plan{}, err
+	assigned, unplaced := ps.assigned, ps.unplaced
+	if !ps.checked {
+		if assigned, unplaced, err = r.checkPlacement(ps.res, tg); err != nil {
+			return Plan{}, err
+		}
 	}
 	for i := range r.jobs {
 		// A job that kept devices its new target could not replace must
@@ -312,14 +314,13 @@ func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reaso
 		d.SpeedupBefore, _ = r.speedup(j, j.curType, j.CurrentNodes, j.curCount)
 	}
 	if len(devs) > 0 {
-		ti, nodes := j.curType, j.CurrentNodes
+		d.Type, d.To, d.Nodes, d.SpeedupAfter = j.CurrentType, j.curCount, j.CurrentNodes, d.SpeedupBefore
 		if !slices.Equal(devs, j.Current) {
 			dev, _ := r.cluster.Ref(devs[0])
-			ti, nodes = dev.Type, r.cluster.NodesOf(devs)
+			d.Type, d.To, d.Nodes = r.types[dev.Type], len(devs), r.cluster.NodesOf(devs)
+			d.SpeedupAfter, _ = r.speedup(j, dev.Type, d.Nodes, d.To)
 		}
-		d.Type, d.To, d.Nodes = r.types[ti], len(devs), nodes
 		d.Assignment = placement.Assignment{Job: j.Job.ID, Devices: devs}
-		d.SpeedupAfter, _ = r.speedup(j, ti, d.Nodes, d.To)
 		if bp, ok := j.Job.Speedup.(goodput.BatchPlanner); ok {
 			d.Batch = bp.BatchPlan(string(d.Type), d.Nodes, d.To)
 		}

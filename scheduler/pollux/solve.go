@@ -156,7 +156,9 @@ func (e *Search) Layout(sol *Solution) []placement.Assignment { return e.layoutR
 
 // Realized is the fitness of concrete assignments: each job's value on
 // the devices it gets (nodes counted), with the restart factor when its
-// devices changed. Assignments of unknown jobs are ignored.
+// devices changed. Assignments of unknown jobs are ignored. Speedups come
+// from the search's memo, so a bad one seen before (by the search or an
+// earlier Realized) fails every later call.
 func (e *Search) Realized(assignments []placement.Assignment) (float64, error) {
 	vals := make([]float64, len(e.jobs))
 	for _, a := range assignments {
@@ -173,11 +175,10 @@ func (e *Search) Realized(assignments []placement.Assignment) (float64, error) {
 			}
 			t, n = d.Type, e.prob.Index.NodesOf(a.Devices)
 		}
-		v, err := j.Speedup(t, n, len(a.Devices))
-		if err != nil {
-			return 0, err
+		v := e.norm(j, t, n, len(a.Devices))
+		if e.err != nil {
+			return 0, e.err
 		}
-		v /= j.base
 		if j.penal && !placement.SameDevices(a.Devices, j.Current) {
 			v *= j.rf
 		}
