@@ -201,7 +201,7 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		wrongType := false
 		for _, g := range j.devs {
 			d := &st.ix.devs[g]
-			if st.ix.nodes[d.node].slots[d.slot].typ != t {
+			if d.typ != t {
 				wrongType = true
 			}
 			if st.node(d.node).bad[d.slot]&(1<<d.bit) != 0 {
@@ -318,7 +318,7 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		if len(after) > 0 {
 			d.Devices = st.ids(after)
 			g := &st.ix.devs[after[0]]
-			d.Type = st.ix.types[st.ix.nodes[g.node].slots[g.slot].typ]
+			d.Type = st.ix.types[g.typ]
 		}
 		if len(prev) > 0 {
 			d.Previous = st.ids(prev)

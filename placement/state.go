@@ -430,7 +430,7 @@ func (s *State) TypeOf(a Assignment) (accel.TypeKey, bool) {
 			return "", false
 		}
 		d := &s.ix.devs[g]
-		dt := s.ix.nodes[d.node].slots[d.slot].typ
+		dt := d.typ
 		if t >= 0 && dt != t {
 			return "", false
 		}

@@ -97,10 +97,11 @@ func (g Pollux) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 		return nil, err
 	}
 	var best []Target
+	var bestSol *pollux.Solution
 	var bestOwn []placement.Assignment
 	bestFit := math.Inf(-1)
 	for _, sol := range sols {
-		tg := targets(r, e, order, sol)
+		tg := targets(r, order, sol)
 		res, err := r.Place(ctx, tg)
 		if err != nil {
 			return nil, err
@@ -110,12 +111,12 @@ func (g Pollux) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 			return nil, err
 		}
 		if f > bestFit*(1+1e-12) || best == nil {
-			best, bestOwn, bestFit = tg, nil, f
+			best, bestSol, bestOwn, bestFit = tg, sol, nil, f
 		}
 		if r.TakesOffers() {
 			if own := e.Layout(sol); own != nil {
 				if f, err := e.Realized(own); err == nil && f > bestFit*(1+1e-12) {
-					best, bestOwn, bestFit = tg, own, f
+					best, bestSol, bestOwn, bestFit = tg, sol, own, f
 				}
 			}
 		}
@@ -125,6 +126,7 @@ func (g Pollux) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 			return nil, err
 		}
 	}
+	explain(r, e, order, bestSol, best)
 	return best, nil
 }
 
@@ -201,10 +203,22 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 	return e, order, err
 }
 
-// targets turns an engine solution into targets with notes, in job-ID
-// order.
-func targets(r *Round, e *pollux.Search, order []int, sol *pollux.Solution) []Target {
-	out := make([]Target, 0, len(order))
+// targets turns an engine solution into targets, in job-ID order,
+// without reasons and notes (explain adds them).
+func targets(r *Round, order []int, sol *pollux.Solution) []Target {
+	out := make([]Target, len(order))
+	for k, i := range order {
+		out[k].Job = r.jobs[i].Job.ID
+		if t, c, _ := sol.Alloc(k); c > 0 {
+			out[k].Type, out[k].Count = r.types[t], c
+		}
+	}
+	return out
+}
+
+// explain sets the reason and note of targets tg, made by targets from
+// sol: a policy places several candidates and explains the one it returns.
+func explain(r *Round, e *pollux.Search, order []int, sol *pollux.Solution, tg []Target) {
 	for k, i := range order {
 		j := &r.jobs[i]
 		t, c, nodes := sol.Alloc(k)
@@ -213,10 +227,7 @@ func targets(r *Round, e *pollux.Search, order []int, sol *pollux.Solution) []Ta
 			t0 = -1
 		}
 		rf, charged := e.RestartFactor(k)
-		tg := Target{Job: j.Job.ID}
-		if c > 0 {
-			tg.Type, tg.Count = r.types[t], c
-		}
+		tg := &tg[k]
 		switch {
 		case j.Pinned:
 			tg.Reason, tg.Note = ReasonPinned, "non-preemptible"
@@ -237,9 +248,7 @@ func targets(r *Round, e *pollux.Search, order []int, sol *pollux.Solution) []Ta
 		default:
 			tg.Reason, tg.Note = whyQueued(r, e, sol, k, j, t0 >= 0)
 		}
-		out = append(out, tg)
 	}
-	return out
 }
 
 // whyQueued explains why engine job k (round job j) got nothing.
@@ -341,26 +350,33 @@ func (g Genetic) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	tg := targets(r, e, order, sol)
-	if !r.TakesOffers() {
-		return tg, nil
-	}
-	res, err := r.Place(ctx, tg)
-	if err != nil {
-		return nil, err
-	}
-	own := e.Layout(sol)
-	if own == nil {
-		return tg, nil
-	}
-	placed, err := e.Realized(res.Assignments)
-	if err != nil {
-		return nil, err
-	}
-	if f, err := e.Realized(own); err == nil && f > placed {
-		if err := r.Offer(tg, PlaceResult{Assignments: own}); err != nil {
+	tg := targets(r, order, sol)
+	if r.TakesOffers() {
+		if err := offerLayout(ctx, r, e, sol, tg); err != nil {
 			return nil, err
 		}
 	}
+	explain(r, e, order, sol, tg)
 	return tg, nil
+}
+
+// offerLayout offers sol exactly as the engine lays it out for targets
+// tg (made from sol) when that places better than Round.Place.
+func offerLayout(ctx context.Context, r *Round, e *pollux.Search, sol *pollux.Solution, tg []Target) error {
+	res, err := r.Place(ctx, tg)
+	if err != nil {
+		return err
+	}
+	own := e.Layout(sol)
+	if own == nil {
+		return nil
+	}
+	placed, err := e.Realized(res.Assignments)
+	if err != nil {
+		return err
+	}
+	if f, err := e.Realized(own); err == nil && f > placed {
+		return r.Offer(tg, PlaceResult{Assignments: own})
+	}
+	return nil
 }

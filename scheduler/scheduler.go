@@ -209,7 +209,16 @@ func (r *Round) checkTargets(targets []Target) ([]Target, error) {
 // toPlace returns the targets a Placer must realise: the checked targets
 // tg with zero counts left out (nil when none).
 func (r *Round) toPlace(tg []Target) []Target {
-	var pt []Target
+	n := 0
+	for _, t := range tg {
+		if t.Count > 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	pt := make([]Target, 0, n)
 	for _, t := range tg {
 		if t.Count > 0 {
 			pt = append(pt, t)

@@ -816,6 +816,9 @@ func (e *Search) layoutResult(s *state) []placement.Assignment {
 		if s.cnt[i] == 0 {
 			continue
 		}
+		if e.markCurrent(owner, i) {
+			continue
+		}
 		for _, id := range e.jobs[i].Current {
 			if d, ok := l.devNum[id]; ok {
 				owner[d] = int32(i + 1)

@@ -154,6 +154,30 @@ func (e *Search) contended(s *state) bool {
 // job order.
 func (e *Search) Layout(sol *Solution) []placement.Assignment { return e.layoutResult(sol.s) }
 
+// markCurrent marks job i's current devices in owner (by device number,
+// job index + 1) without looking them up by ID, when Current lists them
+// bin by bin as e.cur[i] does, each bin's in the layout's order (as a
+// placement made on this cluster lists them); it reports false, having
+// marked some of them, otherwise.
+func (e *Search) markCurrent(owner []int32, i int) bool {
+	l, cur := e.lay, e.jobs[i].Current
+	q := 0
+	for _, sl := range e.cur[i] {
+		devs, p := l.binDevs[sl.bin], 0
+		for range sl.k {
+			for p < len(devs) && q < len(cur) && devs[p] != cur[q] {
+				p++
+			}
+			if p == len(devs) || q == len(cur) {
+				return false
+			}
+			owner[l.binStart[sl.bin]+p] = int32(i + 1)
+			p, q = p+1, q+1
+		}
+	}
+	return q == len(cur)
+}
+
 // Realized is the fitness of concrete assignments: each job's value on
 // the devices it gets (nodes counted), with the restart factor when its
 // devices changed. Assignments of unknown jobs are ignored. Speedups come
