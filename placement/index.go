@@ -359,8 +359,45 @@ func (x *Index) Ref(id string) (DeviceRef, bool) {
 	if !ok {
 		return DeviceRef{}, false
 	}
-	d := &x.ix.devs[g]
-	return DeviceRef{Num: int(g), Node: int(d.node), Type: int(d.typ), Usable: d.usable}, true
+	return x.ix.ref(g), true
+}
+
+// AppendRefs appends the devices with the given IDs, in numbers, to refs
+// and reports whether every ID is known; at an unknown one it stops (the
+// refs appended are those of the IDs before it). A list that names a
+// node's devices in index order, as placements do, resolves faster than
+// ID by ID.
+func (x *Index) AppendRefs(refs []DeviceRef, ids []string) ([]DeviceRef, bool) {
+	if x == nil || x.ix == nil {
+		return refs, len(ids) == 0
+	}
+	prev := int32(-1)
+	for _, id := range ids {
+		g, ok := x.ix.lookup(id, prev)
+		if !ok {
+			return refs, false
+		}
+		refs = append(refs, x.ix.ref(g))
+		prev = g
+	}
+	return refs, true
+}
+
+// ref describes device number g in numbers.
+func (ix *index) ref(g int32) DeviceRef {
+	d := &ix.devs[g]
+	return DeviceRef{Num: int(g), Node: int(d.node), Type: int(d.typ), Usable: d.usable}
+}
+
+// lookup returns the number of the device with the given ID, trying the
+// device after prev first (−1: none), so that a list of a node's devices
+// in index order costs one comparison per device instead of a map lookup.
+func (ix *index) lookup(id string, prev int32) (int32, bool) {
+	if next := prev + 1; prev >= 0 && int(next) < len(ix.devs) && ix.devs[next].id == id {
+		return next, true
+	}
+	g, ok := ix.devByID[id]
+	return g, ok
 }
 
 // Devices returns the number of devices of the index, usable or not.

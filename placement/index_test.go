@@ -202,7 +202,26 @@ func TestIndexRefs(t *testing.T) {
 	if _, ok := x.Ref("z/0"); ok {
 		t.Error("Ref(z/0) found")
 	}
+	// A list resolves in any order, and stops at an unknown ID.
+	for _, ids := range []string{"a/0 a/1 b/0 b/1 b/2", "b/3 a/1 c/7 c/6 c/5 a/0", "a/0 a/1 z/0 b/0", ""} {
+		list := strings.Fields(ids)
+		got, ok := x.AppendRefs([]DeviceRef{{Num: -1}}, list)
+		var want []DeviceRef
+		for _, id := range list {
+			r, found := x.Ref(id)
+			if !found {
+				break
+			}
+			want = append(want, r)
+		}
+		if ok != (len(want) == len(list)) || !slices.Equal(got, append([]DeviceRef{{Num: -1}}, want...)) {
+			t.Errorf("AppendRefs(%s) = %v, %v, want %v", ids, got, ok, want)
+		}
+	}
 	var none *Index
+	if _, ok := none.AppendRefs(nil, []string{"a/0"}); ok {
+		t.Error("a nil Index resolves a device")
+	}
 	if _, ok := none.Ref("a/0"); ok || none.Devices() != 0 {
 		t.Error("a nil Index has devices")
 	}

@@ -948,10 +948,13 @@ func (x *Index) NodesOf(ids []string) int {
 	var buf [16]int32
 	nodes := buf[:0]
 	var seen map[int32]bool // beyond 16 nodes
+	prev := int32(-1)
 	for _, id := range ids {
 		n := int32(-1)
-		if g, ok := x.ix.devByID[id]; ok {
-			n = x.ix.devs[g].node
+		if g, ok := x.ix.lookup(id, prev); ok {
+			n, prev = x.ix.devs[g].node, g
+		} else {
+			prev = -1
 		}
 		switch {
 		case seen != nil:

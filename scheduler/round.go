@@ -378,18 +378,18 @@ func (r *Round) checkCurrent() error {
 	// array each.
 	copies := make([]string, 0, held)
 	nums := make([]int32, 0, held)
-	var nodes []int32 // scratch: the node numbers of one entry
+	var refs []placement.DeviceRef // scratch: one entry's devices
+	var nodes []int32              // scratch: their node numbers
 	for k, a := range r.in.Current {
 		// Every entry is checked, a finished job's too: its devices must
 		// exist and not be held twice, though they are then released.
+		var known bool
+		refs, known = r.cluster.AppendRefs(refs[:0], a.Devices)
 		typ, usable := -1, true
 		n0 := len(nums)
 		nodes = nodes[:0]
-		for _, id := range a.Devices {
-			d, ok := r.cluster.Ref(id)
-			if !ok {
-				return fmt.Errorf("%w: current[%d]: job %q: device %q is not in the cluster", ErrInvalid, k, a.Job, id)
-			}
+		for p, d := range refs {
+			id := a.Devices[p]
 			if h := holder[d.Num]; h != 0 {
 				return fmt.Errorf("%w: current[%d]: job %q: device %q is also held by job %q", ErrInvalid, k, a.Job, id, r.in.Current[h-1].Job)
 			}
@@ -402,6 +402,9 @@ func (r *Round) checkCurrent() error {
 			typ, usable = d.Type, usable && d.Usable
 			nums = append(nums, int32(d.Num))
 			nodes = append(nodes, int32(d.Node))
+		}
+		if !known {
+			return fmt.Errorf("%w: current[%d]: job %q: device %q is not in the cluster", ErrInvalid, k, a.Job, a.Devices[len(refs)])
 		}
 		i, ok := r.byID[a.Job]
 		if !ok {

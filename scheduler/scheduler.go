@@ -242,6 +242,7 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 	// number n (0 = none so far).
 	user := make([]int32, r.cluster.Devices())
 	copies := make([]string, 0, placed) // the assigned devices, end to end
+	var refs []placement.DeviceRef      // scratch: one assignment's devices
 	kept := make(map[string]bool)
 	for _, u := range res.Unplaced {
 		kept[u.Target.Job] = true
@@ -274,9 +275,11 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 				user[n] = int32(i + 1)
 			}
 		} else {
-			for _, id := range a.Devices {
-				d, ok := r.cluster.Ref(id)
-				if !ok || r.types[d.Type] != typ {
+			var known bool
+			refs, known = r.cluster.AppendRefs(refs[:0], a.Devices)
+			for p, d := range refs {
+				id := a.Devices[p]
+				if r.types[d.Type] != typ {
 					return nil, nil, fmt.Errorf("%w: job %q: device %q is not a %s device of the cluster", ErrPlacement, a.Job, id, typ)
 				}
 				if !d.Usable && !kept[a.Job] {
@@ -286,6 +289,9 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 					return nil, nil, fmt.Errorf("%w: device %q placed for jobs %q and %q", ErrPlacement, id, r.jobs[o-1].Job.ID, a.Job)
 				}
 				user[d.Num] = int32(i + 1)
+			}
+			if !known {
+				return nil, nil, fmt.Errorf("%w: job %q: device %q is not a %s device of the cluster", ErrPlacement, a.Job, a.Devices[len(refs)], typ)
 			}
 		}
 		assigned[i] = appendCopy(&copies, a.Devices)
