@@ -236,4 +236,18 @@ func TestSameDevices(t *testing.T) {
 			t.Errorf("SameDevices(%q, %q) = %v", c.a, c.b, got)
 		}
 	}
+	// Longer lists are compared through a set.
+	var a []string
+	for i := range 20 {
+		a = append(a, fmt.Sprint("d", i))
+	}
+	b := slices.Clone(a)
+	slices.Reverse(b)
+	if !SameDevices(a, b) {
+		t.Error("SameDevices of 20 reversed devices = false")
+	}
+	b[0] = "other"
+	if SameDevices(a, b) {
+		t.Error("SameDevices of 20 devices, one other = true")
+	}
 }

@@ -984,6 +984,14 @@ func SameDevices(a, b []string) bool {
 	if slices.Equal(a, b) {
 		return true // the common case: devices kept in the same order
 	}
+	if len(b) <= 16 { // a few devices: comparing is cheaper than a set
+		for _, id := range a {
+			if !slices.Contains(b, id) {
+				return false
+			}
+		}
+		return true
+	}
 	set := make(map[string]bool, len(b))
 	for _, id := range b {
 		set[id] = true

@@ -185,14 +185,17 @@ func (e *Search) markCurrent(owner []int32, i int) bool {
 // earlier Realized) fails every later call.
 func (e *Search) Realized(assignments []placement.Assignment) (float64, error) {
 	vals := make([]float64, len(e.jobs))
+	next := 0 // the job after the last one found
 	for _, a := range assignments {
-		i, ok := e.byID[a.Job]
+		i, ok := e.jobAfter(next, a.Job)
 		if !ok || len(a.Devices) == 0 {
 			continue
 		}
+		next = i + 1
 		j := &e.jobs[i]
 		t, n := j.CurrentType, j.CurrentNodes
-		if !slices.Equal(a.Devices, j.Current) {
+		same := slices.Equal(a.Devices, j.Current)
+		if !same {
 			d, ok := e.prob.Index.Ref(a.Devices[0])
 			if !ok {
 				return 0, fmt.Errorf("%w: job %q: unknown device %q", ErrInvalid, a.Job, a.Devices[0])
@@ -203,12 +206,25 @@ func (e *Search) Realized(assignments []placement.Assignment) (float64, error) {
 		if e.err != nil {
 			return 0, e.err
 		}
-		if j.penal && !placement.SameDevices(a.Devices, j.Current) {
+		if j.penal && !same && !placement.SameDevices(a.Devices, j.Current) {
 			v *= j.rf
 		}
 		vals[i] = v
 	}
 	return e.fitness(vals), nil
+}
+
+// jobAfter returns the position of the job with the given ID, looking
+// first at the few jobs from position next on: assignments usually come
+// in job order, as the jobs do, with a gap where a job gets nothing.
+func (e *Search) jobAfter(next int, id string) (int, bool) {
+	for i := next; i < min(next+8, len(e.jobs)); i++ {
+		if e.jobs[i].ID == id {
+			return i, true
+		}
+	}
+	i, ok := e.byID[id]
+	return i, ok
 }
 
 // Alloc is a job's allocation for Fitness.
