@@ -83,7 +83,11 @@ type jobInfo struct {
 	// its order; curUsable reports that every one of them is usable.
 	curNums   []int32
 	curUsable bool
-	rigid     bool
+	// curSpeedup is the Speedup of the current allocation once speedup
+	// has evaluated it (curKnown): the policy and decide both ask for it.
+	curSpeedup float64
+	curKnown   bool
+	rigid      bool
 }
 
 // fits reports whether count is within the job's bounds.
@@ -485,7 +489,8 @@ func (j *Job) requested() int {
 	return 1
 }
 
-// speedup evaluates job j's Speedup on (type t, nodes, count) and checks it.
+// speedup evaluates job j's Speedup on (type t, nodes, count) and checks
+// it, remembering the value of the current allocation.
 func (r *Round) speedup(j *jobInfo, t, nodes, count int) (float64, error) {
 	if count <= 0 {
 		return 0, nil
@@ -493,9 +498,16 @@ func (r *Round) speedup(j *jobInfo, t, nodes, count int) (float64, error) {
 	if j.Job.Speedup == nil {
 		return float64(count), nil
 	}
+	current := t == j.curType && nodes == j.CurrentNodes && count == j.curCount
+	if current && j.curKnown {
+		return j.curSpeedup, nil
+	}
 	v := j.Job.Speedup.Speedup(string(r.types[t]), nodes, count)
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 		return 0, fmt.Errorf("%w: job %q: speedup(%s, %d nodes, %d replicas) = %v", ErrBadSpeedup, j.Job.ID, r.types[t], nodes, count, v)
+	}
+	if current {
+		j.curSpeedup, j.curKnown = v, true
 	}
 	return v, nil
 }
