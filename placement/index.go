@@ -161,6 +161,8 @@ func buildIndex(c accel.Cluster) (*index, error) {
 			if len(sl.devs) == maxSlotDevices {
 				return nil, fmt.Errorf("%w: node %q has more than %d devices of type %q", ErrInvalid, n.Name, maxSlotDevices, d.Type)
 			}
+			// Device numbers follow node (name) then device index order;
+			// State.ids and DeviceRef.Num rely on it.
 			g := int32(len(ix.devs))
 			bit := uint8(len(sl.devs))
 			sl.devs = append(sl.devs, g)

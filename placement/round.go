@@ -177,7 +177,7 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 	}
 
 	st := s.Clone()
-	var before []jobUse
+	before := make([]jobUse, 0, st.jobs.Len())
 	st.jobs.Ascend(func(j jobUse) bool {
 		before = append(before, j)
 		return true
@@ -188,8 +188,12 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 	var relocate, grow, start []int // target indices
 
 	// Phase 1 to 3: stop, keep, release faulty devices, shrink.
+	held := make([]bool, len(targets)) // by target: its job holds devices
 	for _, j := range before {
 		i, ok := byJob[j.job]
+		if ok {
+			held[i] = true
+		}
 		if !ok || targets[i].Count == 0 {
 			st.releaseDevs(j, j.devs)
 			reasons[j.job] = Reason{ReasonStopped, "no devices targeted this round"}
@@ -234,10 +238,7 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		}
 	}
 	for i, tg := range targets {
-		if tg.Count == 0 {
-			continue
-		}
-		if _, held := slices.BinarySearchFunc(before, tg.Job, func(j jobUse, job string) int { return cmp.Compare(j.job, job) }); !held {
+		if tg.Count > 0 && !held[i] {
 			start = append(start, i)
 		}
 	}

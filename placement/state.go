@@ -587,15 +587,12 @@ func (s *State) resolve(ids []string, what string, at int) ([]int32, error) {
 	return devs, nil
 }
 
-// ids returns device IDs sorted by node name then device index.
+// ids returns device IDs sorted by node name then device index, the order
+// of the device numbers.
 func (s *State) ids(devs []int32) []string {
-	byNodeIndex := func(a, b int32) int {
-		da, db := &s.ix.devs[a], &s.ix.devs[b]
-		return cmp.Or(cmp.Compare(da.node, db.node), cmp.Compare(da.index, db.index))
-	}
-	if !slices.IsSortedFunc(devs, byNodeIndex) {
+	if !slices.IsSorted(devs) {
 		devs = slices.Clone(devs)
-		slices.SortFunc(devs, byNodeIndex)
+		slices.Sort(devs)
 	}
 	out := make([]string, len(devs))
 	for i, g := range devs {
