@@ -203,12 +203,17 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		t := st.ix.typeNum[tg.Type]
 		var bad []int32
 		wrongType := false
+		var nu *nodeUse // the usage of node at, the node of the last device
+		at := int32(-1)
 		for _, g := range j.devs {
 			d := &st.ix.devs[g]
 			if d.typ != t {
 				wrongType = true
 			}
-			if st.node(d.node).bad[d.slot]&(1<<d.bit) != 0 {
+			if d.node != at {
+				nu, at = st.node(d.node), d.node
+			}
+			if nu.bad[d.slot]&(1<<d.bit) != 0 {
 				bad = append(bad, g)
 			}
 		}
@@ -298,6 +303,16 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 
 	// Decisions: merge the jobs before and after the round (both sorted).
 	res := RoundResult{State: st, Decisions: make([]Decision, 0, st.jobs.Len()+len(before)/8)}
+	// The decisions' device IDs, end to end: room for what was held and
+	// what is used now (more is appended when it is not enough).
+	room := 0
+	for _, j := range before {
+		room += len(j.devs)
+	}
+	for _, n := range st.usedTotal {
+		room += n
+	}
+	ids := make([]string, 0, room)
 	emit := func(job string, prev, after []int32) {
 		d := Decision{Job: job, Reason: reasons[job]}
 		switch {
@@ -317,12 +332,12 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 			d.Action = Move
 		}
 		if len(after) > 0 {
-			d.Devices = st.ids(after)
+			d.Devices = st.appendIDs(&ids, after)
 			g := &st.ix.devs[after[0]]
 			d.Type = st.ix.types[g.typ]
 		}
 		if len(prev) > 0 {
-			d.Previous = st.ids(prev)
+			d.Previous = st.appendIDs(&ids, prev)
 		}
 		res.Decisions = append(res.Decisions, d)
 	}

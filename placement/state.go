@@ -590,15 +590,22 @@ func (s *State) resolve(ids []string, what string, at int) ([]int32, error) {
 // ids returns device IDs sorted by node name then device index, the order
 // of the device numbers.
 func (s *State) ids(devs []int32) []string {
+	buf := make([]string, 0, len(devs))
+	return s.appendIDs(&buf, devs)
+}
+
+// appendIDs is ids storing the IDs at the end of *buf, capped there (an
+// append to the result copies), so that one array holds many lists.
+func (s *State) appendIDs(buf *[]string, devs []int32) []string {
 	if !slices.IsSorted(devs) {
 		devs = slices.Clone(devs)
 		slices.Sort(devs)
 	}
-	out := make([]string, len(devs))
-	for i, g := range devs {
-		out[i] = s.ix.devs[g].id
+	n := len(*buf)
+	for _, g := range devs {
+		*buf = append(*buf, s.ix.devs[g].id)
 	}
-	return out
+	return (*buf)[n:len(*buf):len(*buf)]
 }
 
 func (s *State) node(n int32) *nodeUse {
