@@ -147,6 +147,7 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		return RoundResult{}, errNoState
 	}
 	byJob := make(map[string]int, len(targets))
+	typ := make([]int32, len(targets)) // by target: its type's number
 	for i, tg := range targets {
 		switch {
 		case tg.Job == "":
@@ -167,6 +168,7 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		if !ok {
 			return RoundResult{}, fmt.Errorf("%w: targets[%d] (%q) type %q", ErrUnknownType, i, tg.Job, tg.Type)
 		}
+		typ[i] = t
 		r := Request{Job: tg.Job, Count: tg.Count, MaxNodes: tg.MaxNodes}
 		if l := s.ix.limit(t, &r); tg.Count > l {
 			return RoundResult{}, fmt.Errorf("%w: targets[%d] (%q) asks %d %s devices, at most %d fit on max_nodes %d", ErrImpossible, i, tg.Job, tg.Count, tg.Type, l, tg.MaxNodes)
@@ -199,8 +201,7 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 			reasons[j.job] = Reason{ReasonStopped, "no devices targeted this round"}
 			continue
 		}
-		tg := targets[i]
-		t := st.ix.typeNum[tg.Type]
+		tg, t := targets[i], typ[i]
 		var bad []int32
 		wrongType := false
 		var nu *nodeUse // the usage of node at, the node of the last device
@@ -260,10 +261,10 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		unplaced = append(unplaced, Unplaced{Target: tg, Reason: why})
 		reasons[tg.Job] = why
 	}
-	// replace re-places the job from scratch; on failure it restores the
-	// job's devices (or stops it when they include a faulty one).
-	replace := func(tg Target) {
-		t := st.ix.typeNum[tg.Type]
+	// replace re-places the job of target i from scratch; on failure it
+	// restores its devices (or stops it when they include a faulty one).
+	replace := func(i int) {
+		tg, t := targets[i], typ[i]
 		old, _ := st.jobs.Get(jobUse{job: tg.Job})
 		if len(old.devs) > 0 {
 			st.releaseDevs(old, old.devs)
@@ -289,16 +290,16 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		}
 	}
 	for _, i := range relocate {
-		replace(targets[i])
+		replace(i)
 	}
 	for _, i := range pending {
-		if tg := targets[i]; !p.growInPlace(st, tg) {
-			replace(tg)
+		if !p.growInPlace(st, targets[i]) {
+			replace(i)
 		}
 	}
 	// Phase 5.
 	for _, i := range start {
-		replace(targets[i])
+		replace(i)
 	}
 
 	// Decisions: merge the jobs before and after the round (both sorted).
