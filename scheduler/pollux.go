@@ -217,9 +217,10 @@ func targets(r *Round, order []int, sol *pollux.Solution) []Target {
 	return out
 }
 
-// explain sets the reason and note of targets tg, made by targets from
-// sol: a policy places several candidates and explains the one it returns.
-func explain(r *Round, e *pollux.Search, order []int, sol *pollux.Solution, tg []Target) {
+// explain sets the reason and note of every target of out, made by
+// targets from sol: Allocate places several candidates and explains the
+// one it returns.
+func explain(r *Round, e *pollux.Search, order []int, sol *pollux.Solution, out []Target) {
 	for k, i := range order {
 		j := &r.jobs[i]
 		t, c, nodes := sol.Alloc(k)
@@ -228,7 +229,7 @@ func explain(r *Round, e *pollux.Search, order []int, sol *pollux.Solution, tg [
 			t0 = -1
 		}
 		rf, charged := e.RestartFactor(k)
-		tg := &tg[k]
+		tg := &out[k]
 		// Notes are built with strconv rather than fmt (the same text):
 		// this runs once per job and round.
 		var buf [80]byte
