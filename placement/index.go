@@ -15,12 +15,14 @@ const maxSlotDevices = 64
 
 // devInfo is the immutable description of one device.
 type devInfo struct {
-	id    string
-	node  int32 // internal node index (rank by name)
-	slot  int32 // slot within the node
-	bit   uint8 // bit within the slot
-	index int   // accel.Device.Index
-	numa  int
+	id     string
+	node   int32 // internal node index (rank by name)
+	slot   int32 // slot within the node
+	bit    uint8 // bit within the slot
+	usable bool  // healthy in the snapshot and offered
+	typ    int32 // type number
+	index  int   // accel.Device.Index
+	numa   int
 }
 
 // slotInfo describes the devices of one type on one node.
@@ -159,13 +161,16 @@ func buildIndex(c accel.Cluster) (*index, error) {
 			if len(sl.devs) == maxSlotDevices {
 				return nil, fmt.Errorf("%w: node %q has more than %d devices of type %q", ErrInvalid, n.Name, maxSlotDevices, d.Type)
 			}
+			// Device numbers follow node (name) then device index order;
+			// State.ids and DeviceRef.Num rely on it.
 			g := int32(len(ix.devs))
 			bit := uint8(len(sl.devs))
 			sl.devs = append(sl.devs, g)
 			if !d.MIGEnabled {
 				sl.offer |= 1 << bit
 			}
-			ix.devs = append(ix.devs, devInfo{id: d.ID, node: int32(ni), slot: int32(s), bit: bit, index: d.Index, numa: d.NUMANode})
+			ix.devs = append(ix.devs, devInfo{id: d.ID, node: int32(ni), slot: int32(s), bit: bit,
+				usable: d.Healthy && !d.MIGEnabled, typ: t, index: d.Index, numa: d.NUMANode})
 			ix.healthy = append(ix.healthy, d.Healthy)
 			ix.devByID[d.ID] = g
 			byIndex = append(byIndex, idxDev{d.Index, g})
@@ -330,6 +335,79 @@ func findIndex(list []idxDev, index int) (int32, bool) {
 		return list[lo].g, true
 	}
 	return 0, false
+}
+
+// DeviceRef is a device of an Index in numbers: what a loop over many
+// assignments needs of each device, found with one lookup by ID.
+type DeviceRef struct {
+	// Num is the device's number, 0..Devices()−1: devices are numbered
+	// node by node (in name order, as Node numbers them), by device index
+	// within a node.
+	Num int
+	// Node is the number of its node (see Node).
+	Node int
+	// Type is the position of its type in Types.
+	Type int
+	// Usable reports whether it may be given out (DeviceInfo.Usable).
+	Usable bool
+}
+
+// Ref returns the device with the given ID in numbers.
+func (x *Index) Ref(id string) (DeviceRef, bool) {
+	if x == nil || x.ix == nil {
+		return DeviceRef{}, false
+	}
+	g, ok := x.ix.devByID[id]
+	if !ok {
+		return DeviceRef{}, false
+	}
+	return x.ix.ref(g), true
+}
+
+// AppendRefs appends the devices with the given IDs, in numbers, to refs
+// and reports whether every ID is known; at an unknown one it stops (the
+// refs appended are those of the IDs before it). A list that names a
+// node's devices in index order, as placements do, resolves faster than
+// ID by ID.
+func (x *Index) AppendRefs(refs []DeviceRef, ids []string) ([]DeviceRef, bool) {
+	if x == nil || x.ix == nil {
+		return refs, len(ids) == 0
+	}
+	prev := int32(-1)
+	for _, id := range ids {
+		g, ok := x.ix.lookup(id, prev)
+		if !ok {
+			return refs, false
+		}
+		refs = append(refs, x.ix.ref(g))
+		prev = g
+	}
+	return refs, true
+}
+
+// ref describes device number g in numbers.
+func (ix *index) ref(g int32) DeviceRef {
+	d := &ix.devs[g]
+	return DeviceRef{Num: int(g), Node: int(d.node), Type: int(d.typ), Usable: d.usable}
+}
+
+// lookup returns the number of the device with the given ID, trying the
+// device after prev first (−1: none), so that a list of a node's devices
+// in index order costs one comparison per device instead of a map lookup.
+func (ix *index) lookup(id string, prev int32) (int32, bool) {
+	if next := prev + 1; prev >= 0 && int(next) < len(ix.devs) && ix.devs[next].id == id {
+		return next, true
+	}
+	g, ok := ix.devByID[id]
+	return g, ok
+}
+
+// Devices returns the number of devices of the index, usable or not.
+func (x *Index) Devices() int {
+	if x == nil || x.ix == nil {
+		return 0
+	}
+	return len(x.ix.devs)
 }
 
 // slot returns the slot of type t on node n, or nil.

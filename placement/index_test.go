@@ -1,9 +1,11 @@
 package placement
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -170,6 +172,61 @@ func TestIndexLookups(t *testing.T) {
 	}
 }
 
+// Ref numbers every device node by node in name order, then by index,
+// and agrees with Device and Node.
+func TestIndexRefs(t *testing.T) {
+	c := testCluster(nodeSpec{name: "b", typ: "t4", count: 4}, nodeSpec{name: "a", typ: "t4", count: 2},
+		nodeSpec{name: "c", typ: "a100", count: 8})
+	c.Nodes[0].Devices[1].Healthy = false
+	c.Nodes[2].Devices[0].MIGEnabled = true
+	x, err := NewIndex(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Devices() != 14 {
+		t.Fatalf("Devices = %d", x.Devices())
+	}
+	num := 0
+	for n := range x.Nodes() {
+		_, devs := x.Node(n)
+		slices.SortFunc(devs, func(a, b DeviceInfo) int { return cmp.Compare(a.Index, b.Index) })
+		for _, d := range devs {
+			ref, ok := x.Ref(d.ID)
+			typ, _ := x.TypeIndex(d.Type)
+			if want := (DeviceRef{Num: num, Node: n, Type: typ, Usable: d.Usable()}); !ok || ref != want {
+				t.Errorf("Ref(%s) = %+v, %v, want %+v", d.ID, ref, ok, want)
+			}
+			num++
+		}
+	}
+	if _, ok := x.Ref("z/0"); ok {
+		t.Error("Ref(z/0) found")
+	}
+	// A list resolves in any order, and stops at an unknown ID.
+	for _, ids := range []string{"a/0 a/1 b/0 b/1 b/2", "b/3 a/1 c/7 c/6 c/5 a/0", "a/0 a/1 z/0 b/0", ""} {
+		list := strings.Fields(ids)
+		got, ok := x.AppendRefs([]DeviceRef{{Num: -1}}, list)
+		var want []DeviceRef
+		for _, id := range list {
+			r, found := x.Ref(id)
+			if !found {
+				break
+			}
+			want = append(want, r)
+		}
+		if ok != (len(want) == len(list)) || !slices.Equal(got, append([]DeviceRef{{Num: -1}}, want...)) {
+			t.Errorf("AppendRefs(%s) = %v, %v, want %v", ids, got, ok, want)
+		}
+	}
+	var none *Index
+	if _, ok := none.AppendRefs(nil, []string{"a/0"}); ok {
+		t.Error("a nil Index resolves a device")
+	}
+	if _, ok := none.Ref("a/0"); ok || none.Devices() != 0 {
+		t.Error("a nil Index has devices")
+	}
+}
+
 func TestSameDevices(t *testing.T) {
 	for _, c := range []struct {
 		a, b string
@@ -178,5 +235,19 @@ func TestSameDevices(t *testing.T) {
 		if got := SameDevices(strings.Fields(c.a), strings.Fields(c.b)); got != c.want {
 			t.Errorf("SameDevices(%q, %q) = %v", c.a, c.b, got)
 		}
+	}
+	// Longer lists are compared through a set.
+	var a []string
+	for i := range 20 {
+		a = append(a, fmt.Sprint("d", i))
+	}
+	b := slices.Clone(a)
+	slices.Reverse(b)
+	if !SameDevices(a, b) {
+		t.Error("SameDevices of 20 reversed devices = false")
+	}
+	b[0] = "other"
+	if SameDevices(a, b) {
+		t.Error("SameDevices of 20 devices, one other = true")
 	}
 }

@@ -147,6 +147,7 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		return RoundResult{}, errNoState
 	}
 	byJob := make(map[string]int, len(targets))
+	typ := make([]int32, len(targets)) // by target: its type's number
 	for i, tg := range targets {
 		switch {
 		case tg.Job == "":
@@ -167,6 +168,7 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		if !ok {
 			return RoundResult{}, fmt.Errorf("%w: targets[%d] (%q) type %q", ErrUnknownType, i, tg.Job, tg.Type)
 		}
+		typ[i] = t
 		r := Request{Job: tg.Job, Count: tg.Count, MaxNodes: tg.MaxNodes}
 		if l := s.ix.limit(t, &r); tg.Count > l {
 			return RoundResult{}, fmt.Errorf("%w: targets[%d] (%q) asks %d %s devices, at most %d fit on max_nodes %d", ErrImpossible, i, tg.Job, tg.Count, tg.Type, l, tg.MaxNodes)
@@ -177,7 +179,7 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 	}
 
 	st := s.Clone()
-	var before []jobUse
+	before := make([]jobUse, 0, st.jobs.Len())
 	st.jobs.Ascend(func(j jobUse) bool {
 		before = append(before, j)
 		return true
@@ -188,23 +190,31 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 	var relocate, grow, start []int // target indices
 
 	// Phase 1 to 3: stop, keep, release faulty devices, shrink.
+	held := make([]bool, len(targets)) // by target: its job holds devices
 	for _, j := range before {
 		i, ok := byJob[j.job]
+		if ok {
+			held[i] = true
+		}
 		if !ok || targets[i].Count == 0 {
 			st.releaseDevs(j, j.devs)
 			reasons[j.job] = Reason{ReasonStopped, "no devices targeted this round"}
 			continue
 		}
-		tg := targets[i]
-		t := st.ix.typeNum[tg.Type]
+		tg, t := targets[i], typ[i]
 		var bad []int32
 		wrongType := false
+		var nu *nodeUse // the usage of node at, the node of the last device
+		at := int32(-1)
 		for _, g := range j.devs {
 			d := &st.ix.devs[g]
-			if st.ix.nodes[d.node].slots[d.slot].typ != t {
+			if d.typ != t {
 				wrongType = true
 			}
-			if st.node(d.node).bad[d.slot]&(1<<d.bit) != 0 {
+			if d.node != at {
+				nu, at = st.node(d.node), d.node
+			}
+			if nu.bad[d.slot]&(1<<d.bit) != 0 {
 				bad = append(bad, g)
 			}
 		}
@@ -234,10 +244,7 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		}
 	}
 	for i, tg := range targets {
-		if tg.Count == 0 {
-			continue
-		}
-		if _, held := slices.BinarySearchFunc(before, tg.Job, func(j jobUse, job string) int { return cmp.Compare(j.job, job) }); !held {
+		if tg.Count > 0 && !held[i] {
 			start = append(start, i)
 		}
 	}
@@ -254,10 +261,10 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		unplaced = append(unplaced, Unplaced{Target: tg, Reason: why})
 		reasons[tg.Job] = why
 	}
-	// replace re-places the job from scratch; on failure it restores the
-	// job's devices (or stops it when they include a faulty one).
-	replace := func(tg Target) {
-		t := st.ix.typeNum[tg.Type]
+	// replace re-places the job of target i from scratch; on failure it
+	// restores its devices (or stops it when they include a faulty one).
+	replace := func(i int) {
+		tg, t := targets[i], typ[i]
 		old, _ := st.jobs.Get(jobUse{job: tg.Job})
 		if len(old.devs) > 0 {
 			st.releaseDevs(old, old.devs)
@@ -283,20 +290,30 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 		}
 	}
 	for _, i := range relocate {
-		replace(targets[i])
+		replace(i)
 	}
 	for _, i := range pending {
-		if tg := targets[i]; !p.growInPlace(st, tg) {
-			replace(tg)
+		if !p.growInPlace(st, targets[i]) {
+			replace(i)
 		}
 	}
 	// Phase 5.
 	for _, i := range start {
-		replace(targets[i])
+		replace(i)
 	}
 
 	// Decisions: merge the jobs before and after the round (both sorted).
 	res := RoundResult{State: st, Decisions: make([]Decision, 0, st.jobs.Len()+len(before)/8)}
+	// The decisions' device IDs, end to end: room for what was held and
+	// what is used now (more is appended when it is not enough).
+	room := 0
+	for _, j := range before {
+		room += len(j.devs)
+	}
+	for _, n := range st.usedTotal {
+		room += n
+	}
+	ids := make([]string, 0, room)
 	emit := func(job string, prev, after []int32) {
 		d := Decision{Job: job, Reason: reasons[job]}
 		switch {
@@ -316,12 +333,12 @@ func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
 			d.Action = Move
 		}
 		if len(after) > 0 {
-			d.Devices = st.ids(after)
+			d.Devices = st.appendIDs(&ids, after)
 			g := &st.ix.devs[after[0]]
-			d.Type = st.ix.types[st.ix.nodes[g.node].slots[g.slot].typ]
+			d.Type = st.ix.types[g.typ]
 		}
 		if len(prev) > 0 {
-			d.Previous = st.ids(prev)
+			d.Previous = st.appendIDs(&ids, prev)
 		}
 		res.Decisions = append(res.Decisions, d)
 	}

@@ -430,7 +430,7 @@ func (s *State) TypeOf(a Assignment) (accel.TypeKey, bool) {
 			return "", false
 		}
 		d := &s.ix.devs[g]
-		dt := s.ix.nodes[d.node].slots[d.slot].typ
+		dt := d.typ
 		if t >= 0 && dt != t {
 			return "", false
 		}
@@ -587,21 +587,25 @@ func (s *State) resolve(ids []string, what string, at int) ([]int32, error) {
 	return devs, nil
 }
 
-// ids returns device IDs sorted by node name then device index.
+// ids returns device IDs sorted by node name then device index, the order
+// of the device numbers.
 func (s *State) ids(devs []int32) []string {
-	byNodeIndex := func(a, b int32) int {
-		da, db := &s.ix.devs[a], &s.ix.devs[b]
-		return cmp.Or(cmp.Compare(da.node, db.node), cmp.Compare(da.index, db.index))
-	}
-	if !slices.IsSortedFunc(devs, byNodeIndex) {
+	buf := make([]string, 0, len(devs))
+	return s.appendIDs(&buf, devs)
+}
+
+// appendIDs is ids storing the IDs at the end of *buf, capped there (an
+// append to the result copies), so that one array holds many lists.
+func (s *State) appendIDs(buf *[]string, devs []int32) []string {
+	if !slices.IsSorted(devs) {
 		devs = slices.Clone(devs)
-		slices.SortFunc(devs, byNodeIndex)
+		slices.Sort(devs)
 	}
-	out := make([]string, len(devs))
-	for i, g := range devs {
-		out[i] = s.ix.devs[g].id
+	n := len(*buf)
+	for _, g := range devs {
+		*buf = append(*buf, s.ix.devs[g].id)
 	}
-	return out
+	return (*buf)[n:len(*buf):len(*buf)]
 }
 
 func (s *State) node(n int32) *nodeUse {
@@ -948,10 +952,13 @@ func (x *Index) NodesOf(ids []string) int {
 	var buf [16]int32
 	nodes := buf[:0]
 	var seen map[int32]bool // beyond 16 nodes
+	prev := int32(-1)
 	for _, id := range ids {
 		n := int32(-1)
-		if g, ok := x.ix.devByID[id]; ok {
-			n = x.ix.devs[g].node
+		if g, ok := x.ix.lookup(id, prev); ok {
+			n, prev = x.ix.devs[g].node, g
+		} else {
+			prev = -1
 		}
 		switch {
 		case seen != nil:
@@ -980,6 +987,14 @@ func SameDevices(a, b []string) bool {
 	}
 	if slices.Equal(a, b) {
 		return true // the common case: devices kept in the same order
+	}
+	if len(b) <= 16 { // a few devices: comparing is cheaper than a set
+		for _, id := range a {
+			if !slices.Contains(b, id) {
+				return false
+			}
+		}
+		return true
 	}
 	set := make(map[string]bool, len(b))
 	for _, id := range b {

@@ -55,11 +55,14 @@ func (p RoundPlacer) Place(ctx context.Context, in PlaceInput) (PlaceResult, err
 	if err != nil {
 		return PlaceResult{}, err
 	}
-	res := PlaceResult{Unplaced: rr.Unplaced}
+	res := PlaceResult{Assignments: make([]placement.Assignment, 0, len(rr.Decisions)), Unplaced: rr.Unplaced}
 	for _, d := range rr.Decisions {
 		if d.Action != placement.Stop && len(d.Devices) > 0 {
 			res.Assignments = append(res.Assignments, placement.Assignment{Job: d.Job, Devices: d.Devices})
 		}
+	}
+	if len(res.Assignments) == 0 {
+		res.Assignments = nil // as when none were appended
 	}
 	return res, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/goodsched/goodsched/placement"
@@ -97,10 +98,11 @@ func (g Pollux) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 		return nil, err
 	}
 	var best []Target
+	var bestSol *pollux.Solution
 	var bestOwn []placement.Assignment
 	bestFit := math.Inf(-1)
 	for _, sol := range sols {
-		tg := targets(r, e, order, sol)
+		tg := targets(r, order, sol)
 		res, err := r.Place(ctx, tg)
 		if err != nil {
 			return nil, err
@@ -110,12 +112,12 @@ func (g Pollux) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 			return nil, err
 		}
 		if f > bestFit*(1+1e-12) || best == nil {
-			best, bestOwn, bestFit = tg, nil, f
+			best, bestSol, bestOwn, bestFit = tg, sol, nil, f
 		}
 		if r.TakesOffers() {
 			if own := e.Layout(sol); own != nil {
 				if f, err := e.Realized(own); err == nil && f > bestFit*(1+1e-12) {
-					best, bestOwn, bestFit = tg, own, f
+					best, bestSol, bestOwn, bestFit = tg, sol, own, f
 				}
 			}
 		}
@@ -125,6 +127,7 @@ func (g Pollux) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 			return nil, err
 		}
 	}
+	explain(r, e, order, bestSol, best)
 	return best, nil
 }
 
@@ -201,10 +204,23 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 	return e, order, err
 }
 
-// targets turns an engine solution into targets with notes, in job-ID
-// order.
-func targets(r *Round, e *pollux.Search, order []int, sol *pollux.Solution) []Target {
-	out := make([]Target, 0, len(order))
+// targets turns an engine solution into targets, in job-ID order,
+// without reasons and notes (explain adds them).
+func targets(r *Round, order []int, sol *pollux.Solution) []Target {
+	out := make([]Target, len(order))
+	for k, i := range order {
+		out[k].Job = r.jobs[i].Job.ID
+		if t, c, _ := sol.Alloc(k); c > 0 {
+			out[k].Type, out[k].Count = r.types[t], c
+		}
+	}
+	return out
+}
+
+// explain sets the reason and note of every target of out, made by
+// targets from sol: Allocate places several candidates and explains the
+// one it returns.
+func explain(r *Round, e *pollux.Search, order []int, sol *pollux.Solution, out []Target) {
 	for k, i := range order {
 		j := &r.jobs[i]
 		t, c, nodes := sol.Alloc(k)
@@ -213,34 +229,38 @@ func targets(r *Round, e *pollux.Search, order []int, sol *pollux.Solution) []Ta
 			t0 = -1
 		}
 		rf, charged := e.RestartFactor(k)
-		tg := Target{Job: j.Job.ID}
-		if c > 0 {
-			tg.Type, tg.Count = r.types[t], c
-		}
+		tg := &out[k]
+		// Notes are built with strconv rather than fmt (the same text):
+		// this runs once per job and round.
+		var buf [80]byte
 		switch {
 		case j.Pinned:
 			tg.Reason, tg.Note = ReasonPinned, "non-preemptible"
 		case c > 0 && t == t0 && c == j.curCount:
 			v := e.Speedup(k, t, nodes, c)
 			tg.Reason = ReasonUnchanged
-			tg.Note = fmt.Sprintf("speedup %.2f (%.2f× its fair share)", v, v/e.Baseline(k))
+			note := appendFixed(append(buf[:0], "speedup "...), v)
+			note = append(appendFixed(append(note, " ("...), v/e.Baseline(k)), "× its fair share)"...)
+			tg.Note = string(note)
 		case c > 0:
 			tg.Reason = ReasonObjective
 			before := 0.0
 			if t0 >= 0 {
 				before = e.Speedup(k, t0, j.CurrentNodes, j.curCount)
 			}
-			tg.Note = fmt.Sprintf("speedup %.2f→%.2f", before, e.Speedup(k, t, nodes, c))
+			note := appendFixed(append(appendFixed(append(buf[:0], "speedup "...), before), "→"...), e.Speedup(k, t, nodes, c))
 			if charged {
-				tg.Note += fmt.Sprintf(", restart factor %.2f", rf)
+				note = appendFixed(append(note, ", restart factor "...), rf)
 			}
+			tg.Note = string(note)
 		default:
 			tg.Reason, tg.Note = whyQueued(r, e, sol, k, j, t0 >= 0)
 		}
-		out = append(out, tg)
 	}
-	return out
 }
+
+// appendFixed appends v with two decimals, as fmt's %.2f writes it.
+func appendFixed(b []byte, v float64) []byte { return strconv.AppendFloat(b, v, 'f', 2, 64) }
 
 // whyQueued explains why engine job k (round job j) got nothing.
 func whyQueued(r *Round, e *pollux.Search, sol *pollux.Solution, k int, j *jobInfo, running bool) (Reason, string) {
@@ -341,26 +361,33 @@ func (g Genetic) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	tg := targets(r, e, order, sol)
-	if !r.TakesOffers() {
-		return tg, nil
-	}
-	res, err := r.Place(ctx, tg)
-	if err != nil {
-		return nil, err
-	}
-	own := e.Layout(sol)
-	if own == nil {
-		return tg, nil
-	}
-	placed, err := e.Realized(res.Assignments)
-	if err != nil {
-		return nil, err
-	}
-	if f, err := e.Realized(own); err == nil && f > placed {
-		if err := r.Offer(tg, PlaceResult{Assignments: own}); err != nil {
+	tg := targets(r, order, sol)
+	if r.TakesOffers() {
+		if err := offerLayout(ctx, r, e, sol, tg); err != nil {
 			return nil, err
 		}
 	}
+	explain(r, e, order, sol, tg)
 	return tg, nil
+}
+
+// offerLayout offers sol exactly as the engine lays it out for targets
+// tg (made from sol) when that places better than Round.Place.
+func offerLayout(ctx context.Context, r *Round, e *pollux.Search, sol *pollux.Solution, tg []Target) error {
+	res, err := r.Place(ctx, tg)
+	if err != nil {
+		return err
+	}
+	own := e.Layout(sol)
+	if own == nil {
+		return nil
+	}
+	placed, err := e.Realized(res.Assignments)
+	if err != nil {
+		return err
+	}
+	if f, err := e.Realized(own); err == nil && f > placed {
+		return r.Offer(tg, PlaceResult{Assignments: own})
+	}
+	return nil
 }

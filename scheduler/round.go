@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -40,9 +39,9 @@ type Round struct {
 	takesOffers       bool
 	state             *placement.State // the usage in effect, built on the first Place
 	// placed remembers the result of every target set placed or offered
-	// this round (by key), so that Schedule realises the policy's final
-	// targets without placing them again.
-	placed map[string]PlaceResult
+	// this round, so that Schedule realises the policy's final targets
+	// without placing (or checking an offer) again.
+	placed []placedSet
 	// quota is the round's quota tree and entitlements (nil without
 	// Input.Queues).
 	quota *roundQuota
@@ -80,7 +79,15 @@ type jobInfo struct {
 	allowed  []int // positions of Types
 	curType  int   // position of CurrentType, −1 when not running
 	curCount int
-	rigid    bool
+	// curNums are the numbers (placement.DeviceRef.Num) of Current, in
+	// its order; curUsable reports that every one of them is usable.
+	curNums   []int32
+	curUsable bool
+	// curSpeedup is the Speedup of the current allocation once speedup
+	// has evaluated it (curKnown): the policy and decide both ask for it.
+	curSpeedup float64
+	curKnown   bool
+	rigid      bool
 }
 
 // fits reports whether count is within the job's bounds.
@@ -152,7 +159,11 @@ func (r *Round) Place(ctx context.Context, targets []Target) (PlaceResult, error
 	if err != nil {
 		return PlaceResult{}, err
 	}
-	return r.place(ctx, tg)
+	ps, err := r.place(ctx, tg)
+	if err != nil {
+		return PlaceResult{}, err
+	}
+	return ps.res, nil
 }
 
 // TakesOffers reports whether the Scheduler accepts placements that the
@@ -161,9 +172,10 @@ func (r *Round) Place(ctx context.Context, targets []Target) (PlaceResult, error
 func (r *Round) TakesOffers() bool { return r.takesOffers }
 
 // Offer records res as the placement of targets, computed by the policy
-// itself: when the policy returns these targets, Schedule uses res, after
-// checking it as it checks a Placer's result. It fails with ErrPolicy
-// when the Round does not take offers or res does not realise targets.
+// itself: when the policy returns these targets, Schedule uses res. Offer
+// checks res as Schedule checks a Placer's result, and fails with
+// ErrPolicy when the Round does not take offers or res does not realise
+// targets.
 func (r *Round) Offer(targets []Target, res PlaceResult) error {
 	if !r.takesOffers {
 		return fmt.Errorf("%w: this round takes no offered placements (the Scheduler has a Placer of its own)", ErrPolicy)
@@ -172,30 +184,54 @@ func (r *Round) Offer(targets []Target, res PlaceResult) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := r.checkPlacement(res, tg); err != nil {
+	assigned, unplaced, err := r.checkPlacement(res, tg)
+	if err != nil {
 		return fmt.Errorf("%w: offered placement: %w", ErrPolicy, err)
 	}
-	r.placed[placeKey(r.toPlace(tg))] = res
+	r.remember(placedSet{targets: r.toPlace(tg), res: res, checked: true, assigned: assigned, unplaced: unplaced})
 	return nil
+}
+
+// placedSet is a target set placed or offered this round.
+type placedSet struct {
+	targets []Target // as toPlace gives them
+	res     PlaceResult
+	// checked: res was checked (an offer), with this result of
+	// checkPlacement.
+	checked  bool
+	assigned [][]string
+	unplaced []*placement.Reason
+}
+
+// remember records ps, replacing the entry of the same targets.
+func (r *Round) remember(ps placedSet) {
+	for k := range r.placed {
+		if samePlace(r.placed[k].targets, ps.targets) {
+			r.placed[k] = ps
+			return
+		}
+	}
+	r.placed = append(r.placed, ps)
 }
 
 // place realises the checked targets tg (index-aligned with r.jobs),
 // reusing the result of an earlier Place or Offer of the same targets.
-func (r *Round) place(ctx context.Context, tg []Target) (PlaceResult, error) {
+func (r *Round) place(ctx context.Context, tg []Target) (*placedSet, error) {
 	pt := r.toPlace(tg)
-	key := placeKey(pt)
-	if res, ok := r.placed[key]; ok {
-		return res, nil
+	for k := range r.placed {
+		if samePlace(r.placed[k].targets, pt) {
+			return &r.placed[k], nil
+		}
 	}
 	if err := ctx.Err(); err != nil {
-		return PlaceResult{}, err
+		return nil, err
 	}
 	var st *placement.State
 	if _, packer := r.placer.(Packer); !packer { // Packer reads no State: skip building one
 		if r.state == nil {
 			built, err := r.cluster.NewState(r.current)
 			if err != nil {
-				return PlaceResult{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+				return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 			}
 			r.state = built
 		}
@@ -204,26 +240,18 @@ func (r *Round) place(ctx context.Context, tg []Target) (PlaceResult, error) {
 	res, err := r.placer.Place(ctx, PlaceInput{Cluster: r.cluster, Current: r.current, State: st,
 		Targets: pt, AllowInterference: r.allowInterference})
 	if err != nil {
-		return PlaceResult{}, placeError(err)
+		return nil, placeError(err)
 	}
-	r.placed[key] = res
-	return res, nil
+	r.placed = append(r.placed, placedSet{targets: pt, res: res})
+	return &r.placed[len(r.placed)-1], nil
 }
 
-// placeKey identifies a set of targets as a Placer reads them.
-func placeKey(pt []Target) string {
-	var b strings.Builder
-	for _, t := range pt {
-		b.WriteString(strconv.Quote(t.Job))
-		b.WriteByte(' ')
-		b.WriteString(string(t.Type))
-		b.WriteByte(' ')
-		b.WriteString(strconv.Itoa(t.Count))
-		b.WriteByte(' ')
-		b.WriteString(strconv.Itoa(t.MaxNodes))
-		b.WriteByte('\n')
-	}
-	return b.String()
+// samePlace reports whether two target sets are the same as a Placer
+// reads them (job, type, count and max nodes, in order).
+func samePlace(a, b []Target) bool {
+	return slices.EqualFunc(a, b, func(x, y Target) bool {
+		return x.Job == y.Job && x.Type == y.Type && x.Count == y.Count && x.MaxNodes == y.MaxNodes
+	})
 }
 
 // newRound validates in (whose cluster c indexes) and builds its view.
@@ -232,7 +260,7 @@ func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takes
 		return nil, err
 	}
 	r := &Round{in: in, cluster: c, types: c.Types(), placer: pl, allowInterference: allowInterference,
-		takesOffers: takesOffers, placed: make(map[string]PlaceResult)}
+		takesOffers: takesOffers}
 	nt := len(r.types)
 	r.cap, r.perNode = make([]int, nt), make([]int, nt)
 	for t, tk := range r.types {
@@ -346,29 +374,41 @@ func (r *Round) checkCurrent() error {
 	for _, a := range r.in.Current {
 		held += len(a.Devices)
 	}
-	seen := make(map[string]string, held)
+	// holder[n] is 1 + the position in Current of the entry holding device
+	// number n (0 = none so far).
+	holder := make([]int32, r.cluster.Devices())
 	var gone map[string]bool // finished jobs seen in Current
-	// The live jobs' Current are copies, end to end in one array.
+	// The live jobs' Current and curNums are copies, end to end in one
+	// array each.
 	copies := make([]string, 0, held)
+	nums := make([]int32, 0, held)
+	var refs []placement.DeviceRef // scratch: one entry's devices
+	var nodes []int32              // scratch: their node numbers
 	for k, a := range r.in.Current {
 		// Every entry is checked, a finished job's too: its devices must
 		// exist and not be held twice, though they are then released.
-		var typ accel.TypeKey
-		for _, id := range a.Devices {
-			d, ok := r.cluster.Device(id)
-			if !ok {
-				return fmt.Errorf("%w: current[%d]: job %q: device %q is not in the cluster", ErrInvalid, k, a.Job, id)
+		var known bool
+		refs, known = r.cluster.AppendRefs(refs[:0], a.Devices)
+		typ, usable := -1, true
+		n0 := len(nums)
+		nodes = nodes[:0]
+		for p, d := range refs {
+			id := a.Devices[p]
+			if h := holder[d.Num]; h != 0 {
+				return fmt.Errorf("%w: current[%d]: job %q: device %q is also held by job %q", ErrInvalid, k, a.Job, id, r.in.Current[h-1].Job)
 			}
-			if other, dup := seen[id]; dup {
-				return fmt.Errorf("%w: current[%d]: job %q: device %q is also held by job %q", ErrInvalid, k, a.Job, id, other)
-			}
-			seen[id] = a.Job
-			if typ != "" && d.Type != typ {
+			holder[d.Num] = int32(k + 1)
+			if typ >= 0 && d.Type != typ {
 				// A target is one (type, count); a gang over two types
 				// cannot be kept, pinned or compared, so it is refused.
-				return fmt.Errorf("%w: current[%d]: job %q holds %s and %s devices; an assignment uses one device type", ErrInvalid, k, a.Job, typ, d.Type)
+				return fmt.Errorf("%w: current[%d]: job %q holds %s and %s devices; an assignment uses one device type", ErrInvalid, k, a.Job, r.types[typ], r.types[d.Type])
 			}
-			typ = d.Type
+			typ, usable = d.Type, usable && d.Usable
+			nums = append(nums, int32(d.Num))
+			nodes = append(nodes, int32(d.Node))
+		}
+		if !known {
+			return fmt.Errorf("%w: current[%d]: job %q: device %q is not in the cluster", ErrInvalid, k, a.Job, a.Devices[len(refs)])
 		}
 		i, ok := r.byID[a.Job]
 		if !ok {
@@ -380,6 +420,7 @@ func (r *Round) checkCurrent() error {
 				gone = make(map[string]bool)
 			}
 			gone[a.Job] = true
+			nums = nums[:n0]
 			continue
 		}
 		ji := &r.jobs[i]
@@ -390,13 +431,20 @@ func (r *Round) checkCurrent() error {
 		if len(a.Devices) == 0 {
 			continue
 		}
-		ji.curType, _ = r.cluster.TypeIndex(typ)
-		ji.CurrentType, ji.curCount, ji.CurrentNodes = typ, len(a.Devices), r.cluster.NodesOf(a.Devices)
+		ji.curNums, ji.curUsable = nums[n0:len(nums):len(nums)], usable
+		ji.curType, ji.curCount, ji.CurrentNodes = typ, len(a.Devices), distinct(nodes)
+		ji.CurrentType = r.types[typ]
 		// Pinned: kept on exactly these devices whatever its Types,
 		// bounds or the policy say (see Job.NonPreemptible).
 		ji.Pinned = ji.Job.NonPreemptible
 	}
 	return nil
+}
+
+// distinct returns how many distinct numbers ns holds, sorting it.
+func distinct(ns []int32) int {
+	slices.Sort(ns)
+	return len(slices.Compact(ns))
 }
 
 // checkSpeedupTypes rejects a job whose Speedup (a goodput.Curve, or any
@@ -441,7 +489,8 @@ func (j *Job) requested() int {
 	return 1
 }
 
-// speedup evaluates job j's Speedup on (type t, nodes, count) and checks it.
+// speedup evaluates job j's Speedup on (type t, nodes, count) and checks
+// it, remembering the value of the current allocation.
 func (r *Round) speedup(j *jobInfo, t, nodes, count int) (float64, error) {
 	if count <= 0 {
 		return 0, nil
@@ -449,9 +498,16 @@ func (r *Round) speedup(j *jobInfo, t, nodes, count int) (float64, error) {
 	if j.Job.Speedup == nil {
 		return float64(count), nil
 	}
+	current := t == j.curType && nodes == j.CurrentNodes && count == j.curCount
+	if current && j.curKnown {
+		return j.curSpeedup, nil
+	}
 	v := j.Job.Speedup.Speedup(string(r.types[t]), nodes, count)
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 		return 0, fmt.Errorf("%w: job %q: speedup(%s, %d nodes, %d replicas) = %v", ErrBadSpeedup, j.Job.ID, r.types[t], nodes, count, v)
+	}
+	if current {
+		j.curSpeedup, j.curKnown = v, true
 	}
 	return v, nil
 }

@@ -109,13 +109,15 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	res, err := r.place(ctx, tg)
+	ps, err := r.place(ctx, tg)
 	if err != nil {
 		return Plan{}, err
 	}
-	assigned, unplaced, err := r.checkPlacement(res, tg)
-	if err != nil {
-		return Plan{}, err
+	assigned, unplaced := ps.assigned, ps.unplaced
+	if !ps.checked {
+		if assigned, unplaced, err = r.checkPlacement(ps.res, tg); err != nil {
+			return Plan{}, err
+		}
 	}
 	for i := range r.jobs {
 		// A job that kept devices its new target could not replace must
@@ -207,7 +209,16 @@ func (r *Round) checkTargets(targets []Target) ([]Target, error) {
 // toPlace returns the targets a Placer must realise: the checked targets
 // tg with zero counts left out (nil when none).
 func (r *Round) toPlace(tg []Target) []Target {
-	var pt []Target
+	n := 0
+	for _, t := range tg {
+		if t.Count > 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	pt := make([]Target, 0, n)
 	for _, t := range tg {
 		if t.Count > 0 {
 			pt = append(pt, t)
@@ -227,8 +238,11 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 	for _, a := range res.Assignments {
 		placed += len(a.Devices)
 	}
-	used := make(map[string]string, placed)
+	// user[n] is 1 + the position in r.jobs of the job placed on device
+	// number n (0 = none so far).
+	user := make([]int32, r.cluster.Devices())
 	copies := make([]string, 0, placed) // the assigned devices, end to end
+	var refs []placement.DeviceRef      // scratch: one assignment's devices
 	kept := make(map[string]bool)
 	for _, u := range res.Unplaced {
 		kept[u.Target.Job] = true
@@ -239,29 +253,46 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 			return nil, nil, fmt.Errorf("%w: unexpected assignment for job %q", ErrPlacement, a.Job)
 		}
 		done[i] = true
+		j := &r.jobs[i]
 		want, typ := tg[i].Count, tg[i].Type
 		if kept[a.Job] {
 			// An unplaced job may keep what it held.
-			if !placement.SameDevices(a.Devices, r.jobs[i].Current) {
+			if !placement.SameDevices(a.Devices, j.Current) {
 				return nil, nil, fmt.Errorf("%w: job %q: unplaced but given devices other than its own", ErrPlacement, a.Job)
 			}
-			want, typ = len(a.Devices), r.jobs[i].CurrentType
+			want, typ = len(a.Devices), j.CurrentType
 		}
 		if len(a.Devices) != want {
 			return nil, nil, fmt.Errorf("%w: job %q: %d devices placed, %d targeted", ErrPlacement, a.Job, len(a.Devices), want)
 		}
-		for _, id := range a.Devices {
-			d, ok := r.cluster.Device(id)
-			if !ok || d.Type != typ {
-				return nil, nil, fmt.Errorf("%w: job %q: device %q is not a %s device of the cluster", ErrPlacement, a.Job, id, typ)
+		if typ == j.CurrentType && (j.curUsable || kept[a.Job]) && slices.Equal(a.Devices, j.Current) {
+			// Its own devices, checked when the round began: of its type,
+			// usable (or kept as they are); only a clash is left to find.
+			for k, n := range j.curNums {
+				if o := user[n]; o != 0 {
+					return nil, nil, fmt.Errorf("%w: device %q placed for jobs %q and %q", ErrPlacement, a.Devices[k], r.jobs[o-1].Job.ID, a.Job)
+				}
+				user[n] = int32(i + 1)
 			}
-			if !d.Usable() && !kept[a.Job] {
-				return nil, nil, fmt.Errorf("%w: job %q: device %q is unhealthy or not offered", ErrPlacement, a.Job, id)
+		} else {
+			var known bool
+			refs, known = r.cluster.AppendRefs(refs[:0], a.Devices)
+			for p, d := range refs {
+				id := a.Devices[p]
+				if r.types[d.Type] != typ {
+					return nil, nil, fmt.Errorf("%w: job %q: device %q is not a %s device of the cluster", ErrPlacement, a.Job, id, typ)
+				}
+				if !d.Usable && !kept[a.Job] {
+					return nil, nil, fmt.Errorf("%w: job %q: device %q is unhealthy or not offered", ErrPlacement, a.Job, id)
+				}
+				if o := user[d.Num]; o != 0 {
+					return nil, nil, fmt.Errorf("%w: device %q placed for jobs %q and %q", ErrPlacement, id, r.jobs[o-1].Job.ID, a.Job)
+				}
+				user[d.Num] = int32(i + 1)
 			}
-			if o, dup := used[id]; dup {
-				return nil, nil, fmt.Errorf("%w: device %q placed for jobs %q and %q", ErrPlacement, id, o, a.Job)
+			if !known {
+				return nil, nil, fmt.Errorf("%w: job %q: device %q is not a %s device of the cluster", ErrPlacement, a.Job, a.Devices[len(refs)], typ)
 			}
-			used[id] = a.Job
 		}
 		assigned[i] = appendCopy(&copies, a.Devices)
 	}
@@ -298,15 +329,13 @@ func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reaso
 		d.SpeedupBefore, _ = r.speedup(j, j.curType, j.CurrentNodes, j.curCount)
 	}
 	if len(devs) > 0 {
-		dev, _ := r.cluster.Device(devs[0])
-		ti, _ := r.cluster.TypeIndex(dev.Type)
-		d.Type, d.To = dev.Type, len(devs)
-		d.Assignment = placement.Assignment{Job: j.Job.ID, Devices: devs}
-		d.Nodes = j.CurrentNodes
+		d.Type, d.To, d.Nodes, d.SpeedupAfter = j.CurrentType, j.curCount, j.CurrentNodes, d.SpeedupBefore
 		if !slices.Equal(devs, j.Current) {
-			d.Nodes = r.cluster.NodesOf(devs)
+			dev, _ := r.cluster.Ref(devs[0])
+			d.Type, d.To, d.Nodes = r.types[dev.Type], len(devs), r.cluster.NodesOf(devs)
+			d.SpeedupAfter, _ = r.speedup(j, dev.Type, d.Nodes, d.To)
 		}
-		d.SpeedupAfter, _ = r.speedup(j, ti, d.Nodes, d.To)
+		d.Assignment = placement.Assignment{Job: j.Job.ID, Devices: devs}
 		if bp, ok := j.Job.Speedup.(goodput.BatchPlanner); ok {
 			d.Batch = bp.BatchPlan(string(d.Type), d.Nodes, d.To)
 		}
@@ -387,6 +416,14 @@ func subset(a, b []string) bool {
 	}
 	if slices.Equal(a, b[:len(a)]) {
 		return true // the common case: devices kept in the same order
+	}
+	if len(b) <= 16 { // a few devices: comparing is cheaper than a set
+		for _, id := range a {
+			if !slices.Contains(b, id) {
+				return false
+			}
+		}
+		return true
 	}
 	set := make(map[string]bool, len(b))
 	for _, id := range b {

@@ -816,24 +816,39 @@ func (e *Search) layoutResult(s *state) []placement.Assignment {
 		if s.cnt[i] == 0 {
 			continue
 		}
+		if e.markCurrent(owner, i) {
+			continue
+		}
 		for _, id := range e.jobs[i].Current {
 			if d, ok := l.devNum[id]; ok {
 				owner[d] = int32(i + 1)
 			}
 		}
 	}
+	// Every job's devices and shortfalls per slot, end to end in one
+	// array each (a job's part capped at its count).
+	running, total, slots := 0, 0, 0
+	for i := range e.jobs {
+		if s.cnt[i] > 0 {
+			running, total, slots = running+1, total+s.cnt[i], slots+len(s.place[i])
+		}
+	}
+	allDevs, allShort := make([]string, total), make([]int, slots)
 	devs := make([][]string, len(e.jobs))
 	short := make([][]int, len(e.jobs))
 	for i := range e.jobs {
 		if s.cnt[i] == 0 {
 			continue
 		}
-		devs[i] = make([]string, 0, s.cnt[i])
-		short[i] = make([]int, len(s.place[i]))
+		devs[i], allDevs = allDevs[:0:s.cnt[i]], allDevs[s.cnt[i]:]
+		short[i], allShort = allShort[:len(s.place[i]):len(s.place[i])], allShort[len(s.place[i]):]
 		for k, sl := range s.place[i] {
 			n := 0
 			for p, id := range l.binDevs[sl.bin] {
-				if d := l.binStart[sl.bin] + p; n < sl.k && owner[d] == int32(i+1) && !used[d] {
+				if n == sl.k {
+					break
+				}
+				if d := l.binStart[sl.bin] + p; owner[d] == int32(i+1) && !used[d] {
 					used[d] = true
 					devs[i] = append(devs[i], id)
 					n++
@@ -843,6 +858,9 @@ func (e *Search) layoutResult(s *state) []placement.Assignment {
 		}
 	}
 	var res []placement.Assignment
+	if running > 0 {
+		res = make([]placement.Assignment, 0, running)
+	}
 	for i := range e.jobs {
 		if s.cnt[i] == 0 {
 			continue

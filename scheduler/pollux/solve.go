@@ -154,37 +154,77 @@ func (e *Search) contended(s *state) bool {
 // job order.
 func (e *Search) Layout(sol *Solution) []placement.Assignment { return e.layoutResult(sol.s) }
 
+// markCurrent marks job i's current devices in owner (by device number,
+// job index + 1) without looking them up by ID, when Current lists them
+// bin by bin as e.cur[i] does, each bin's in the layout's order (as a
+// placement made on this cluster lists them); it reports false, having
+// marked some of them, otherwise.
+func (e *Search) markCurrent(owner []int32, i int) bool {
+	l, cur := e.lay, e.jobs[i].Current
+	q := 0
+	for _, sl := range e.cur[i] {
+		devs, p := l.binDevs[sl.bin], 0
+		for range sl.k {
+			for p < len(devs) && q < len(cur) && devs[p] != cur[q] {
+				p++
+			}
+			if p == len(devs) || q == len(cur) {
+				return false
+			}
+			owner[l.binStart[sl.bin]+p] = int32(i + 1)
+			p, q = p+1, q+1
+		}
+	}
+	return q == len(cur)
+}
+
 // Realized is the fitness of concrete assignments: each job's value on
 // the devices it gets (nodes counted), with the restart factor when its
-// devices changed. Assignments of unknown jobs are ignored.
+// devices changed. Assignments of unknown jobs are ignored. Speedups come
+// from the search's memo, so a bad one seen before (by the search or an
+// earlier Realized) fails every later call.
 func (e *Search) Realized(assignments []placement.Assignment) (float64, error) {
 	vals := make([]float64, len(e.jobs))
+	next := 0 // the job after the last one found
 	for _, a := range assignments {
-		i, ok := e.byID[a.Job]
+		i, ok := e.jobAfter(next, a.Job)
 		if !ok || len(a.Devices) == 0 {
 			continue
 		}
+		next = i + 1
 		j := &e.jobs[i]
-		d, ok := e.prob.Index.Device(a.Devices[0])
-		t, known := e.prob.Index.TypeIndex(d.Type)
-		if !ok || !known {
-			return 0, fmt.Errorf("%w: job %q: unknown device %q", ErrInvalid, a.Job, a.Devices[0])
+		t, n := j.CurrentType, j.CurrentNodes
+		same := slices.Equal(a.Devices, j.Current)
+		if !same {
+			d, ok := e.prob.Index.Ref(a.Devices[0])
+			if !ok {
+				return 0, fmt.Errorf("%w: job %q: unknown device %q", ErrInvalid, a.Job, a.Devices[0])
+			}
+			t, n = d.Type, e.prob.Index.NodesOf(a.Devices)
 		}
-		n := j.CurrentNodes
-		if !slices.Equal(a.Devices, j.Current) {
-			n = e.prob.Index.NodesOf(a.Devices)
+		v := e.norm(j, t, n, len(a.Devices))
+		if e.err != nil {
+			return 0, e.err
 		}
-		v, err := j.Speedup(t, n, len(a.Devices))
-		if err != nil {
-			return 0, err
-		}
-		v /= j.base
-		if j.penal && !placement.SameDevices(a.Devices, j.Current) {
+		if j.penal && !same && !placement.SameDevices(a.Devices, j.Current) {
 			v *= j.rf
 		}
 		vals[i] = v
 	}
 	return e.fitness(vals), nil
+}
+
+// jobAfter returns the position of the job with the given ID, looking
+// first at the few jobs from position next on: assignments usually come
+// in job order, as the jobs do, with a gap where a job gets nothing.
+func (e *Search) jobAfter(next int, id string) (int, bool) {
+	for i := next; i < min(next+8, len(e.jobs)); i++ {
+		if e.jobs[i].ID == id {
+			return i, true
+		}
+	}
+	i, ok := e.byID[id]
+	return i, ok
 }
 
 // Alloc is a job's allocation for Fitness.
