@@ -491,7 +491,9 @@ func (e *Search) gainOf(s *state, i, t, c int, cur float64) (float64, bool) {
 // candidates calls try for each (t, c) job i may move to by growing on
 // its type (within the look-ahead window) or, unless sameType, by
 // starting on or switching to another allowed type near its minimum.
-func (e *Search) candidates(s *state, i int, sameType bool, onlyType int, try func(t, c int)) {
+// With fits it leaves out the moves that need more devices than the
+// type has free (those that probe rejects first).
+func (e *Search) candidates(s *state, i int, sameType, fits bool, onlyType int, try func(t, c int)) {
 	j := &e.jobs[i]
 	if j.pinned {
 		return
@@ -508,6 +510,9 @@ func (e *Search) candidates(s *state, i int, sameType bool, onlyType int, try fu
 		t, c := s.typ[i], s.cnt[i]
 		if !j.rigid && (onlyType < 0 || onlyType == t) {
 			hi := c + min(e.look[t], e.maxOn(j, t)-c) // no overflow near MaxInt
+			if fits {
+				hi = min(hi, c+s.free[t])
+			}
 			for c2 := c + 1; c2 <= hi; c2++ {
 				try(t, c2)
 			}
@@ -525,7 +530,11 @@ func (e *Search) candidates(s *state, i int, sameType bool, onlyType int, try fu
 		if j.rigid {
 			lo, hi = j.min, min(j.min, e.maxOn(j, t))
 		}
-		for c := lo; c <= hi; c++ {
+		top := hi
+		if fits {
+			top = min(hi, s.free[t])
+		}
+		for c := lo; c <= top; c++ {
 			try(t, c)
 		}
 		if j.rigid {
@@ -536,7 +545,9 @@ func (e *Search) candidates(s *state, i int, sameType bool, onlyType int, try fu
 		last := hi
 		for _, c := range [2]int{s.cnt[i], min(s.free[t], e.maxOn(j, t))} {
 			if c > last {
-				try(t, c)
+				if !fits || c <= s.free[t] {
+					try(t, c)
+				}
 				last = c
 			}
 		}
@@ -552,7 +563,7 @@ func (e *Search) bestGrow(s *state, i int) (move, bool) {
 	}
 	cur := e.jobUtil(s, i)
 	best, found := move{job: i}, false
-	e.candidates(s, i, true, -1, func(t, c int) {
+	e.candidates(s, i, true, true, -1, func(t, c int) {
 		if g, ok := e.gainOf(s, i, t, c, cur); ok && g > 0 && (!found || g > best.gain) {
 			best, found = move{gain: g, job: i, t: t, c: c}, true
 		}

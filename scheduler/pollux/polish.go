@@ -202,7 +202,7 @@ func (e *Search) polish(s *state) *state {
 			}
 			// Single-job changes: other counts on its type, other types.
 			ta, ca := typ[a], cnt[a]
-			e.candidates(best, a, false, -1, func(t, c int) {
+			e.candidates(best, a, false, false, -1, func(t, c int) {
 				if evals >= budget {
 					return
 				}

@@ -137,7 +137,7 @@ func (e *Search) bestOnTypeEval(s *state, i, t int) (move, bool) {
 	j := &e.jobs[i]
 	cur := e.jobUtil(s, i)
 	best, found := move{job: i}, false
-	e.candidates(s, i, false, t, func(t, c int) {
+	e.candidates(s, i, false, false, t, func(t, c int) {
 		added := c
 		if s.typ[i] == t {
 			added = c - s.cnt[i]
@@ -413,7 +413,7 @@ func (e *Search) switchPass(s *state) bool {
 			}
 			// The job's best allocation on the free devices of t.
 			bestC, bestU := 0, 0.0
-			e.candidates(s, r, false, t, func(t2, c int) {
+			e.candidates(s, r, false, true, t, func(t2, c int) {
 				if n, ok := e.probe(s, r, t2, c); ok {
 					if u := jr.w * e.util(e.value(jr, t2, n, c)); bestC == 0 || u > bestU {
 						bestC, bestU = c, u
@@ -458,7 +458,7 @@ func (e *Search) fillType(s *state, t int, log *[]undo) float64 {
 				continue
 			}
 			cur := e.jobUtil(s, i)
-			e.candidates(s, i, false, t, func(t2, c int) {
+			e.candidates(s, i, false, true, t, func(t2, c int) {
 				if g, ok := e.gainOf(s, i, t2, c, cur); ok && g > 0 && (!found || g > best.gain) {
 					best, found = move{gain: g, job: i, t: t2, c: c}, true
 				}
