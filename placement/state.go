@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"sync"
 
 	"github.com/google/btree"
 
@@ -89,6 +90,8 @@ func NewState(c accel.Cluster, current []Assignment) (*State, error) {
 type Index struct {
 	ix  *index
 	key snapshotKey
+	// derived holds the values clients derived from the index (Derived).
+	derived sync.Map
 }
 
 // NewIndex validates and indexes the cluster (the errors NewState gives
@@ -161,6 +164,28 @@ func (k *snapshotKey) matches(c *accel.Cluster) bool {
 		}
 	}
 	return true
+}
+
+// Derived returns the value kept with x under key, calling build to make
+// it on first use; later calls with an equal key return that first value,
+// without calling build. It lets a client that derives its own read-only
+// structure from the cluster (a policy's view of its nodes, say) build it
+// once per index rather than once per round. key must be comparable; as
+// with context.Context values, a client should use a key of an unexported
+// type of its own so that keys of different clients never collide.
+// build may run more than once when several goroutines ask at the same
+// time; one result is kept and returned to all of them. The value must
+// then be treated as immutable, since every holder of x shares it. It
+// returns build() on a nil or zero Index.
+func (x *Index) Derived(key any, build func() any) any {
+	if x == nil || x.ix == nil {
+		return build()
+	}
+	if v, ok := x.derived.Load(key); ok {
+		return v
+	}
+	v, _ := x.derived.LoadOrStore(key, build())
+	return v
 }
 
 // NewState is NewState on the indexed cluster: the same State, and the
