@@ -9,9 +9,10 @@ import (
 // computed on every call (still without allocating).
 const maxMemoReplicas = 1024
 
-// memoChunk is how many node counts one block of a memo row holds: a row
-// allocates only the blocks of the node counts asked for, and the usual
-// lookup (a job on one to a few nodes) reads one block.
+// memoChunk is how many node counts one block of a memo row holds: a
+// row allocates only the blocks of the node counts asked for, and the
+// usual lookup (a job on one to a few node counts per replica count)
+// reads one block.
 const memoChunk = 8
 
 // planMemo memoises Model.Optimize for one model, by replica count, then
@@ -19,20 +20,21 @@ const memoChunk = 8
 // compute the plan under mu.
 type planMemo struct {
 	mu   sync.Mutex
-	rows atomic.Pointer[memoTable]
+	rows []atomic.Pointer[memoBlock] // by replica count: its first block
 }
 
-// memoTable is the published row table of a planMemo, indexed by replica
-// count. A table is never resized in place: a larger one replaces it,
-// with the same rows.
-type memoTable struct {
-	rows []atomic.Pointer[memoRow]
+// newPlanMemo returns an empty memo for m.
+func newPlanMemo(m *Model) *planMemo {
+	return &planMemo{rows: make([]atomic.Pointer[memoBlock], min(m.MaxUsefulReplicas(), maxMemoReplicas)+1)}
 }
 
-// memoRow is the memo of one replica count: blocks of memoChunk node
-// counts, allocated on first use.
-type memoRow struct {
-	blocks []atomic.Pointer[[memoChunk]memoEntry]
+// memoBlock holds the plans of memoChunk node counts from lo (a multiple
+// of memoChunk plus 1) for one replica count; next is the row's next
+// block (in the order they were made).
+type memoBlock struct {
+	lo   int
+	next atomic.Pointer[memoBlock]
+	e    [memoChunk]memoEntry
 }
 
 type memoEntry struct {
@@ -41,56 +43,40 @@ type memoEntry struct {
 }
 
 // plan returns m.Optimize(nodes, replicas), memoised (1 ≤ nodes ≤
-// replicas); m must be the model the memo is for.
+// replicas); m must be the model the memo was made for.
 func (p *planMemo) plan(m *Model, nodes, replicas int) BatchPlan {
-	if replicas > maxMemoReplicas {
+	if replicas >= len(p.rows) {
 		return m.Optimize(nodes, replicas)
 	}
-	if t := p.rows.Load(); t != nil && replicas < len(t.rows) {
-		if r := t.rows[replicas].Load(); r != nil {
-			if b := r.blocks[nodes/memoChunk].Load(); b != nil {
-				if en := &b[nodes%memoChunk]; en.ready.Load() {
-					return en.plan
-				}
+	for b := p.rows[replicas].Load(); b != nil; b = b.next.Load() {
+		if k := nodes - b.lo; k >= 0 && k < memoChunk {
+			if en := &b.e[k]; en.ready.Load() {
+				return en.plan
 			}
+			break
 		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	t := p.rows.Load()
-	if t == nil || replicas >= len(t.rows) {
-		n := max(replicas+1, 2*len(tableRows(t)))
-		g := &memoTable{rows: make([]atomic.Pointer[memoRow], min(n, maxMemoReplicas+1))}
-		for i := range tableRows(t) {
-			g.rows[i].Store(t.rows[i].Load())
-		}
-		p.rows.Store(g)
-		t = g
+	lo := (nodes-1)/memoChunk*memoChunk + 1
+	b, last := p.rows[replicas].Load(), (*memoBlock)(nil)
+	for b != nil && b.lo != lo {
+		b, last = b.next.Load(), b
 	}
-	r := t.rows[replicas].Load()
-	if r == nil {
-		r = &memoRow{blocks: make([]atomic.Pointer[[memoChunk]memoEntry], replicas/memoChunk+1)}
-		t.rows[replicas].Store(r)
-	}
-	b := r.blocks[nodes/memoChunk].Load()
 	if b == nil {
-		b = new([memoChunk]memoEntry)
-		r.blocks[nodes/memoChunk].Store(b)
+		b = &memoBlock{lo: lo}
+		if last == nil {
+			p.rows[replicas].Store(b)
+		} else {
+			last.next.Store(b)
+		}
 	}
-	en := &b[nodes%memoChunk]
+	en := &b.e[nodes-lo]
 	if !en.ready.Load() {
 		en.plan = m.Optimize(nodes, replicas)
 		en.ready.Store(true)
 	}
 	return en.plan
-}
-
-// tableRows is t's rows, nil for a nil table.
-func tableRows(t *memoTable) []atomic.Pointer[memoRow] {
-	if t == nil {
-		return nil
-	}
-	return t.rows
 }
 
 // DefaultPlanCacheModels is NewPlanCache's default bound.
@@ -129,7 +115,7 @@ func NewPlanCache(models int) *PlanCache {
 // dropped with it otherwise.
 func (pc *PlanCache) memo(m Model) *planMemo {
 	if pc == nil {
-		return new(planMemo)
+		return newPlanMemo(&m)
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
@@ -143,7 +129,7 @@ func (pc *PlanCache) memo(m Model) *planMemo {
 	if ok {
 		delete(pc.old, m)
 	} else {
-		p = new(planMemo)
+		p = newPlanMemo(&m)
 	}
 	pc.cur[m] = p
 	return p
