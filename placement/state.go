@@ -214,11 +214,20 @@ func newState(ix *index, current []Assignment) (*State, error) {
 		s.free[t] = btree.NewG(btreeDegree, lessFree)
 	}
 	s.nodes = newUsageTrie(len(ix.nodes), s.cow)
+	// The nodes' usage in three allocations rather than three per node
+	// (a node copied on write gets its own).
+	nmask, nowner := 0, 0
+	for ni := range ix.nodes {
+		nmask += 2 * len(ix.nodes[ni].slots)
+		nowner += int(ix.nodes[ni].ndev)
+	}
+	uses, masks, owners := make([]nodeUse, len(ix.nodes)), make([]uint64, nmask), make([]string, nowner)
 	for ni := range ix.nodes {
 		info := &ix.nodes[ni]
-		ns := len(info.slots)
-		masks := make([]uint64, 2*ns)
-		u := &nodeUse{cow: s.cow, owner: make([]string, info.ndev), used: masks[:ns:ns], bad: masks[ns:]}
+		ns, nd := len(info.slots), int(info.ndev)
+		u := &uses[ni]
+		*u = nodeUse{cow: s.cow, owner: owners[:nd:nd], used: masks[:ns:ns], bad: masks[ns : 2*ns : 2*ns]}
+		masks, owners = masks[2*ns:], owners[nd:]
 		for si := range info.slots {
 			sl := &info.slots[si]
 			for b, g := range sl.devs {
