@@ -179,6 +179,21 @@ func TestSameDevices(t *testing.T) {
 			t.Errorf("SameDevices(%q, %q) = %v", c.a, c.b, got)
 		}
 	}
+	// Lists longer than sameDevicesScan go through a set.
+	var long, rev []string
+	for i := range sameDevicesScan + 8 {
+		long = append(long, fmt.Sprintf("n/%d", i))
+	}
+	for i := range long {
+		rev = append(rev, long[len(long)-1-i])
+	}
+	if !SameDevices(long, rev) {
+		t.Error("SameDevices(long, reversed) = false")
+	}
+	rev[3] = "m/0"
+	if SameDevices(long, rev) {
+		t.Error("SameDevices(long, other) = true")
+	}
 }
 
 // Derived builds a value once per index and key: the first value is kept,

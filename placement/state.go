@@ -1006,6 +1006,10 @@ func (x *Index) NodesOf(ids []string) int {
 	return len(nodes)
 }
 
+// sameDevicesScan is the longest list SameDevices compares by scanning
+// rather than through a set (which allocates).
+const sameDevicesScan = 32
+
 // SameDevices reports whether a and b list the same devices, in any order
 // (each device once).
 func SameDevices(a, b []string) bool {
@@ -1014,6 +1018,14 @@ func SameDevices(a, b []string) bool {
 	}
 	if slices.Equal(a, b) {
 		return true // the common case: devices kept in the same order
+	}
+	if len(b) <= sameDevicesScan {
+		for _, id := range a {
+			if !slices.Contains(b, id) {
+				return false
+			}
+		}
+		return true
 	}
 	set := make(map[string]bool, len(b))
 	for _, id := range b {
