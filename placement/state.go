@@ -86,7 +86,8 @@ func NewState(c accel.Cluster, current []Assignment) (*State, error) {
 // Index is a cluster validated and indexed once, from which States with
 // different current assignments are built without indexing the cluster
 // again (a host that places round after round on the same cluster keeps
-// one). It is immutable: safe for concurrent use.
+// one). It is immutable, but for the values clients keep with it
+// (Derived): safe for concurrent use.
 type Index struct {
 	ix  *index
 	key snapshotKey
