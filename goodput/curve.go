@@ -5,17 +5,11 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sync"
-	"sync/atomic"
 )
 
 // AnyType is the type key that matches every accelerator type without an
 // entry of its own in a Curve.
 const AnyType = ""
-
-// maxMemoReplicas bounds the memo table; larger replica counts are
-// computed on every call (still without allocating).
-const maxMemoReplicas = 1024
 
 // CurveOptions configure NewCurve. The zero value uses a one-GPU baseline
 // on the slowest type and the limits' own replica bound.
@@ -31,6 +25,9 @@ type CurveOptions struct {
 	// MaxReplicas, if positive, caps the replicas with a non-zero speedup
 	// (an Estimator's exploration bound, for example).
 	MaxReplicas int
+	// Plans, if set, shares the memoised batch plans with other curves
+	// built from equal models; nil gives the curve memos of its own.
+	Plans *PlanCache
 }
 
 // Curve is a job's speedup curve over allocations, per accelerator type:
@@ -43,7 +40,6 @@ type Curve struct {
 	any     *curveEntry  // the AnyType entry, or nil
 	base    float64      // baseline goodput (linear entries: per replica)
 	baseK   float64      // baseline replicas
-	mu      sync.Mutex   // serialises memo writes
 }
 
 type curveEntry struct {
@@ -51,31 +47,7 @@ type curveEntry struct {
 	model   Model
 	linear  bool
 	maxRepl int
-	rows    []atomic.Pointer[memoRow]
-}
-
-// inlineNodes is how many node counts a memo row holds in itself, so that
-// the usual lookup (a job on one to a few nodes) reads one block of
-// memory rather than a row and then its entries.
-const inlineNodes = 8
-
-// memoRow is the memo of one replica count, by node count.
-type memoRow struct {
-	near [inlineNodes + 1]memoEntry // nodes 0 … inlineNodes
-	far  []memoEntry                // nodes inlineNodes+1 … replicas
-}
-
-// at is the entry of nodes (≤ the row's replica count).
-func (r *memoRow) at(nodes int) *memoEntry {
-	if nodes <= inlineNodes {
-		return &r.near[nodes]
-	}
-	return &r.far[nodes-inlineNodes-1]
-}
-
-type memoEntry struct {
-	ready atomic.Bool
-	plan  BatchPlan
+	memo    *planMemo // the model's plans; nil for a linear entry
 }
 
 // CurveModel is one accelerator type's entry for NewCurve: a fitted Model,
@@ -115,8 +87,11 @@ func NewCurve(models map[string]CurveModel, opts CurveOptions) (*Curve, error) {
 		if opts.MaxReplicas > 0 {
 			maxRepl = min(maxRepl, opts.MaxReplicas)
 		}
-		c.entries = append(c.entries, curveEntry{typ: typ, model: cm.Model, linear: cm.Linear, maxRepl: maxRepl,
-			rows: make([]atomic.Pointer[memoRow], min(maxRepl, maxMemoReplicas)+1)})
+		ce := curveEntry{typ: typ, model: cm.Model, linear: cm.Linear, maxRepl: maxRepl}
+		if !cm.Linear {
+			ce.memo = opts.Plans.memo(cm.Model)
+		}
+		c.entries = append(c.entries, ce)
 	}
 	for i := range c.entries {
 		if c.entries[i].typ == AnyType {
@@ -135,7 +110,7 @@ func NewCurve(models map[string]CurveModel, opts CurveOptions) (*Curve, error) {
 		if e.linear {
 			continue
 		}
-		g := e.model.Optimize(bn, bk).Goodput
+		g := e.memo.plan(&e.model, bn, bk).Goodput
 		if !(g > 0) || math.IsInf(g, 0) {
 			return nil, fmt.Errorf("%w: baseline (%d nodes, %d replicas) infeasible on type %q", ErrInvalidOptions, bn, bk, e.typ)
 		}
@@ -245,30 +220,7 @@ func linearPlan(l Limits, replicas int) BatchPlan {
 
 // plan returns the memoised Optimize result.
 func (c *Curve) plan(e *curveEntry, nodes, replicas int) BatchPlan {
-	if replicas >= len(e.rows) {
-		return e.model.Optimize(nodes, replicas)
-	}
-	if r := e.rows[replicas].Load(); r != nil {
-		if m := r.at(nodes); m.ready.Load() {
-			return m.plan
-		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r := e.rows[replicas].Load()
-	if r == nil {
-		r = &memoRow{}
-		if replicas > inlineNodes {
-			r.far = make([]memoEntry, replicas-inlineNodes)
-		}
-		e.rows[replicas].Store(r)
-	}
-	m := r.at(nodes)
-	if !m.ready.Load() {
-		m.plan = e.model.Optimize(nodes, replicas)
-		m.ready.Store(true)
-	}
-	return m.plan
+	return e.memo.plan(&e.model, nodes, replicas)
 }
 
 // Base is the baseline goodput in samples per second (0 when every entry

@@ -34,7 +34,9 @@
 //     BatchPlanner for the cluster policy. It is memoised and allocation
 //     free on lookups, safe for concurrent use, and bounded to Explore
 //     times (default 4) the most replicas the job has run with. A job
-//     with no data scales linearly.
+//     with no data scales linearly. A host with many jobs whose models
+//     recur (a simulator) gives their Estimators one PlanCache, so that
+//     equal models share their optimised batch plans.
 //  4. When the job starts on an allocation, run it with the BatchPlan for
 //     that allocation; while it runs, adopt a new plan only if Switch
 //     says so (5% hysteresis).

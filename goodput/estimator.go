@@ -31,6 +31,9 @@ type EstimatorConfig struct {
 	// (Sia: the largest per-GPU batch depends on the device's memory).
 	// InitBatch should match Limits.InitBatch so efficiencies compare.
 	TypeLimits map[string]Limits
+	// Plans, if set, is the PlanCache of the curves Curve returns (unless
+	// their CurveOptions name another): several Estimators may share one.
+	Plans *PlanCache
 }
 
 // DefaultExplore is EstimatorConfig.Explore's default. In the simulator,
@@ -63,6 +66,7 @@ type Estimator struct {
 	grad     GradStats
 	types    map[string]*typeState
 	profiled int // most replicas ever observed, any type
+	plans    *PlanCache
 }
 
 type obsKey struct{ nodes, replicas, local int }
@@ -101,7 +105,7 @@ func NewEstimator(cfg EstimatorConfig) (*Estimator, error) {
 		cfg.Explore = DefaultExplore
 	}
 	e := &Estimator{limits: cfg.Limits, fitOpts: cfg.Fit, maxRepl: cfg.MaxReplicas, explore: cfg.Explore,
-		types: map[string]*typeState{}, typeLim: map[string]Limits{}}
+		types: map[string]*typeState{}, typeLim: map[string]Limits{}, plans: cfg.Plans}
 	for _, typ := range slices.Sorted(maps.Keys(cfg.TypeLimits)) {
 		l := cfg.TypeLimits[typ]
 		if err := checkTypeKey(typ); err != nil {
@@ -371,8 +375,9 @@ func (e *Estimator) params(typ string) (Params, bool) {
 // the job has none, scale linearly (an AnyType entry: speedup = replicas /
 // BaseReplicas). opts.MaxReplicas 0 means the exploration bound
 // MaxReplicas; a positive value replaces it (a host that tracks its own
-// bound, or needs the plan for an allocation it already gave the job). The
-// curve is a snapshot: later observations do not change it.
+// bound, or needs the plan for an allocation it already gave the job).
+// opts.Plans nil means EstimatorConfig.Plans. The curve is a snapshot:
+// later observations do not change it.
 func (e *Estimator) Curve(opts CurveOptions) (*Curve, error) {
 	e.mu.Lock()
 	models := map[string]CurveModel{AnyType: {Model: Model{Limits: e.limits}, Linear: true}}
@@ -383,6 +388,9 @@ func (e *Estimator) Curve(opts CurveOptions) (*Curve, error) {
 	}
 	if opts.MaxReplicas <= 0 {
 		opts.MaxReplicas = e.maxReplicas()
+	}
+	if opts.Plans == nil {
+		opts.Plans = e.plans
 	}
 	e.mu.Unlock()
 	return NewCurve(models, opts)

@@ -113,8 +113,17 @@ func (m Model) Optimize(nodes, replicas int) BatchPlan {
 	// Pass 1: the distinct feasible candidates and an upper bound on each
 	// one's goodput, from T_optim ≥ max(T_grad, T_sync) and, by the power
 	// mean inequality, T_optim ≥ 2^(1/γ−1)·(T_grad + T_sync). No
-	// transcendental functions per candidate.
+	// transcendental functions per candidate, and one division: the
+	// efficiency is taken as effNum/(effA + effB·M), its value rearranged,
+	// and the bound widened by boundSlack, far more than the rounding
+	// errors of either form, so that it stays an upper bound of the goodput
+	// pass 2 computes.
 	pm := math.Exp2(1/m.Gamma - 1)
+	effNum, effA, effB := 1.0, 1.0, 0.0
+	if !eff.one {
+		effNum, effA, effB = (eff.vr+eff.sqr)*eff.m0, eff.vr*eff.m0, eff.sqr
+	}
+	const boundSlack = 1 + 1e-12
 	type candidate struct {
 		local, accum int
 		ub           float64
@@ -140,7 +149,7 @@ func (m Model) Optimize(nodes, replicas int) BatchPlan {
 			return
 		}
 		tg := m.GradSeconds(atomic)
-		ub := float64(total) / (float64(accum)*tg + math.Max(math.Max(tg, ts), pm*(tg+ts))) * eff.at(total)
+		ub := float64(total) * effNum * boundSlack / ((effA + effB*float64(total)) * (float64(accum)*tg + max(tg, ts, pm*(tg+ts))))
 		cands[nc] = candidate{atomic, accum, ub}
 		if top < 0 || ub > cands[top].ub {
 			top = nc

@@ -233,3 +233,24 @@ func BenchmarkNewState(b *testing.B) {
 	}
 	ct.stop(b)
 }
+
+// BenchmarkIndexNewState builds a State on a kept Index, as a host that
+// places round after round on one cluster does (the cluster's indexing is
+// not part of it).
+func BenchmarkIndexNewState(b *testing.B) {
+	s, _ := roundInput(b)
+	x, err := NewIndex(benchCluster(1024))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cur := s.Assignments()
+	b.ReportAllocs()
+	var ct cpuTimer
+	ct.start(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := x.NewState(cur); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ct.stop(b)
+}

@@ -236,18 +236,53 @@ func TestSameDevices(t *testing.T) {
 			t.Errorf("SameDevices(%q, %q) = %v", c.a, c.b, got)
 		}
 	}
-	// Longer lists are compared through a set.
-	var a []string
-	for i := range 20 {
-		a = append(a, fmt.Sprint("d", i))
+	// Lists longer than sameDevicesScan go through a set.
+	var long, rev []string
+	for i := range sameDevicesScan + 8 {
+		long = append(long, fmt.Sprintf("n/%d", i))
 	}
-	b := slices.Clone(a)
-	slices.Reverse(b)
-	if !SameDevices(a, b) {
-		t.Error("SameDevices of 20 reversed devices = false")
+	for i := range long {
+		rev = append(rev, long[len(long)-1-i])
 	}
-	b[0] = "other"
-	if SameDevices(a, b) {
-		t.Error("SameDevices of 20 devices, one other = true")
+	if !SameDevices(long, rev) {
+		t.Error("SameDevices(long, reversed) = false")
+	}
+	rev[3] = "m/0"
+	if SameDevices(long, rev) {
+		t.Error("SameDevices(long, other) = true")
+	}
+}
+
+// Derived builds a value once per index and key: the first value is kept,
+// other keys and other indexes get their own.
+func TestIndexDerived(t *testing.T) {
+	c := testCluster(nodeSpec{name: "a", typ: "t4", count: 4})
+	x, err := NewIndex(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := NewIndex(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type keyA struct{}
+	type keyB struct{}
+	builds := 0
+	build := func(v int) func() any { return func() any { builds++; return v } }
+	if v := x.Derived(keyA{}, build(1)); v != 1 {
+		t.Fatalf("first: %v, want 1", v)
+	}
+	if v := x.Derived(keyA{}, build(2)); v != 1 || builds != 1 {
+		t.Fatalf("again: %v after %d builds, want 1 after 1", v, builds)
+	}
+	if v := x.Derived(keyB{}, build(3)); v != 3 {
+		t.Fatalf("other key: %v, want 3", v)
+	}
+	if v := y.Derived(keyA{}, build(4)); v != 4 {
+		t.Fatalf("other index: %v, want 4", v)
+	}
+	var zero *Index
+	if v := zero.Derived(keyA{}, build(5)); v != 5 {
+		t.Fatalf("nil index: %v, want 5", v)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"sync"
 
 	"github.com/google/btree"
 
@@ -85,10 +86,13 @@ func NewState(c accel.Cluster, current []Assignment) (*State, error) {
 // Index is a cluster validated and indexed once, from which States with
 // different current assignments are built without indexing the cluster
 // again (a host that places round after round on the same cluster keeps
-// one). It is immutable: safe for concurrent use.
+// one). It is immutable, but for the values clients keep with it
+// (Derived): safe for concurrent use.
 type Index struct {
 	ix  *index
 	key snapshotKey
+	// derived holds the values clients derived from the index (Derived).
+	derived sync.Map
 }
 
 // NewIndex validates and indexes the cluster (the errors NewState gives
@@ -163,6 +167,28 @@ func (k *snapshotKey) matches(c *accel.Cluster) bool {
 	return true
 }
 
+// Derived returns the value kept with x under key, calling build to make
+// it on first use; later calls with an equal key return that first value,
+// without calling build. It lets a client that derives its own read-only
+// structure from the cluster (a policy's view of its nodes, say) build it
+// once per index rather than once per round. key must be comparable; as
+// with context.Context values, a client should use a key of an unexported
+// type of its own so that keys of different clients never collide.
+// build may run more than once when several goroutines ask at the same
+// time; one result is kept and returned to all of them. The value must
+// then be treated as immutable, since every holder of x shares it. It
+// returns build() on a nil or zero Index.
+func (x *Index) Derived(key any, build func() any) any {
+	if x == nil || x.ix == nil {
+		return build()
+	}
+	if v, ok := x.derived.Load(key); ok {
+		return v
+	}
+	v, _ := x.derived.LoadOrStore(key, build())
+	return v
+}
+
 // NewState is NewState on the indexed cluster: the same State, and the
 // same errors for the current assignments.
 func (x *Index) NewState(current []Assignment) (*State, error) {
@@ -189,11 +215,20 @@ func newState(ix *index, current []Assignment) (*State, error) {
 		s.free[t] = btree.NewG(btreeDegree, lessFree)
 	}
 	s.nodes = newUsageTrie(len(ix.nodes), s.cow)
+	// The nodes' usage in three allocations rather than three per node
+	// (a node copied on write gets its own).
+	nmask, nowner := 0, 0
+	for ni := range ix.nodes {
+		nmask += 2 * len(ix.nodes[ni].slots)
+		nowner += int(ix.nodes[ni].ndev)
+	}
+	uses, masks, owners := make([]nodeUse, len(ix.nodes)), make([]uint64, nmask), make([]string, nowner)
 	for ni := range ix.nodes {
 		info := &ix.nodes[ni]
-		ns := len(info.slots)
-		masks := make([]uint64, 2*ns)
-		u := &nodeUse{cow: s.cow, owner: make([]string, info.ndev), used: masks[:ns:ns], bad: masks[ns:]}
+		ns, nd := len(info.slots), int(info.ndev)
+		u := &uses[ni]
+		*u = nodeUse{cow: s.cow, owner: owners[:nd:nd], used: masks[:ns:ns], bad: masks[ns : 2*ns : 2*ns]}
+		masks, owners = masks[2*ns:], owners[nd:]
 		for si := range info.slots {
 			sl := &info.slots[si]
 			for b, g := range sl.devs {
@@ -979,6 +1014,10 @@ func (x *Index) NodesOf(ids []string) int {
 	return len(nodes)
 }
 
+// sameDevicesScan is the longest list SameDevices compares by scanning
+// rather than through a set (which allocates).
+const sameDevicesScan = 32
+
 // SameDevices reports whether a and b list the same devices, in any order
 // (each device once).
 func SameDevices(a, b []string) bool {
@@ -988,7 +1027,7 @@ func SameDevices(a, b []string) bool {
 	if slices.Equal(a, b) {
 		return true // the common case: devices kept in the same order
 	}
-	if len(b) <= 16 { // a few devices: comparing is cheaper than a set
+	if len(b) <= sameDevicesScan {
 		for _, id := range a {
 			if !slices.Contains(b, id) {
 				return false

@@ -16,8 +16,8 @@ import (
 type slot struct{ bin, k int }
 
 // layout is the static bin structure of a cluster. It depends on the
-// cluster only, so it is built once with the cluster's index and shared,
-// read-only, by every round on that cluster.
+// cluster only, so it is built once per cluster index, kept with the
+// index, and shared, read-only, by every round on that cluster.
 type layout struct {
 	binDevs [][]string // healthy devices per bin, by node then index
 	binType []int
@@ -32,10 +32,24 @@ type layout struct {
 	devNum   map[string]int
 }
 
-// newLayout builds the layout of cluster c, indexed as x: a bin per node
+// layoutKey is the key under which a layout is kept with its index.
+type layoutKey struct{}
+
+// newLayout returns the layout of cluster c, indexed as x: the one kept
+// with x when x indexes c (then every cluster x indexes has the same
+// nodes and devices in the same order, so the same layout), built afresh
+// otherwise.
+func newLayout(c *accel.Cluster, x *placement.Index) *layout {
+	if !x.Indexes(c) {
+		return buildLayout(c, x)
+	}
+	return x.Derived(layoutKey{}, func() any { return buildLayout(c, x) }).(*layout)
+}
+
+// buildLayout builds the layout of cluster c, indexed as x: a bin per node
 // (in c's order) and type (in the order of the node's devices) with
 // usable devices.
-func newLayout(c *accel.Cluster, x *placement.Index) *layout {
+func buildLayout(c *accel.Cluster, x *placement.Index) *layout {
 	nt := len(x.Types())
 	l := &layout{binsOf: make([][]int, nt), maxCap: make([]int, nt), devBin: make(map[string]int, c.Size())}
 	for _, n := range c.Nodes {

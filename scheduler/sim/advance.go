@@ -3,7 +3,10 @@ package sim
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/scheduler"
@@ -12,57 +15,93 @@ import (
 // advance moves every running job forward by dt seconds of virtual time,
 // as the Pollux simulator does: first the restart stall, then progress at
 // the ground-truth rate gain / T_iter, epoch by epoch, until the round
-// ends or the job reaches its target.
+// ends or the job reaches its target. Jobs advance independently (each
+// touches only itself, its learner and the shared, concurrency-safe plan
+// cache), so with many running they advance in parallel, which changes
+// nothing but the wall time: most of it goes to refitting their models.
 func (e *engine) advance(dt float64) {
 	slow := e.interfered()
+	var run []*job
 	for _, j := range e.live {
-		if j.done || len(j.devs) == 0 {
-			continue
+		if !j.done && len(j.devs) > 0 {
+			run = append(run, j)
 		}
-		r := float64(len(j.devs))
-		rem := dt
-		d := min(j.stall, rem)
-		j.stall -= d
-		j.attained += d * r
-		rem -= d
-		for rem > 0 && !j.done {
-			rate := e.rate(j)
-			if slow != nil && slow[j.idx] {
-				rate *= 1 - e.cfg.Interference
-			}
-			next := j.app.EpochProgress(j.epoch + 1)
-			if !(rate > 0) {
-				j.attained += rem * r
-				rem = 0
-				break
-			}
-			if j.progress+rate*rem < next {
-				j.progress += rate * rem
-				j.attained += rem * r
-				rem = 0
-				break
-			}
-			delta := (next - j.progress) / rate
-			delta = min(max(delta, 0), rem)
-			j.progress = next
-			j.epoch++
-			j.ckptProg, j.ckptEp = j.progress, j.epoch
-			j.attained += delta * r
-			rem -= delta
-			j.rateValid = false
-			if j.epoch >= j.app.MaxEpochs {
-				e.changed, e.moved = true, true
-				e.finished++
-				j.done = true
-				j.finish = e.now + (dt - rem)
-				j.release()
-				break
-			}
-			e.rebatch(j)
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(run)/parallelJobs)
+	if workers <= 1 {
+		for _, j := range run {
+			e.advanceJob(j, dt, slow)
 		}
-		if !j.done {
-			e.rebatch(j)
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := next.Add(1) - 1; i < int64(len(run)); i = next.Add(1) - 1 {
+					e.advanceJob(run[i], dt, slow)
+				}
+			}()
 		}
+		wg.Wait()
+	}
+	for _, j := range run {
+		if j.done {
+			e.changed, e.moved = true, true
+			e.finished++
+		}
+	}
+}
+
+// parallelJobs is how many running jobs each extra goroutine of advance
+// must have to itself (fewer are not worth the hand-off).
+const parallelJobs = 8
+
+// advanceJob advances running job j by dt seconds (slow: the interfered
+// jobs, or nil); it writes only j and its learner.
+func (e *engine) advanceJob(j *job, dt float64, slow []bool) {
+	r := float64(len(j.devs))
+	rem := dt
+	d := min(j.stall, rem)
+	j.stall -= d
+	j.attained += d * r
+	rem -= d
+	for rem > 0 && !j.done {
+		rate := e.rate(j)
+		if slow != nil && slow[j.idx] {
+			rate *= 1 - e.cfg.Interference
+		}
+		next := j.app.EpochProgress(j.epoch + 1)
+		if !(rate > 0) {
+			j.attained += rem * r
+			rem = 0
+			break
+		}
+		if j.progress+rate*rem < next {
+			j.progress += rate * rem
+			j.attained += rem * r
+			rem = 0
+			break
+		}
+		delta := (next - j.progress) / rate
+		delta = min(max(delta, 0), rem)
+		j.progress = next
+		j.epoch++
+		j.ckptProg, j.ckptEp = j.progress, j.epoch
+		j.attained += delta * r
+		rem -= delta
+		j.rateValid = false
+		if j.epoch >= j.app.MaxEpochs {
+			j.done = true
+			j.finish = e.now + (dt - rem)
+			j.release()
+			break
+		}
+		e.rebatch(j)
+	}
+	if !j.done {
+		e.rebatch(j)
 	}
 }
 

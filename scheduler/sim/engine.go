@@ -228,8 +228,11 @@ type engine struct {
 	healthy  int
 	moved    bool // allocations or health changed: check invariants
 	// noMemo turns off the per-job memos of step times and rebatch
-	// outcomes (tests compare the two).
+	// outcomes and the batch plans jobs share (tests compare the two).
 	noMemo bool
+	// plans shares the batch plans of equal goodput models between the
+	// jobs' curves (jobs of one application often learn the same model).
+	plans *goodput.PlanCache
 	// invariant-check state, indexed like devIdx: where each device is
 	// in cluster.Nodes, and which job held it at check number checks
 	// (ownedAt; a device is free in this check unless ownedAt == checks)
@@ -377,7 +380,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 }
 
 func newEngine(cfg Config) (*engine, error) {
-	e := &engine{cfg: cfg, nodeIdx: map[string]int{}, devNode: map[string]int{}, devType: map[string]accel.TypeKey{}, perNode: map[accel.TypeKey]int{}, byName: map[string]*job{}}
+	e := &engine{cfg: cfg, nodeIdx: map[string]int{}, devNode: map[string]int{}, devType: map[string]accel.TypeKey{}, perNode: map[accel.TypeKey]int{}, byName: map[string]*job{},
+		plans: goodput.NewPlanCache(0)}
 	e.cluster = cloneCluster(cfg.Cluster)
 	e.devIdx = make(map[string]int, e.cluster.Size())
 	for i, n := range e.cluster.Nodes {
@@ -744,6 +748,9 @@ func (e *engine) learnerOf(j *job) *learner {
 		Limits:      goodput.Limits{InitBatch: j.app.InitBatch, MaxBatch: j.app.MaxBatch, MinLocal: lo, MaxLocal: hi, Accumulation: true},
 		MaxReplicas: e.cfg.MaxReplicas,
 		Explore:     e.cfg.Explore,
+	}
+	if !e.noMemo {
+		cfg.Plans = e.plans
 	}
 	if e.cfg.PerType {
 		cfg.Profiles = map[string][]goodput.Observation{}
