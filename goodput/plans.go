@@ -91,8 +91,8 @@ const DefaultPlanCacheModels = 4096
 // the same plans: validated models hold no NaN, and the sign of a zero
 // coefficient does not change Optimize's result.
 //
-// It keeps the plans of the models used most recently: those of between
-// models and twice models models in all. A PlanCache is safe for
+// It keeps the plans of the models used most recently: at least the last
+// NewPlanCache's bound of them, at most twice as many. A PlanCache is safe for
 // concurrent use; the zero value is not usable (nil is: no sharing).
 type PlanCache struct {
 	mu       sync.Mutex
