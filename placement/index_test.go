@@ -111,9 +111,10 @@ func TestIndexIndexes(t *testing.T) {
 	}
 }
 
-// The read-only lookups report the snapshot: types, usable devices
-// (healthy, not MIG parents), devices and nodes in name order.
-func TestIndexLookups(t *testing.T) {
+// lookupIndex indexes the lookup tests' cluster: nodes b (4 t4, b/1
+// unhealthy), a (2 t4) and c (8 a100, c/0 a MIG parent).
+func lookupIndex(t *testing.T) *Index {
+	t.Helper()
 	c := testCluster(nodeSpec{name: "b", typ: "t4", count: 4}, nodeSpec{name: "a", typ: "t4", count: 2},
 		nodeSpec{name: "c", typ: "a100", count: 8})
 	c.Nodes[0].Devices[1].Healthy = false
@@ -122,6 +123,13 @@ func TestIndexLookups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return x
+}
+
+// The read-only lookups report the snapshot: types, usable devices
+// (healthy, not MIG parents), devices and nodes in name order.
+func TestIndexLookups(t *testing.T) {
+	x := lookupIndex(t)
 	if got := x.Types(); !reflect.DeepEqual(got, []accel.TypeKey{"a100", "t4"}) {
 		t.Fatalf("Types = %v", got)
 	}
@@ -175,14 +183,7 @@ func TestIndexLookups(t *testing.T) {
 // Ref numbers every device node by node in name order, then by index,
 // and agrees with Device and Node.
 func TestIndexRefs(t *testing.T) {
-	c := testCluster(nodeSpec{name: "b", typ: "t4", count: 4}, nodeSpec{name: "a", typ: "t4", count: 2},
-		nodeSpec{name: "c", typ: "a100", count: 8})
-	c.Nodes[0].Devices[1].Healthy = false
-	c.Nodes[2].Devices[0].MIGEnabled = true
-	x, err := NewIndex(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := lookupIndex(t)
 	if x.Devices() != 14 {
 		t.Fatalf("Devices = %d", x.Devices())
 	}

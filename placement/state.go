@@ -974,7 +974,7 @@ func (ix *index) info(g int32) DeviceInfo {
 	d := &ix.devs[g]
 	n := &ix.nodes[d.node]
 	sl := &n.slots[d.slot]
-	return DeviceInfo{ID: d.id, Node: n.name, Type: ix.types[sl.typ], Index: d.index,
+	return DeviceInfo{ID: d.id, Node: n.name, Type: ix.types[d.typ], Index: d.index,
 		Healthy: ix.healthy[g], Offered: sl.offer&(1<<d.bit) != 0}
 }
 

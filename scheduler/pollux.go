@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/goodsched/goodsched/placement"
@@ -230,37 +229,28 @@ func explain(r *Round, e *pollux.Search, order []int, sol *pollux.Solution, out 
 		}
 		rf, charged := e.RestartFactor(k)
 		tg := &out[k]
-		// Notes are built with strconv rather than fmt (the same text):
-		// this runs once per job and round.
-		var buf [80]byte
 		switch {
 		case j.Pinned:
 			tg.Reason, tg.Note = ReasonPinned, "non-preemptible"
 		case c > 0 && t == t0 && c == j.curCount:
 			v := e.Speedup(k, t, nodes, c)
 			tg.Reason = ReasonUnchanged
-			note := appendFixed(append(buf[:0], "speedup "...), v)
-			note = append(appendFixed(append(note, " ("...), v/e.Baseline(k)), "× its fair share)"...)
-			tg.Note = string(note)
+			tg.Note = fmt.Sprintf("speedup %.2f (%.2f× its fair share)", v, v/e.Baseline(k))
 		case c > 0:
 			tg.Reason = ReasonObjective
 			before := 0.0
 			if t0 >= 0 {
 				before = e.Speedup(k, t0, j.CurrentNodes, j.curCount)
 			}
-			note := appendFixed(append(appendFixed(append(buf[:0], "speedup "...), before), "→"...), e.Speedup(k, t, nodes, c))
+			tg.Note = fmt.Sprintf("speedup %.2f→%.2f", before, e.Speedup(k, t, nodes, c))
 			if charged {
-				note = appendFixed(append(note, ", restart factor "...), rf)
+				tg.Note += fmt.Sprintf(", restart factor %.2f", rf)
 			}
-			tg.Note = string(note)
 		default:
 			tg.Reason, tg.Note = whyQueued(r, e, sol, k, j, t0 >= 0)
 		}
 	}
 }
-
-// appendFixed appends v with two decimals, as fmt's %.2f writes it.
-func appendFixed(b []byte, v float64) []byte { return strconv.AppendFloat(b, v, 'f', 2, 64) }
 
 // whyQueued explains why engine job k (round job j) got nothing.
 func whyQueued(r *Round, e *pollux.Search, sol *pollux.Solution, k int, j *jobInfo, running bool) (Reason, string) {

@@ -241,6 +241,14 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 	// user[n] is 1 + the position in r.jobs of the job placed on device
 	// number n (0 = none so far).
 	user := make([]int32, r.cluster.Devices())
+	// claim gives device number n (ID id) to job i, failing on a clash.
+	claim := func(n int32, id string, i int) error {
+		if o := user[n]; o != 0 {
+			return fmt.Errorf("%w: device %q placed for jobs %q and %q", ErrPlacement, id, r.jobs[o-1].Job.ID, r.jobs[i].Job.ID)
+		}
+		user[n] = int32(i + 1)
+		return nil
+	}
 	copies := make([]string, 0, placed) // the assigned devices, end to end
 	var refs []placement.DeviceRef      // scratch: one assignment's devices
 	kept := make(map[string]bool)
@@ -269,10 +277,9 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 			// Its own devices, checked when the round began: of its type,
 			// usable (or kept as they are); only a clash is left to find.
 			for k, n := range j.curNums {
-				if o := user[n]; o != 0 {
-					return nil, nil, fmt.Errorf("%w: device %q placed for jobs %q and %q", ErrPlacement, a.Devices[k], r.jobs[o-1].Job.ID, a.Job)
+				if err := claim(n, a.Devices[k], i); err != nil {
+					return nil, nil, err
 				}
-				user[n] = int32(i + 1)
 			}
 		} else {
 			var known bool
@@ -285,10 +292,9 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 				if !d.Usable && !kept[a.Job] {
 					return nil, nil, fmt.Errorf("%w: job %q: device %q is unhealthy or not offered", ErrPlacement, a.Job, id)
 				}
-				if o := user[d.Num]; o != 0 {
-					return nil, nil, fmt.Errorf("%w: device %q placed for jobs %q and %q", ErrPlacement, id, r.jobs[o-1].Job.ID, a.Job)
+				if err := claim(int32(d.Num), id, i); err != nil {
+					return nil, nil, err
 				}
-				user[d.Num] = int32(i + 1)
 			}
 			if !known {
 				return nil, nil, fmt.Errorf("%w: job %q: device %q is not a %s device of the cluster", ErrPlacement, a.Job, a.Devices[len(refs)], typ)

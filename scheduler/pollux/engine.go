@@ -220,7 +220,7 @@ func New(p Problem) (*Search, error) {
 		if p.Caps != nil && (pj.Group < 0 || pj.Group >= len(p.Caps)) {
 			return nil, fmt.Errorf("%w: job %q: group %d, there are %d", ErrInvalid, pj.ID, pj.Group, len(p.Caps))
 		}
-		if _, dup := e.byID[pj.ID]; dup || (i > 0 && p.Jobs[i-1].ID >= pj.ID) {
+		if i > 0 && p.Jobs[i-1].ID >= pj.ID { // strictly sorted: no duplicates
 			return nil, fmt.Errorf("%w: job %q: jobs must be sorted by ID, without duplicates", ErrInvalid, pj.ID)
 		}
 		e.byID[pj.ID] = i
@@ -525,11 +525,7 @@ func (e *Search) candidates(s *state, i int, sameType, fits bool, onlyType int, 
 		if t == s.typ[i] || (onlyType >= 0 && t != onlyType) {
 			continue
 		}
-		lo := j.min
-		hi := lo + min(e.look[t]-1, e.maxOn(j, t)-lo) // no overflow near MaxInt
-		if j.rigid {
-			lo, hi = j.min, min(j.min, e.maxOn(j, t))
-		}
+		lo, hi := e.startWindow(j, t)
 		top := hi
 		if fits {
 			top = min(hi, s.free[t])
@@ -552,6 +548,16 @@ func (e *Search) candidates(s *state, i int, sameType, fits bool, onlyType int, 
 			}
 		}
 	}
+}
+
+// startWindow is the counts candidates tries for job j starting on or
+// switching to type t: from its minimum over the look-ahead window (only
+// its minimum when rigid).
+func (e *Search) startWindow(j *gjob, t int) (lo, hi int) {
+	if j.rigid {
+		return j.min, min(j.min, e.maxOn(j, t))
+	}
+	return j.min, j.min + min(e.look[t]-1, e.maxOn(j, t)-j.min) // no overflow near MaxInt
 }
 
 // bestGrow returns job i's feasible move with the largest utility gain

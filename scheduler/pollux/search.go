@@ -104,7 +104,7 @@ func (e *Search) bestOnType(s *state, i, t int) (move, bool) {
 	key := onTypeKey{typ: s.typ[i], cnt: s.cnt[i], nodes: len(s.place[i]), set: true}
 	if t != s.typ[i] && !j.rigid {
 		// candidates tries every free device of t only beyond its window.
-		hi := j.min + min(e.look[t]-1, e.maxOn(j, t)-j.min)
+		_, hi := e.startWindow(j, t)
 		if f := min(s.free[t], e.maxOn(j, t)); f > max(hi, s.cnt[i]) {
 			key.free = f
 		}
