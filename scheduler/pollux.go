@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler/pollux"
 )
@@ -165,7 +166,7 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 		return nil, nil, err
 	}
 	p := pollux.Problem{Cluster: &r.in.Cluster, Index: r.cluster, Exponent: g.Exponent, Geometric: g.Geometric,
-		RestartDelay: g.RestartDelay, Interference: !r.allowInterference}
+		RestartDelay: g.RestartDelay, Interference: !r.allowInterference, Memo: r.memo}
 	if p.Exponent == 0 {
 		p.Exponent = -1
 	}
@@ -180,6 +181,9 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 			Pinned: j.Pinned, Current: j.Current, CurrentType: j.curType, CurrentNodes: j.CurrentNodes,
 			Age: j.Age, Restarts: j.Job.Restarts,
 			Speedup: func(t, nodes, count int) (float64, error) { return r.speedup(j, t, nodes, count) }}
+		if c, ok := j.Job.Speedup.(*goodput.Curve); ok && c != nil {
+			p.Jobs[k].Reuse = c // immutable: its speedups are the same in every round
+		}
 		if j.curCount == 0 {
 			p.Jobs[k].Current, p.Jobs[k].CurrentType = nil, -1
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler/pollux"
 )
 
 // Round is the validated view of one scheduling round that the Scheduler
@@ -45,6 +46,9 @@ type Round struct {
 	// quota is the round's quota tree and entitlements (nil without
 	// Input.Queues).
 	quota *roundQuota
+	// memo carries the Pollux engine's speedup evaluations between the
+	// rounds of one Scheduler (nil: none).
+	memo *pollux.Memo
 }
 
 // RoundJob is one job of a Round: its Job and what validation derived

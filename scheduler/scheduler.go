@@ -12,6 +12,7 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler/pollux"
 )
 
 // Config configures a Scheduler. The zero value is valid: the Pollux
@@ -38,8 +39,11 @@ type Config struct {
 // A Scheduler holds no decision state between rounds (the host passes the
 // assignments in effect as Input.Current); it only remembers the index of
 // the last cluster it validated, so that an unchanged cluster is not
-// validated and indexed again. It is safe for concurrent use as long as
-// its Policy and Placer are.
+// validated and indexed again, and, for the Pollux policy, the speedups
+// its last round evaluated for jobs whose Speedup is a *goodput.Curve
+// (immutable), so that a job that keeps its ID and curve is not evaluated
+// again on the same allocation (the plan is the same either way). It is
+// safe for concurrent use as long as its Policy and Placer are.
 type Scheduler struct {
 	policy            Policy
 	placer            Placer
@@ -48,6 +52,7 @@ type Scheduler struct {
 	// own placement when that places better than the Placer.
 	takesOffers bool
 	clusters    *clusterCache
+	memos       *memoSlot
 }
 
 // New returns a Scheduler for cfg. It fails with ErrInvalid for a nil
@@ -66,7 +71,7 @@ func New(cfg Config) (*Scheduler, error) {
 			}
 		}
 	}
-	s := &Scheduler{policy: cfg.Policy, placer: cfg.Placer, allowInterference: cfg.AllowInterference, clusters: &clusterCache{}}
+	s := &Scheduler{policy: cfg.Policy, placer: cfg.Placer, allowInterference: cfg.AllowInterference, clusters: &clusterCache{}, memos: &memoSlot{}}
 	if s.policy == nil {
 		s.policy = Pollux{}
 	}
@@ -105,10 +110,12 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	r.memo = s.memos.take()
 	tg, err := r.allocate(ctx, s.policy)
 	if err != nil {
 		return Plan{}, err
 	}
+	s.memos.put(r.memo)
 	ps, err := r.place(ctx, tg)
 	if err != nil {
 		return Plan{}, err
@@ -471,6 +478,41 @@ func (cc *clusterCache) index(c *accel.Cluster) (*placement.Index, error) {
 	cc.idx = idx
 	cc.mu.Unlock()
 	return idx, nil
+}
+
+// memoSlot keeps the Pollux engine's speedup evaluations from one round
+// to the next (pollux.Memo). A round takes the memo and gives it back when
+// its policy has allocated without error; a round that runs meanwhile
+// finds none and starts an empty one.
+type memoSlot struct {
+	mu sync.Mutex
+	m  *pollux.Memo
+}
+
+// take returns the kept memo, or an empty one when there is none; nil on
+// the zero Scheduler (nothing is kept).
+func (ms *memoSlot) take() *pollux.Memo {
+	if ms == nil {
+		return nil
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	m := ms.m
+	ms.m = nil
+	if m == nil {
+		m = new(pollux.Memo)
+	}
+	return m
+}
+
+// put keeps m for the next round.
+func (ms *memoSlot) put(m *pollux.Memo) {
+	if ms == nil || m == nil {
+		return
+	}
+	ms.mu.Lock()
+	ms.m = m
+	ms.mu.Unlock()
 }
 
 // indexCluster validates c and indexes it.

@@ -233,11 +233,12 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	fast, err := scheduler.New(scheduler.Config{Policy: scheduler.Pollux{}})
+	fastCfg := scheduler.Config{Policy: scheduler.Pollux{}}
+	fast, err := scheduler.New(fastCfg)
 	if err != nil {
 		return nil, err
 	}
-	smallMS, fastPlan, err := timeRound(ctx, clk, fast, inSmall, cfg.reps)
+	smallMS, fastPlan, err := timeRound(ctx, clk, fastCfg, inSmall, nil, cfg.reps)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +249,7 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	bigMS, _, err := timeRound(ctx, clk, fast, inBig, cfg.reps)
+	bigMS, _, err := timeRound(ctx, clk, fastCfg, inBig, nil, cfg.reps)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +367,7 @@ func maxMinFigure(ctx context.Context, clk clock, rng *rand.Rand, n, k, reps int
 	if err != nil {
 		return 0, 0, err
 	}
-	ms, err = medianMS(clk, reps, func() (err error) {
+	ms, err = medianMS(clk, reps, nil, func() (err error) {
 		sol, err = gavel.Solve(ctx, p, gavel.MaxMinFairness{}, nil)
 		return err
 	})
@@ -376,18 +377,30 @@ func maxMinFigure(ctx context.Context, clk clock, rng *rand.Rand, n, k, reps int
 	return ms, sol.Gap, nil
 }
 
-// timeRound runs one warm-up round and reps timed rounds; it returns the
-// median in milliseconds and the plan.
-func timeRound(ctx context.Context, clk clock, s *scheduler.Scheduler, in scheduler.Input, reps int) (float64, scheduler.Plan, error) {
-	plan, err := s.Schedule(ctx, in)
+// timeRound runs one warm-up round and reps timed rounds of in, each on a
+// Scheduler of cfg that has run only prev before (see after); it returns
+// the median in milliseconds and the plan.
+func timeRound(ctx context.Context, clk clock, cfg scheduler.Config, in scheduler.Input, prev *scheduler.Input, reps int) (float64, scheduler.Plan, error) {
+	return timeRoundBudget(ctx, clk, cfg, in, prev, reps, 0, io.Discard)
+}
+
+// after returns a Scheduler of cfg that has run one round: prev, or with
+// prev nil a round without jobs on in's cluster (which indexes the
+// cluster). A round timed on it is the one a host's Scheduler runs after
+// prev: it keeps the cluster's index and prev's speedup evaluations, and
+// nothing of an earlier timed round (a Scheduler reused for repetitions
+// of one input would answer them from the first one's evaluations).
+func after(ctx context.Context, cfg scheduler.Config, in scheduler.Input, prev *scheduler.Input) (*scheduler.Scheduler, error) {
+	s, err := scheduler.New(cfg)
 	if err != nil {
-		return 0, plan, err
+		return nil, err
 	}
-	ms, err := medianMS(clk, reps, func() error {
-		_, err := s.Schedule(ctx, in)
-		return err
-	})
-	return ms, plan, err
+	first := scheduler.Input{Cluster: in.Cluster, Now: in.Now}
+	if prev != nil {
+		first = *prev
+	}
+	_, err = s.Schedule(ctx, first)
+	return s, err
 }
 
 // clock reads a monotone time: elapsed or CPU time since some origin.
@@ -399,15 +412,21 @@ func wallClock() clock {
 	return func() time.Duration { return time.Since(t0) }
 }
 
-// medianMS runs f reps times (reps ≥ 1) and returns the median run time
-// in milliseconds, or f's first error.
-func medianMS(clk clock, reps int, f func() error) (float64, error) {
+// medianMS runs f reps times (reps ≥ 1), each after prep (not timed; nil
+// = none), and returns the median run time of f in milliseconds, or the
+// first error.
+func medianMS(clk clock, reps int, prep, f func() error) (float64, error) {
 	ts := make([]float64, 0, reps)
 	// Collect the previous figure's garbage first, as go test -bench does
 	// before each benchmark: with -clock cpu, sweeping a large earlier
 	// heap in the background would be charged to a small round's time.
 	runtime.GC()
 	for range reps {
+		if prep != nil {
+			if err := prep(); err != nil {
+				return 0, err
+			}
+		}
 		start := clk()
 		if err := f(); err != nil {
 			return 0, err

@@ -226,14 +226,13 @@ func TestBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, _ := scheduler.New(scheduler.Config{})
 	for _, tc := range []struct {
 		budget    time.Duration
 		wantReads int
 	}{{time.Second / 2, 2}, {0, 2 + 2*3}, {time.Hour, 2 + 2*3}} {
 		reads := 0
 		clk := func() time.Duration { reads++; return time.Duration(reads) * time.Second } // each run "takes" 1 s
-		ms, _, err := timeRoundBudget(context.Background(), clk, s, in, 3, tc.budget, io.Discard)
+		ms, _, err := timeRoundBudget(context.Background(), clk, scheduler.Config{}, in, nil, 3, tc.budget, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}

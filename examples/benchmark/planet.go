@@ -63,10 +63,7 @@ func planet(quick bool, big shape) planetSizes {
 func planetFigures(ctx context.Context, cfg config, clk clock, sz planetSizes, bigMS float64, log io.Writer, add func(key string, v float64, unit, target string)) error {
 	rng := rand.New(rand.NewPCG(cfg.seed, 19))
 	reps := min(cfg.reps, planetReps)
-	s, err := scheduler.New(scheduler.Config{})
-	if err != nil {
-		return err
-	}
+	var def scheduler.Config
 	roundOn := func(sh shape, warm, reps int) (float64, scheduler.Input, scheduler.Plan, error) {
 		fmt.Fprintln(log, "planet: generating", sh.name(), "…")
 		in, err := instanceWarm(rng, sh, warm)
@@ -74,7 +71,7 @@ func planetFigures(ctx context.Context, cfg config, clk clock, sz planetSizes, b
 			return 0, in, scheduler.Plan{}, err
 		}
 		fmt.Fprintln(log, "planet: Pollux policy round on", sh.name(), "…")
-		ms, plan, err := timeRoundBudget(ctx, clk, s, in, reps, cfg.budget, log)
+		ms, plan, err := timeRoundBudget(ctx, clk, def, in, nil, reps, cfg.budget, log)
 		return ms, in, plan, err
 	}
 
@@ -110,8 +107,10 @@ func planetFigures(ctx context.Context, cfg config, clk clock, sz planetSizes, b
 	if err != nil {
 		return err
 	}
+	// Each steady round runs on a Scheduler whose previous round was the
+	// generated one, as a host's would.
+	ms, _, err = timeRoundBudget(ctx, clk, def, steady, &in, reps, cfg.budget, log)
 	in, plan = scheduler.Input{}, scheduler.Plan{}
-	ms, _, err = timeRoundBudget(ctx, clk, s, steady, reps, cfg.budget, log)
 	if err != nil {
 		return err
 	}
@@ -135,7 +134,7 @@ func planetFigures(ctx context.Context, cfg config, clk clock, sz planetSizes, b
 	}
 
 	fmt.Fprintf(log, "planet: Pollux policy round on 5 jobs × %d one-GPU nodes …\n", sz.wideNodes)
-	ms, _, err = timeRoundBudget(ctx, clk, s, wideInput(sz.wideNodes), reps, cfg.budget, log)
+	ms, _, err = timeRoundBudget(ctx, clk, def, wideInput(sz.wideNodes), nil, reps, cfg.budget, log)
 	if err != nil {
 		return err
 	}
@@ -276,14 +275,18 @@ func gavelRound(ctx context.Context, clk clock, seed uint64, n int, spec string,
 		fmt.Fprintf(log, "  warm-up round took %v > -budget %v: reported once\n", first, budget)
 		return float64(first.Nanoseconds()) / 1e6, nil
 	}
-	ms, err := medianMS(clk, reps, step)
+	ms, err := medianMS(clk, reps, nil, step)
 	fmt.Fprintf(log, "  %.4g ms (median of %d)\n", ms, reps)
 	return ms, err
 }
 
 // timeRoundBudget is timeRound, except that when the warm-up round alone
 // takes longer than budget (> 0) its time is returned (measured once).
-func timeRoundBudget(ctx context.Context, clk clock, s *scheduler.Scheduler, in scheduler.Input, reps int, budget time.Duration, log io.Writer) (float64, scheduler.Plan, error) {
+func timeRoundBudget(ctx context.Context, clk clock, cfg scheduler.Config, in scheduler.Input, prev *scheduler.Input, reps int, budget time.Duration, log io.Writer) (float64, scheduler.Plan, error) {
+	s, err := after(ctx, cfg, in, prev)
+	if err != nil {
+		return 0, scheduler.Plan{}, err
+	}
 	start := clk()
 	plan, err := s.Schedule(ctx, in)
 	if err != nil {
@@ -293,7 +296,10 @@ func timeRoundBudget(ctx context.Context, clk clock, s *scheduler.Scheduler, in 
 		fmt.Fprintf(log, "  warm-up round took %v > -budget %v: reported once\n", first, budget)
 		return float64(first.Nanoseconds()) / 1e6, plan, nil
 	}
-	ms, err := medianMS(clk, reps, func() error {
+	ms, err := medianMS(clk, reps, func() (err error) {
+		s, err = after(ctx, cfg, in, prev)
+		return err
+	}, func() error {
 		_, err := s.Schedule(ctx, in)
 		return err
 	})

@@ -60,6 +60,9 @@ type Problem struct {
 	// devices regardless (a group's pinned devices may exceed its cap;
 	// then nothing else of the group runs on that type).
 	Caps [][]int
+	// Memo, if set, carries speedup evaluations from this search to the
+	// next one built with it (the next round): see Memo.
+	Memo *Memo
 	// Floors (nil, or shaped as Caps) are the groups' guarantees: the
 	// exchange search takes no device from a job of group g for a job of
 	// another group when that leaves g holding fewer than Floors[g][t]
@@ -95,6 +98,11 @@ type Job struct {
 	// Speedup returns its speedup on count devices of type t (a position
 	// in Index.Types()) spread over nodes nodes: finite, ≥ 0.
 	Speedup func(t, nodes, count int) (float64, error)
+	// Reuse, if not nil, stands for the Speedup function across searches
+	// that share a Problem.Memo: a comparable value, equal in two rounds
+	// only when Speedup gives the same results in both (for example the
+	// immutable curve it reads). nil: never reused.
+	Reuse any
 	// Group is the job's position in Problem.Caps (ignored when Caps is
 	// nil).
 	Group int
@@ -112,10 +120,60 @@ type gjob struct {
 	penal    bool
 	rf       float64
 	base     float64
-	cache    [][]float64        // per type: raw speedup / base at packed nodes, by count; NaN = unknown
+	cache    [][]float64        // per type: raw speedup at packed nodes, by count; NaN = unknown
 	near     [][]float64        // per type: the same on packed+1 … packed+nearNodes nodes, nearNodes per count; nil until used
 	other    map[[3]int]float64 // (type, nodes, count) on any other node count
+	memo     *jobMemo           // where cache, near and other are kept for the next search; nil = not kept
 }
+
+// Memo carries speedup evaluations from one Search to the next, so that
+// a host that schedules round after round evaluates each job's speedup
+// on an allocation once while the job's Speedup stays the same. A job's
+// evaluations are reused when it has the same ID and an equal non-nil
+// Job.Reuse, and the cluster has the same device types with the same
+// per-node counts. A Memo keeps the evaluations of the last search's
+// jobs only; it must not be used by two searches at once, and it is
+// emptied when a search sees a bad speedup. The zero value is an empty
+// Memo.
+type Memo struct {
+	types   []accel.TypeKey
+	perNode []int
+	jobs    map[string]*jobMemo
+}
+
+// jobMemo is one job's evaluations in a Memo.
+type jobMemo struct {
+	reuse any
+	cache [][]float64
+	near  [][]float64
+	other map[[3]int]float64
+}
+
+// attach gives the search's jobs the evaluations m holds for them and
+// makes m hold this search's jobs (and only those) from now on.
+func (m *Memo) attach(e *Search) {
+	old := m.jobs
+	if !slices.Equal(m.types, e.types) || !slices.Equal(m.perNode, e.perNode) {
+		old = nil
+	}
+	m.types, m.perNode = slices.Clone(e.types), slices.Clone(e.perNode)
+	m.jobs = make(map[string]*jobMemo, len(e.jobs))
+	for i := range e.jobs {
+		j := &e.jobs[i]
+		if j.Reuse == nil {
+			continue
+		}
+		jm := old[j.ID]
+		if jm == nil || jm.reuse != j.Reuse {
+			jm = &jobMemo{reuse: j.Reuse, cache: j.cache}
+		}
+		j.cache, j.near, j.other, j.memo = jm.cache, jm.near, jm.other, jm
+		m.jobs[j.ID] = jm
+	}
+}
+
+// reset empties m.
+func (m *Memo) reset() { *m = Memo{} }
 
 // Search evaluates and searches allocations for one Problem. It is built
 // per round and used by one goroutine.
@@ -259,6 +317,9 @@ func New(p Problem) (*Search, error) {
 		}
 		e.jobs[i] = j
 	}
+	if p.Memo != nil {
+		p.Memo.attach(e)
+	}
 	e.cur = make([][]slot, len(e.jobs))
 	e.curOK = make([]bool, len(e.jobs))
 	for i := range e.jobs {
@@ -317,6 +378,9 @@ func (e *Search) norm(j *gjob, t, n, c int) float64 {
 		// memo by count like cache, nearNodes entries per count.
 		if j.near == nil {
 			j.near = make([][]float64, len(e.types))
+			if j.memo != nil {
+				j.memo.near = j.near
+			}
 		}
 		ns, x := j.near[t], nearNodes*c+d-1
 		if x >= len(ns) {
@@ -324,23 +388,26 @@ func (e *Search) norm(j *gjob, t, n, c int) float64 {
 			j.near[t] = ns
 		}
 		if v := ns[x]; !math.IsNaN(v) {
-			return v
+			return v / j.base
 		}
 		v := e.eval(j, t, n, c)
 		ns[x] = v
-		return v
+		return v / j.base
 	}
 	if n != packed {
 		k := [3]int{t, n, c}
 		if v, ok := j.other[k]; ok {
-			return v
+			return v / j.base
 		}
 		v := e.eval(j, t, n, c)
 		if j.other == nil {
 			j.other = make(map[[3]int]float64)
+			if j.memo != nil {
+				j.memo.other = j.other
+			}
 		}
 		j.other[k] = v
-		return v
+		return v / j.base
 	}
 	cs := j.cache[t]
 	if c >= len(cs) {
@@ -348,11 +415,11 @@ func (e *Search) norm(j *gjob, t, n, c int) float64 {
 		j.cache[t] = cs
 	}
 	if v := cs[c]; !math.IsNaN(v) {
-		return v
+		return v / j.base
 	}
 	v := e.eval(j, t, n, c)
 	cs[c] = v
-	return v
+	return v / j.base
 }
 
 // growMemo returns memo, a per-count memo with NaN for unknown entries,
@@ -366,12 +433,20 @@ func growMemo(memo []float64, c int) []float64 {
 	return grown
 }
 
+// eval is job j's raw speedup on (t, n, c); a bad one is recorded in
+// e.err (and empties the Memo, which may hold it) and counts as 0.
 func (e *Search) eval(j *gjob, t, n, c int) float64 {
 	v, err := j.Speedup(t, n, c)
-	if err != nil && e.err == nil {
-		e.err = err
+	if err != nil {
+		if e.err == nil {
+			e.err = err
+		}
+		if e.prob.Memo != nil {
+			e.prob.Memo.reset()
+		}
+		return 0
 	}
-	return v / j.base
+	return v
 }
 
 // value is job j's speedup over its baseline on (t, n, c), restart factor

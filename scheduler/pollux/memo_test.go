@@ -1,0 +1,138 @@
+package pollux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// countCalls wraps every job's Speedup so that calls[i] counts job i's
+// evaluations, and gives each job a Reuse key.
+func countCalls(p *Problem, calls []int) {
+	for i := range p.Jobs {
+		f := p.Jobs[i].Speedup
+		p.Jobs[i].Speedup = func(t, nodes, count int) (float64, error) {
+			calls[i]++
+			return f(t, nodes, count)
+		}
+		p.Jobs[i].Reuse = p.Jobs[i].ID
+	}
+}
+
+// solveOnce returns the search's solutions as text.
+func solveOnce(t *testing.T, p Problem) string {
+	t.Helper()
+	e, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sols, err := e.Solve(context.Background(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := ""
+	for _, s := range sols {
+		out += fmt.Sprint(s.s.typ, s.s.cnt, s.s.place, e.Layout(s)) + "\n"
+	}
+	return out
+}
+
+// TestMemoReuse: a second search with the Memo of a first one finds the
+// same solutions and evaluates no speedup the first one evaluated, except
+// the fair-share baselines New computes; a changed Reuse key, another
+// cluster or a bad speedup drops what the Memo holds.
+func TestMemoReuse(t *testing.T) {
+	for seed := range uint64(20) {
+		p := randomPolishProblem(t, seed)
+		want := solveOnce(t, p)
+
+		calls := make([]int, len(p.Jobs))
+		countCalls(&p, calls)
+		var m Memo
+		p.Memo = &m
+		if got := solveOnce(t, p); got != want {
+			t.Fatalf("seed %d: with an empty memo\n%s\nwant\n%s", seed, got, want)
+		}
+		first := slices.Clone(calls)
+		clear(calls)
+		if got := solveOnce(t, p); got != want {
+			t.Fatalf("seed %d: with the first search's memo\n%s\nwant\n%s", seed, got, want)
+		}
+		for i, n := range calls {
+			// New evaluates each job's fair-share baseline on every allowed type.
+			if base := len(p.Jobs[i].Types); n > base {
+				t.Fatalf("seed %d: job %d: %d evaluations in the second search (%d in the first), want at most the %d baselines", seed, i, n, first[i], base)
+			}
+		}
+
+		// A new key for job 0: its speedups are evaluated again, the rest not.
+		clear(calls)
+		p.Jobs[0].Reuse = "changed"
+		if got := solveOnce(t, p); got != want {
+			t.Fatalf("seed %d: after a key change\n%s\nwant\n%s", seed, got, want)
+		}
+		if calls[0] <= len(p.Jobs[0].Types) {
+			t.Fatalf("seed %d: job 0 with a new key: %d evaluations, want its own again", seed, calls[0])
+		}
+		if len(m.jobs) != len(p.Jobs) {
+			t.Fatalf("seed %d: the memo holds %d jobs, want %d", seed, len(m.jobs), len(p.Jobs))
+		}
+
+		// Fewer jobs: the memo keeps only the last search's.
+		q := p
+		q.Jobs = p.Jobs[1:]
+		solveOnce(t, q)
+		if _, ok := m.jobs[p.Jobs[0].ID]; ok || len(m.jobs) != len(q.Jobs) {
+			t.Fatalf("seed %d: the memo holds %d jobs (job 0: %v), want the %d of the last search", seed, len(m.jobs), ok, len(q.Jobs))
+		}
+
+		// Other per-node counts: nothing is reused.
+		m.perNode = append([]int(nil), m.perNode...)
+		m.perNode[0]++
+		clear(calls)
+		if got := solveOnce(t, p); got != want {
+			t.Fatalf("seed %d: after a cluster change\n%s\nwant\n%s", seed, got, want)
+		}
+		if slices.Equal(calls, make([]int, len(calls))) || calls[1] <= len(p.Jobs[1].Types) {
+			t.Fatalf("seed %d: another cluster reused evaluations: %v", seed, calls)
+		}
+	}
+}
+
+// TestMemoBadSpeedup: a search that sees a bad speedup fails and leaves
+// the Memo empty, so that no later search reads the bad value.
+func TestMemoBadSpeedup(t *testing.T) {
+	p := randomPolishProblem(t, 3)
+	var m Memo
+	p.Memo = &m
+	for i := range p.Jobs {
+		p.Jobs[i].Reuse = p.Jobs[i].ID
+	}
+	solveOnce(t, p)
+	if len(m.jobs) == 0 {
+		t.Fatal("the memo holds nothing after a search")
+	}
+	bad := errors.New("bad speedup")
+	armed := false // after New's baselines: every evaluation fails
+	f := p.Jobs[0].Speedup
+	p.Jobs[0].Speedup = func(t, nodes, count int) (float64, error) {
+		if armed {
+			return 0, bad
+		}
+		return f(t, nodes, count)
+	}
+	p.Jobs[0].Reuse = "new"
+	e, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed = true
+	if _, err := e.Solve(context.Background(), 4); !errors.Is(err, bad) {
+		t.Fatalf("Solve: %v, want the bad speedup", err)
+	}
+	if len(m.jobs) != 0 {
+		t.Fatalf("the memo holds %d jobs after a bad speedup, want none", len(m.jobs))
+	}
+}
