@@ -20,7 +20,8 @@
 //	round_goodput_20000x100000_ms         one round, 20,000 jobs on 100,000 devices of 4 types
 //	                                      (3,125×8 a100, v100 and h100, 6,250×4 t4), ms
 //	round_goodput_steady_20000x100000_ms  the next round: the previous plan as Current, 1 min
-//	                                      later, 2% of the jobs finished and as many arrived, ms
+//	                                      later, 2% of the jobs finished and as many arrived, on a
+//	                                      Scheduler whose last round was the generated one, ms
 //	round_goodput_50000x131072_ms         one round, 50,000 jobs on the 2,000×8,192 cluster × 16, ms
 //	round_goodput_65536x1_ms              one cold round (no Current) on 65,536 one-T4 nodes (the
 //	                                      key names nodes × devices per node): 5 adaptive jobs
@@ -59,6 +60,11 @@
 // environment sets it; the program does not; the key gomaxprocs reports
 // it), the median of -reps runs after one warm-up run (speedup curves
 // memoise their values on first use, as they do across a host's rounds).
+// Each run is on a Scheduler that has run one round before it, which
+// indexed the cluster: the steady round's generated round, and for every
+// other round a round without jobs (a Scheduler keeps the speedups its
+// last round evaluated, so a Scheduler that ran the same input before
+// would answer from them).
 // Every ratio is measured in the same run. Instances are deterministic
 // for a given -seed.
 //
