@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 
@@ -99,9 +100,9 @@ type Job struct {
 	// in Index.Types()) spread over nodes nodes: finite, ≥ 0.
 	Speedup func(t, nodes, count int) (float64, error)
 	// Reuse, if not nil, stands for the Speedup function across searches
-	// that share a Problem.Memo: a comparable value, equal in two rounds
-	// only when Speedup gives the same results in both (for example the
-	// immutable curve it reads). nil: never reused.
+	// that share a Problem.Memo: a comparable value (New rejects others),
+	// equal in two rounds only when Speedup gives the same results in both
+	// (for example the immutable curve it reads). nil: never reused.
 	Reuse any
 	// Group is the job's position in Problem.Caps (ignored when Caps is
 	// nil).
@@ -274,6 +275,9 @@ func New(p Problem) (*Search, error) {
 		if pj.Speedup == nil || pj.Min < 1 || pj.Max < pj.Min || !(pj.Weight > 0) || pj.CurrentType < -1 || pj.CurrentType >= nt ||
 			!slices.IsSorted(pj.Types) || slices.ContainsFunc(pj.Types, func(t int) bool { return t < 0 || t >= nt }) {
 			return nil, fmt.Errorf("%w: job %q: no speedup, bounds [%d, %d], weight %v, types %v or current type %d", ErrInvalid, pj.ID, pj.Min, pj.Max, pj.Weight, pj.Types, pj.CurrentType)
+		}
+		if pj.Reuse != nil && !reflect.ValueOf(pj.Reuse).Comparable() {
+			return nil, fmt.Errorf("%w: job %q: Reuse key of type %T is not comparable", ErrInvalid, pj.ID, pj.Reuse)
 		}
 		if p.Caps != nil && (pj.Group < 0 || pj.Group >= len(p.Caps)) {
 			return nil, fmt.Errorf("%w: job %q: group %d, there are %d", ErrInvalid, pj.ID, pj.Group, len(p.Caps))

@@ -39,6 +39,8 @@ func TestNewRejects(t *testing.T) {
 		"type":         func(p *Problem) { p.Jobs[0].Types = []int{1} },
 		"current type": func(p *Problem) { p.Jobs[0].CurrentType = 3 },
 		"unsorted":     func(p *Problem) { p.Jobs[0], p.Jobs[1] = p.Jobs[1], p.Jobs[0] },
+		"reuse key":    func(p *Problem) { p.Jobs[0].Reuse = []int{1} },
+		"reuse inside": func(p *Problem) { p.Jobs[0].Reuse = struct{ k any }{[]int{1}} },
 	} {
 		p := ok
 		p.Jobs = slices.Clone(ok.Jobs)
