@@ -11,7 +11,9 @@
 //     package's round), avoiding interference (Config.AllowInterference is
 //     the one setting for it, read by policy and placer alike). A
 //     Scheduler keeps no decision state between rounds (it only caches the
-//     last cluster's index) and is safe for concurrent use.
+//     last cluster's index and, for the Pollux policy, the speedups it
+//     evaluated for jobs with a *goodput.Curve) and is safe for concurrent
+//     use.
 //  2. Each round, fill an Input: the cluster snapshot (accel.Cluster), the
 //     jobs in the system (Job: bounds, kind, types, weight, a goodput
 //     Speedup, attained service, restarts), the assignments in effect
