@@ -74,11 +74,11 @@ func TestRoundsReuseSpeedups(t *testing.T) {
 			}
 			in = next
 		}
-		want, err := New(Config{})
+		fresh, err := New(Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		plan, err := want.Schedule(ctx, in)
+		plan, err := fresh.Schedule(ctx, in)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -244,7 +244,7 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	smallMS, fastPlan, err := timeRound(ctx, clk, fastCfg, inSmall, nil, cfg.reps)
+	smallMS, fastPlan, err := timeRoundBudget(ctx, clk, fastCfg, inSmall, nil, cfg.reps, 0, io.Discard)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	bigMS, _, err := timeRound(ctx, clk, fastCfg, inBig, nil, cfg.reps)
+	bigMS, _, err := timeRoundBudget(ctx, clk, fastCfg, inBig, nil, cfg.reps, 0, io.Discard)
 	if err != nil {
 		return nil, err
 	}
@@ -381,13 +381,6 @@ func maxMinFigure(ctx context.Context, clk clock, rng *rand.Rand, n, k, reps int
 		return 0, 0, err
 	}
 	return ms, sol.Gap, nil
-}
-
-// timeRound runs one warm-up round and reps timed rounds of in, each on a
-// Scheduler of cfg that has run only prev before (see after); it returns
-// the median in milliseconds and the plan.
-func timeRound(ctx context.Context, clk clock, cfg scheduler.Config, in scheduler.Input, prev *scheduler.Input, reps int) (float64, scheduler.Plan, error) {
-	return timeRoundBudget(ctx, clk, cfg, in, prev, reps, 0, io.Discard)
 }
 
 // after returns a Scheduler of cfg that has run one round: prev, or with

@@ -280,8 +280,11 @@ func gavelRound(ctx context.Context, clk clock, seed uint64, n int, spec string,
 	return ms, err
 }
 
-// timeRoundBudget is timeRound, except that when the warm-up round alone
-// takes longer than budget (> 0) its time is returned (measured once).
+// timeRoundBudget runs one warm-up round and reps timed rounds of in,
+// each on a Scheduler of cfg that has run only prev before (see after),
+// and returns the median in milliseconds and the plan; when the warm-up
+// round alone takes longer than budget (> 0) its time is returned
+// (measured once).
 func timeRoundBudget(ctx context.Context, clk clock, cfg scheduler.Config, in scheduler.Input, prev *scheduler.Input, reps int, budget time.Duration, log io.Writer) (float64, scheduler.Plan, error) {
 	s, err := after(ctx, cfg, in, prev)
 	if err != nil {

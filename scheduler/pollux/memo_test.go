@@ -41,8 +41,9 @@ func solveOnce(t *testing.T, p Problem) string {
 
 // TestMemoReuse: a second search with the Memo of a first one finds the
 // same solutions and evaluates no speedup the first one evaluated, except
-// the fair-share baselines New computes; a changed Reuse key, another
-// cluster or a bad speedup drops what the Memo holds.
+// the fair-share baselines New computes; a changed Reuse key or another
+// cluster is evaluated afresh, and the Memo keeps only the last search's
+// jobs.
 func TestMemoReuse(t *testing.T) {
 	for seed := range uint64(20) {
 		p := randomPolishProblem(t, seed)
