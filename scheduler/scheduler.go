@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/goodsched/goodsched/accel"
@@ -403,10 +404,18 @@ func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reaso
 	if d.Action == placement.Keep && d.Reason == ReasonObjective {
 		d.Reason = ReasonUnchanged
 	}
-	if note != "" {
-		msg = append(append(msg, ": "...), note...)
+	if note == "" {
+		d.Message = string(msg)
+		return d
 	}
-	d.Message = string(msg)
+	// A long policy note would outgrow buf (and be copied twice): size
+	// the message once.
+	var b strings.Builder
+	b.Grow(len(msg) + 2 + len(note))
+	b.Write(msg)
+	b.WriteString(": ")
+	b.WriteString(note)
+	d.Message = b.String()
 	return d
 }
 
