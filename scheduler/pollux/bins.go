@@ -807,6 +807,16 @@ func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 	// apply, take it off its devices, pack afresh and put it back, so
 	// that the bins' bucket order moves exactly as apply moves it, but
 	// without keeping the trial placement.
+	if !e.fullReplace && e.replaceFails(s, i, t, c) {
+		// Nothing moves: its bins are full, so taking it off lists them
+		// at the ends of their buckets and putting it back takes them
+		// out again, leaving every bucket as it was; the failed pack
+		// changes nothing. Only its wide entry goes, as release drops it.
+		if s.wide != nil {
+			s.unwide(e.lay, i)
+		}
+		return 0, false
+	}
 	e.release(s, i)
 	p := e.pack(s, t, c, nil)
 	if p != nil {
@@ -815,6 +825,56 @@ func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 	}
 	e.assign(s, i, oldT, oldC, old)
 	return len(p), p != nil
+}
+
+// replaceFails reports, without changing s, that re-placing job i from
+// scratch on c devices of type t must fail while every bin it holds is
+// full (the case in which taking it off and putting it back leaves the
+// buckets as they were): no single bin could hold c devices once its own
+// are free, and the bins pack may spread over (free of distributed jobs,
+// under interference avoidance) would hold fewer than c free devices.
+// False when re-placing may succeed or a bin of the job has room.
+func (e *Search) replaceFails(s *state, i, t, c int) bool {
+	old := s.place[i]
+	for _, sl := range old {
+		if s.bfree[sl.bin] != 0 {
+			return false
+		}
+	}
+	own := s.typ[i] == t // its bins are of type t: they gain its devices
+	dist := 0
+	if len(old) > 1 {
+		dist = 1
+	}
+	dmax := e.lay.maxCap[t]
+	if c <= dmax {
+		// One bin: its own are full (listed nowhere), so the listed bins
+		// are the others, free as they are; one of its own would hold
+		// only its share there, fewer than c (probe re-places a job on
+		// its type only to grow it).
+		for f := c; f <= dmax; f++ {
+			if len(s.bucket[t][2*f]) > 0 || len(s.bucket[t][2*f+1]) > 0 {
+				return false
+			}
+		}
+	}
+	// Across bins: the free devices on the bins pack may use.
+	sum := 0
+	for f := 1; f <= dmax; f++ {
+		n := len(s.bucket[t][2*f])
+		if !e.interference {
+			n += len(s.bucket[t][2*f+1])
+		}
+		sum += f * n
+	}
+	if own {
+		for _, sl := range old {
+			if !e.interference || s.bdist[sl.bin]-dist == 0 {
+				sum += sl.k
+			}
+		}
+	}
+	return sum < c
 }
 
 // layoutResult realises state s on concrete devices exactly as the engine

@@ -216,6 +216,9 @@ type Search struct {
 	// noPolishBound makes polish replay every try; tests set it to
 	// compare with the bounded polish.
 	noPolishBound bool
+	// fullReplace makes probe re-place a job even when replaceFails
+	// tells the outcome; tests set it to compare with the shortcut.
+	fullReplace bool
 	// utilMemo holds jobUtil's last answer per job; nil until first used.
 	utilMemo []utilMemo
 	// onType holds bestOnType's last answer per job and allowed type,

@@ -1,0 +1,98 @@
+package pollux
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestReplaceShortcutMatchesFull: probing with the re-place shortcut
+// (replaceFails) answers every probe as re-placing the job does and
+// leaves the state exactly as it does (slots, bins and the order of every
+// bucket), through random probes and moves on crowded clusters.
+func TestReplaceShortcutMatchesFull(t *testing.T) {
+	told := 0 // probes whose failure replaceFails predicted
+	for seed := range uint64(80) {
+		p := wideProblem(t, 500+seed)
+		if seed%2 == 1 {
+			p = randomPolishProblem(t, seed)
+		}
+		short, err := New(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, _ := New(p)
+		full.fullReplace = true
+		a, b := short.emptyState(), full.emptyState()
+		for i := range p.Jobs {
+			if short.curOK[i] {
+				short.assign(a, i, short.jobs[i].t0, short.jobs[i].c0, short.cur[i])
+				full.assign(b, i, full.jobs[i].t0, full.jobs[i].c0, full.cur[i])
+			}
+		}
+		rng := rand.New(rand.NewPCG(seed, 3))
+		for step := range 400 {
+			i := rng.IntN(len(p.Jobs))
+			j := &short.jobs[i]
+			typ := j.allowed[rng.IntN(len(j.allowed))]
+			c := rng.IntN(short.maxOn(j, typ) + 1)
+			if a.typ[i] == typ && a.cnt[i] > 0 && rng.IntN(2) == 0 {
+				c = a.cnt[i] + 1 + rng.IntN(4) // grow: the probes that may re-place
+			}
+			what := "probe"
+			if rng.IntN(3) == 0 {
+				what = "apply"
+				if ok1, ok2 := short.apply(a, i, typ, c), full.apply(b, i, typ, c); ok1 != ok2 {
+					t.Fatalf("seed %d step %d: apply(%d, %d, %d) = %v, full %v", seed, step, i, typ, c, ok1, ok2)
+				}
+			} else {
+				if short.capOK(a, i, typ, c) && short.replaceFails(a, i, typ, c) {
+					told++
+				}
+				n1, ok1 := short.probe(a, i, typ, c)
+				n2, ok2 := full.probe(b, i, typ, c)
+				if n1 != n2 || ok1 != ok2 {
+					t.Fatalf("seed %d step %d: probe(%d, %d, %d) = %d %v, full %d %v", seed, step, i, typ, c, n1, ok1, n2, ok2)
+				}
+			}
+			if d := sameState(a, b); d != "" {
+				t.Fatalf("seed %d step %d (%s job %d to %d×%d): %s", seed, step, what, i, c, typ, d)
+			}
+		}
+	}
+	// The comparison means something only if the shortcut is taken.
+	if told < 1000 {
+		t.Fatalf("replaceFails predicted %d failures: the instances do not exercise it", told)
+	}
+	t.Logf("replaceFails predicted %d failures", told)
+}
+
+// TestReplaceShortcutSameSearch: the whole search gives the same
+// solutions and layouts with and without the shortcut.
+func TestReplaceShortcutSameSearch(t *testing.T) {
+	for seed := range uint64(60) {
+		p := wideProblem(t, 2000+seed)
+		if seed%2 == 1 {
+			p = randomPolishProblem(t, 100+seed)
+		}
+		var got [2]string
+		for k, fullReplace := range []bool{false, true} {
+			e, err := New(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.fullReplace = fullReplace
+			sols, err := e.Solve(context.Background(), 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sol := range sols {
+				got[k] += fmt.Sprint(e.Layout(sol), "\n")
+			}
+		}
+		if got[0] != got[1] {
+			t.Fatalf("seed %d: with the shortcut\n%s\nre-placing\n%s", seed, got[0], got[1])
+		}
+	}
+}
