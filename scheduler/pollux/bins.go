@@ -815,6 +815,7 @@ func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 		if s.wide != nil {
 			s.unwide(e.lay, i)
 		}
+		e.shortcuts++
 		return 0, false
 	}
 	e.release(s, i)

@@ -217,8 +217,10 @@ type Search struct {
 	// compare with the bounded polish.
 	noPolishBound bool
 	// fullReplace makes probe re-place a job even when replaceFails
-	// tells the outcome; tests set it to compare with the shortcut.
+	// tells the outcome; tests set it to compare with the shortcut, and
+	// read shortcuts, how many probes replaceFails answered.
 	fullReplace bool
+	shortcuts   int
 	// utilMemo holds jobUtil's last answer per job; nil until first used.
 	utilMemo []utilMemo
 	// onType holds bestOnType's last answer per job and allowed type,

@@ -21,12 +21,17 @@ func countCalls(p *Problem, calls []int) {
 	}
 }
 
-// solveOnce returns the search's solutions as text.
-func solveOnce(t *testing.T, p Problem) string {
+// solveOnce returns the search's solutions as text, the search set up
+// first by set (nil: as New makes it; tests use it to turn off a
+// shortcut they compare with).
+func solveOnce(t *testing.T, p Problem, set func(*Search)) string {
 	t.Helper()
 	e, err := New(p)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if set != nil {
+		set(e)
 	}
 	sols, err := e.Solve(context.Background(), 4)
 	if err != nil {
@@ -47,18 +52,18 @@ func solveOnce(t *testing.T, p Problem) string {
 func TestMemoReuse(t *testing.T) {
 	for seed := range uint64(20) {
 		p := randomPolishProblem(t, seed)
-		want := solveOnce(t, p)
+		want := solveOnce(t, p, nil)
 
 		calls := make([]int, len(p.Jobs))
 		countCalls(&p, calls)
 		var m Memo
 		p.Memo = &m
-		if got := solveOnce(t, p); got != want {
+		if got := solveOnce(t, p, nil); got != want {
 			t.Fatalf("seed %d: with an empty memo\n%s\nwant\n%s", seed, got, want)
 		}
 		first := slices.Clone(calls)
 		clear(calls)
-		if got := solveOnce(t, p); got != want {
+		if got := solveOnce(t, p, nil); got != want {
 			t.Fatalf("seed %d: with the first search's memo\n%s\nwant\n%s", seed, got, want)
 		}
 		for i, n := range calls {
@@ -71,7 +76,7 @@ func TestMemoReuse(t *testing.T) {
 		// A new key for job 0: its speedups are evaluated again, the rest not.
 		clear(calls)
 		p.Jobs[0].Reuse = "changed"
-		if got := solveOnce(t, p); got != want {
+		if got := solveOnce(t, p, nil); got != want {
 			t.Fatalf("seed %d: after a key change\n%s\nwant\n%s", seed, got, want)
 		}
 		if calls[0] <= len(p.Jobs[0].Types) {
@@ -84,7 +89,7 @@ func TestMemoReuse(t *testing.T) {
 		// Fewer jobs: the memo keeps only the last search's.
 		q := p
 		q.Jobs = p.Jobs[1:]
-		solveOnce(t, q)
+		solveOnce(t, q, nil)
 		if _, ok := m.jobs[p.Jobs[0].ID]; ok || len(m.jobs) != len(q.Jobs) {
 			t.Fatalf("seed %d: the memo holds %d jobs (job 0: %v), want the %d of the last search", seed, len(m.jobs), ok, len(q.Jobs))
 		}
@@ -93,7 +98,7 @@ func TestMemoReuse(t *testing.T) {
 		m.perNode = append([]int(nil), m.perNode...)
 		m.perNode[0]++
 		clear(calls)
-		if got := solveOnce(t, p); got != want {
+		if got := solveOnce(t, p, nil); got != want {
 			t.Fatalf("seed %d: after a cluster change\n%s\nwant\n%s", seed, got, want)
 		}
 		if slices.Equal(calls, make([]int, len(calls))) || calls[1] <= len(p.Jobs[1].Types) {
@@ -111,7 +116,7 @@ func TestMemoBadSpeedup(t *testing.T) {
 	for i := range p.Jobs {
 		p.Jobs[i].Reuse = p.Jobs[i].ID
 	}
-	solveOnce(t, p)
+	solveOnce(t, p, nil)
 	if len(m.jobs) == 0 {
 		t.Fatal("the memo holds nothing after a search")
 	}

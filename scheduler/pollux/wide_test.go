@@ -1,7 +1,6 @@
 package pollux
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -264,22 +263,10 @@ func TestWideMovesMatchPlain(t *testing.T) {
 func TestWideSolveMatchesPlain(t *testing.T) {
 	for seed := range uint64(40) {
 		p := wideProblem(t, 1000+seed)
-		var got [3][]placement.Assignment
-		for k, slots := range []int{1, wideSlots, math.MaxInt} {
-			e, err := New(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.wideSlots = slots
-			sols, err := e.Solve(context.Background(), 4)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got[k] = e.Layout(sols[0])
-		}
-		for k := range 2 {
-			if fmt.Sprint(got[k]) != fmt.Sprint(got[2]) {
-				t.Fatalf("seed %d: layout with wide aggregates %d differs:\n%v\n%v", seed, k, got[k], got[2])
+		plain := solveOnce(t, p, func(e *Search) { e.wideSlots = math.MaxInt })
+		for _, slots := range []int{1, wideSlots} {
+			if got := solveOnce(t, p, func(e *Search) { e.wideSlots = slots }); got != plain {
+				t.Fatalf("seed %d: with wide aggregates beyond %d slots:\n%s\nplain:\n%s", seed, slots, got, plain)
 			}
 		}
 	}
