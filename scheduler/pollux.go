@@ -180,7 +180,7 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 		p.Jobs[k] = pollux.Job{ID: j.Job.ID, Weight: j.Weight, Types: j.allowed, Min: j.Min, Max: j.Max, Rigid: j.rigid,
 			Pinned: j.Pinned, Current: j.Current, CurrentType: j.curType, CurrentNodes: j.CurrentNodes,
 			Age: j.Age, Restarts: j.Job.Restarts,
-			Speedup: func(t, nodes, count int) (float64, error) { return r.speedup(j, t, nodes, count) }}
+			Speedup: func(t, nodes, count int) (float64, error) { return r.evalSpeedup(j, t, nodes, count) }}
 		if c, ok := j.Job.Speedup.(*goodput.Curve); ok && c != nil {
 			p.Jobs[k].Reuse = c // immutable: its speedups are the same in every round
 		}

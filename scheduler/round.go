@@ -496,22 +496,33 @@ func (j *Job) requested() int {
 // speedup evaluates job j's Speedup on (type t, nodes, count) and checks
 // it, remembering the value of the current allocation.
 func (r *Round) speedup(j *jobInfo, t, nodes, count int) (float64, error) {
+	current := count > 0 && t == j.curType && nodes == j.CurrentNodes && count == j.curCount
+	if current && j.curKnown {
+		return j.curSpeedup, nil
+	}
+	v, err := r.evalSpeedup(j, t, nodes, count)
+	if err == nil && current {
+		j.curSpeedup, j.curKnown = v, true
+	}
+	return v, err
+}
+
+// evalSpeedup is speedup without remembering anything: goroutines may
+// call it at once (as the goodput engine's starts do) while none calls
+// speedup.
+func (r *Round) evalSpeedup(j *jobInfo, t, nodes, count int) (float64, error) {
 	if count <= 0 {
 		return 0, nil
 	}
 	if j.Job.Speedup == nil {
 		return float64(count), nil
 	}
-	current := t == j.curType && nodes == j.CurrentNodes && count == j.curCount
-	if current && j.curKnown {
+	if j.curKnown && t == j.curType && nodes == j.CurrentNodes && count == j.curCount {
 		return j.curSpeedup, nil
 	}
 	v := j.Job.Speedup.Speedup(string(r.types[t]), nodes, count)
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 		return 0, fmt.Errorf("%w: job %q: speedup(%s, %d nodes, %d replicas) = %v", ErrBadSpeedup, j.Job.ID, r.types[t], nodes, count, v)
-	}
-	if current {
-		j.curSpeedup, j.curKnown = v, true
 	}
 	return v, nil
 }
