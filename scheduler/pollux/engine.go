@@ -97,7 +97,8 @@ type Job struct {
 	Age      time.Duration
 	Restarts int
 	// Speedup returns its speedup on count devices of type t (a position
-	// in Index.Types()) spread over nodes nodes: finite, ≥ 0.
+	// in Index.Types()) spread over nodes nodes: finite, ≥ 0. It must be
+	// safe for concurrent use: Solve may call it from two goroutines.
 	Speedup func(t, nodes, count int) (float64, error)
 	// Reuse, if not nil, stands for the Speedup function across searches
 	// that share a Problem.Memo: a comparable value (New rejects others),
@@ -221,6 +222,9 @@ type Search struct {
 	// read shortcuts, how many probes replaceFails answered.
 	fullReplace bool
 	shortcuts   int
+	// sequential makes Solve search its starts one after the other on
+	// one goroutine; tests set it to compare with the parallel search.
+	sequential bool
 	// utilMemo holds jobUtil's last answer per job; nil until first used.
 	utilMemo []utilMemo
 	// onType holds bestOnType's last answer per job and allowed type,

@@ -5,16 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 )
 
 // countCalls wraps every job's Speedup so that calls[i] counts job i's
 // evaluations, and gives each job a Reuse key.
 func countCalls(p *Problem, calls []int) {
+	var mu sync.Mutex // Solve searches its starts on more than one goroutine
 	for i := range p.Jobs {
 		f := p.Jobs[i].Speedup
 		p.Jobs[i].Speedup = func(t, nodes, count int) (float64, error) {
+			mu.Lock()
 			calls[i]++
+			mu.Unlock()
 			return f(t, nodes, count)
 		}
 		p.Jobs[i].Reuse = p.Jobs[i].ID

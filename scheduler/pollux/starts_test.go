@@ -1,0 +1,81 @@
+package pollux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// TestParallelStartsSameSearch: searching the starts on two goroutines
+// gives the solutions and layouts of searching them one after the other.
+func TestParallelStartsSameSearch(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // the parallel search needs a second processor
+	for seed := range uint64(60) {
+		p := wideProblem(t, 3000+seed)
+		if seed%2 == 1 {
+			p = randomPolishProblem(t, 300+seed)
+		}
+		par := solveOnce(t, p, nil)
+		if seq := solveOnce(t, p, func(e *Search) { e.sequential = true }); par != seq {
+			t.Fatalf("seed %d: in parallel\n%s\none start after the other\n%s", seed, par, seq)
+		}
+	}
+}
+
+// TestParallelStartsError: with one bad device count of one job,
+// whichever start evaluates it, the parallel search fails exactly when
+// the search of one start after the other fails, and otherwise finds the
+// same solutions.
+func TestParallelStartsError(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	bad := errors.New("bad speedup")
+	failed := 0
+	for seed := range uint64(10) {
+		p := randomPolishProblem(t, 500+seed)
+		for i := range min(len(p.Jobs), 8) {
+			for c := 1; c <= min(p.Jobs[i].Max, 16); c++ {
+				outcome := func(sequential bool) (string, error) {
+					q := p
+					q.Jobs = append([]Job(nil), p.Jobs...)
+					f := q.Jobs[i].Speedup
+					armed := false // after New's baselines
+					q.Jobs[i].Speedup = func(t, nodes, count int) (float64, error) {
+						if armed && count == c {
+							return 0, bad
+						}
+						return f(t, nodes, count)
+					}
+					e, err := New(q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					e.sequential = sequential
+					armed = true
+					sols, err := e.Solve(context.Background(), 4)
+					if err != nil {
+						return "", err
+					}
+					out := ""
+					for _, s := range sols {
+						out += fmt.Sprint(s.s.typ, s.s.cnt, s.s.place, e.Layout(s)) + "\n"
+					}
+					return out, nil
+				}
+				seq, serr := outcome(true)
+				par, perr := outcome(false)
+				if (serr == nil) != (perr == nil) || (serr != nil && !errors.Is(perr, bad)) || par != seq {
+					t.Fatalf("seed %d, job %d, bad count %d: in parallel %v\n%s\none start after the other %v\n%s", seed, i, c, perr, par, serr, seq)
+				}
+				if serr != nil {
+					failed++
+				}
+			}
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no search met the bad allocation")
+	}
+	t.Logf("%d searches met the bad allocation", failed)
+}
