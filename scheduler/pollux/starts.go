@@ -42,12 +42,19 @@ func (e *Search) searchStarts(ctx context.Context, states []*state, maxPasses in
 	if len(states) > 1 && len(e.jobs) <= coldStartJobs && runtime.GOMAXPROCS(0) > 1 && !e.sequential {
 		w := e.worker()
 		done := make(chan struct{})
+		var panicked any // a panic of the worker (a Speedup's): raised again on the caller's goroutine
 		go func() {
 			defer close(done)
+			defer func() { panicked = recover() }()
 			take(w)
 		}()
-		take(e)
-		<-done
+		func() {
+			defer func() { <-done }() // the worker ends with the search, even when take panics
+			take(e)
+		}()
+		if panicked != nil {
+			panic(panicked)
+		}
 		e.absorb(w)
 	} else {
 		take(e)

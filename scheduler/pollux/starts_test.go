@@ -31,8 +31,11 @@ func TestParallelStartsSameSearch(t *testing.T) {
 func TestParallelStartsError(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	bad := errors.New("bad speedup")
-	failed := 0
-	for seed := range uint64(10) {
+	failed, seeds := 0, uint64(10)
+	if raceEnabled {
+		seeds = 3 // slow under -race
+	}
+	for seed := range seeds {
 		p := randomPolishProblem(t, 500+seed)
 		for i := range min(len(p.Jobs), 8) {
 			for c := 1; c <= min(p.Jobs[i].Max, 16); c++ {
@@ -78,4 +81,32 @@ func TestParallelStartsError(t *testing.T) {
 		t.Fatal("no search met the bad allocation")
 	}
 	t.Logf("%d searches met the bad allocation", failed)
+}
+
+// TestParallelStartsPanic: a Speedup that panics on the worker's
+// goroutine panics on the caller's, where it can be recovered.
+func TestParallelStartsPanic(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	p := randomPolishProblem(t, 7)
+	armed := false
+	for i := range p.Jobs {
+		p.Jobs[i].Speedup = func(t, nodes, count int) (float64, error) {
+			if armed {
+				panic("speedup")
+			}
+			return float64(count), nil
+		}
+	}
+	e, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed = true
+	defer func() {
+		if r := recover(); r != "speedup" {
+			t.Fatalf("recovered %v, want the Speedup's panic", r)
+		}
+	}()
+	e.Solve(context.Background(), 4)
+	t.Fatal("Solve returned")
 }
