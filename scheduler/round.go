@@ -496,20 +496,16 @@ func (j *Job) requested() int {
 // speedup evaluates job j's Speedup on (type t, nodes, count) and checks
 // it, remembering the value of the current allocation.
 func (r *Round) speedup(j *jobInfo, t, nodes, count int) (float64, error) {
-	current := count > 0 && t == j.curType && nodes == j.CurrentNodes && count == j.curCount
-	if current && j.curKnown {
-		return j.curSpeedup, nil
-	}
 	v, err := r.evalSpeedup(j, t, nodes, count)
-	if err == nil && current {
+	if err == nil && !j.curKnown && count > 0 && t == j.curType && nodes == j.CurrentNodes && count == j.curCount {
 		j.curSpeedup, j.curKnown = v, true
 	}
 	return v, err
 }
 
-// evalSpeedup is speedup without remembering anything: goroutines may
-// call it at once (as the goodput engine's starts do) while none calls
-// speedup.
+// evalSpeedup is speedup without remembering the current allocation's
+// value (it reads it once remembered): goroutines may call it at once, as
+// the goodput engine's starts do, while none calls speedup.
 func (r *Round) evalSpeedup(j *jobInfo, t, nodes, count int) (float64, error) {
 	if count <= 0 {
 		return 0, nil
