@@ -4,8 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/placement"
 )
 
 // TestParallelStartsSameSearch: searching the starts on two goroutines
@@ -109,4 +115,59 @@ func TestParallelStartsPanic(t *testing.T) {
 	}()
 	e.Solve(context.Background(), 4)
 	t.Fatal("Solve returned")
+}
+
+// TestParallelStartsSameSearchLarge: the same on instances beyond the
+// cold start's 300 jobs, where the engine runs in its fast mode.
+func TestParallelStartsSameSearchLarge(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	for seed := range uint64(3) {
+		p := manyJobsProblem(t, seed, 400)
+		par := solveOnce(t, p, nil)
+		if seq := solveOnce(t, p, func(e *Search) { e.sequential = true }); par != seq {
+			t.Fatalf("seed %d: in parallel\n%s\none start after the other\n%s", seed, par, seq)
+		}
+	}
+}
+
+// manyJobsProblem is jobs elastic jobs on 256 nodes of 4 devices of two
+// types, about half of them running on devices of their first type.
+func manyJobsProblem(t *testing.T, seed uint64, jobs int) Problem {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 23))
+	var c accel.Cluster
+	for n := range 256 {
+		name := fmt.Sprintf("n-%03d", n)
+		node := accel.Node{Name: name}
+		for k := range 4 {
+			node.Devices = append(node.Devices, accel.Device{ID: fmt.Sprintf("%s/%d", name, k), Node: name, Index: k,
+				Type: accel.TypeKey([]string{"t4", "v100"}[n%2]), Healthy: true, NUMANode: -1})
+		}
+		c.Nodes = append(c.Nodes, node)
+	}
+	ix, err := placement.NewIndex(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Problem{Cluster: &c, Index: ix, Exponent: -1, RestartDelay: 30 * time.Second}
+	next := [2]int{0, 1} // the next node of each type to run a job on
+	for i := range jobs {
+		alpha, pen := 0.001+rng.Float64()*0.05, 0.97+rng.Float64()*0.03
+		j := Job{ID: fmt.Sprintf("job-%03d", i), Weight: 1, Types: [][]int{{0}, {1}, {0, 1}}[rng.IntN(3)], Min: 1, Max: 2 + rng.IntN(16),
+			CurrentType: -1, Age: time.Duration(100+rng.IntN(3000)) * time.Second,
+			Speedup: func(t, nodes, count int) (float64, error) {
+				c := float64(count)
+				return (1 + 0.3*float64(t)) * c / (1 + alpha*(c-1)) * math.Pow(pen, float64(max(nodes-1, 0))), nil
+			}}
+		if t0 := j.Types[0]; rng.IntN(2) == 0 && next[t0] < 256 {
+			// On one whole node of its first type.
+			for _, d := range c.Nodes[next[t0]].Devices {
+				j.Current = append(j.Current, d.ID)
+			}
+			j.CurrentType, j.CurrentNodes, j.Max = t0, 1, max(j.Max, 4)
+			next[t0] += 2
+		}
+		p.Jobs = append(p.Jobs, j)
+	}
+	return p
 }
