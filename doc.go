@@ -1,10 +1,12 @@
 // Package goodsched decides how deep-learning jobs share a cluster of
 // accelerators. It computes decisions; the host orchestrator applies them.
 // There is no daemon, no database and no global state, and the decision
-// path (Schedule, Optimize, Plan, Solve) starts no goroutines. Two calls
-// start goroutines that end with them: accel/nvml's Inventory.Health
-// watches NVML events until its context ends or Close is called, and
-// scheduler/sim's RunAll runs simulations in parallel until it returns.
+// path (Schedule, Optimize, Plan, Solve) starts no goroutines unless asked
+// to. These start goroutines that end with them: accel/nvml's
+// Inventory.Health watches NVML events until its context ends or Close is
+// called, scheduler/sim's RunAll runs simulations in parallel until it
+// returns, and a round of scheduler.Pollux with Parallel searches on a
+// second goroutine.
 //
 // The packages, from the bottom up (imports point down only):
 //

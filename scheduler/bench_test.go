@@ -38,6 +38,12 @@ func BenchmarkGoodput2000x8192(b *testing.B) {
 	benchSchedule(b, Pollux{}, genInput(1, shape2000x8))
 }
 
+// BenchmarkGoodputParallel2000x8192 is BenchmarkGoodput2000x8192 with
+// Pollux.Parallel (run it with -cpu 1,2 against the plain one).
+func BenchmarkGoodputParallel2000x8192(b *testing.B) {
+	benchSchedule(b, Pollux{Parallel: true}, genInput(1, shape2000x8))
+}
+
 // BenchmarkGenetic160x64 is the reference search on the 160×64 instance.
 func BenchmarkGenetic160x64(b *testing.B) {
 	benchSchedule(b, Genetic{Seed: 1}, genInput(1, shape160x64))

@@ -63,6 +63,14 @@ type Pollux struct {
 	// MaxPasses bounds the exchange local search per start; 0 = 4,
 	// negative is an error.
 	MaxPasses int
+	// Parallel searches the starts on two goroutines when more than one
+	// processor is available (GOMAXPROCS): the same plan in less wall
+	// time (on two cores a sixth to a third less on a 20,000-job round),
+	// for a second copy of the per-job speedup memos (8% more memory
+	// there). The goroutine ends with the round; without Parallel the
+	// decision path starts none. Speedups are called from both
+	// goroutines, which goodput.Speedup allows.
+	Parallel bool
 }
 
 var _ Policy = Pollux{}
@@ -166,7 +174,7 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 		return nil, nil, err
 	}
 	p := pollux.Problem{Cluster: &r.in.Cluster, Index: r.cluster, Exponent: g.Exponent, Geometric: g.Geometric,
-		RestartDelay: g.RestartDelay, Interference: !r.allowInterference, Memo: r.memo}
+		RestartDelay: g.RestartDelay, Interference: !r.allowInterference, Memo: r.memo, Parallel: g.Parallel}
 	if p.Exponent == 0 {
 		p.Exponent = -1
 	}

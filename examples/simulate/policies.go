@@ -30,12 +30,12 @@ func registry() map[string]policySpec {
 	return map[string]policySpec{
 		"goodput": {
 			about: "Pollux/Sia goodput policy: adaptive jobs, one goodput model per accelerator type",
-			build: func() (scheduler.Policy, error) { return scheduler.Pollux{}, nil },
+			build: func() (scheduler.Policy, error) { return scheduler.Pollux{Parallel: true}, nil },
 			kind:  scheduler.Adaptive, perType: true,
 		},
 		"goodput-blind": {
 			about: "goodput policy with heterogeneity-blind models (one model for all types)",
-			build: func() (scheduler.Policy, error) { return scheduler.Pollux{}, nil },
+			build: func() (scheduler.Policy, error) { return scheduler.Pollux{Parallel: true}, nil },
 			kind:  scheduler.Adaptive,
 		},
 		"tiresias": {

@@ -70,6 +70,12 @@ type Problem struct {
 	// devices of type t, and the polish is dropped if it leaves a group
 	// below min(its floor, what it held before the polish).
 	Floors [][]int
+	// Parallel searches the starts on two goroutines when more than one
+	// processor is available (GOMAXPROCS): the same solutions in less
+	// wall time, for a second copy of the per-job speedup memos. Every
+	// Job.Speedup must then be safe for concurrent use. The goroutine
+	// ends before Solve returns; without Parallel, Solve starts none.
+	Parallel bool
 }
 
 // Job is one job as the engine sees it.
@@ -97,8 +103,8 @@ type Job struct {
 	Age      time.Duration
 	Restarts int
 	// Speedup returns its speedup on count devices of type t (a position
-	// in Index.Types()) spread over nodes nodes: finite, ≥ 0. It must be
-	// safe for concurrent use: Solve may call it from two goroutines.
+	// in Index.Types()) spread over nodes nodes: finite, ≥ 0. With
+	// Problem.Parallel, Solve calls it from two goroutines.
 	Speedup func(t, nodes, count int) (float64, error)
 	// Reuse, if not nil, stands for the Speedup function across searches
 	// that share a Problem.Memo: a comparable value (New rejects others),
@@ -222,9 +228,6 @@ type Search struct {
 	// read shortcuts, how many probes replaceFails answered.
 	fullReplace bool
 	shortcuts   int
-	// sequential makes Solve search its starts one after the other on
-	// one goroutine; tests set it to compare with the parallel search.
-	sequential bool
 	// utilMemo holds jobUtil's last answer per job; nil until first used.
 	utilMemo []utilMemo
 	// onType holds bestOnType's last answer per job and allowed type,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -12,7 +13,7 @@ import (
 // countCalls wraps every job's Speedup so that calls[i] counts job i's
 // evaluations, and gives each job a Reuse key.
 func countCalls(p *Problem, calls []int) {
-	var mu sync.Mutex // Solve searches its starts on more than one goroutine
+	var mu sync.Mutex // with Problem.Parallel, Solve calls Speedup from two goroutines
 	for i := range p.Jobs {
 		f := p.Jobs[i].Speedup
 		p.Jobs[i].Speedup = func(t, nodes, count int) (float64, error) {
@@ -107,6 +108,32 @@ func TestMemoReuse(t *testing.T) {
 		}
 		if slices.Equal(calls, make([]int, len(calls))) || calls[1] <= len(p.Jobs[1].Types) {
 			t.Fatalf("seed %d: another cluster reused evaluations: %v", seed, calls)
+		}
+	}
+}
+
+// TestMemoReuseParallel: the Memo also keeps what the parallel search's
+// worker evaluated, so a second parallel search evaluates nothing but the
+// baselines again.
+func TestMemoReuseParallel(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	for seed := range uint64(2) {
+		p := manyJobsProblem(t, seed, 400) // large enough for the worker to take a start
+		p.Parallel = true
+		want := solveOnce(t, p, nil)
+		calls := make([]int, len(p.Jobs))
+		countCalls(&p, calls)
+		var m Memo
+		p.Memo = &m
+		solveOnce(t, p, nil)
+		clear(calls)
+		if got := solveOnce(t, p, nil); got != want {
+			t.Fatalf("seed %d: with the first search's memo\n%s\nwant\n%s", seed, got, want)
+		}
+		for i, n := range calls {
+			if base := len(p.Jobs[i].Types); n > base {
+				t.Fatalf("seed %d: job %d: %d evaluations in the second search, want at most the %d baselines", seed, i, n, base)
+			}
 		}
 	}
 }

@@ -33,9 +33,9 @@ func (sol *Solution) Free(t int) int { return sol.s.free[t] }
 // allocation improved (warm start), the current allocation shrunk to every
 // job's minimum and improved (deflated), for up to 300 jobs an empty
 // cluster improved (cold), and for up to 48 jobs on a contended cluster
-// the best polished on replayed placements. With more than one processor
-// (GOMAXPROCS), two starts are searched at once, with the same results;
-// Job.Speedup is then called from two goroutines.
+// the best polished on replayed placements. With Problem.Parallel and
+// more than one processor, two starts are searched at once, with the same
+// results.
 func (e *Search) Solve(ctx context.Context, maxPasses int) ([]*Solution, error) {
 	if maxPasses < 1 {
 		return nil, fmt.Errorf("%w: %d passes", ErrInvalid, maxPasses)

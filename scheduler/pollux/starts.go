@@ -12,11 +12,11 @@ import (
 // searchStarts runs the greedy fill and the exchange search on every
 // start, most of a round's time. The starts are independent: each search
 // reads only its own state, the read-only problem and memos of pure
-// functions. So with more than one processor, two searchers take the
-// next start until none is left: e and a worker copy of it with its own
-// scratch and memos on another goroutine. The results are those of
-// searching one start after the other, and so is the error. Afterwards
-// the worker's evaluations join e's memos.
+// functions. So with Problem.Parallel and more than one processor, two
+// searchers take the next start until none is left: e and a worker copy
+// of it with its own scratch and memos on another goroutine. The results
+// are those of searching one start after the other, and so is the error.
+// Afterwards the worker's evaluations join e's memos.
 func (e *Search) searchStarts(ctx context.Context, states []*state, maxPasses int) error {
 	// errs[k]: the first bad speedup seen on start k, else what its
 	// search returned. The first in start order is the error a search of
@@ -38,7 +38,7 @@ func (e *Search) searchStarts(ctx context.Context, states []*state, maxPasses in
 			}
 		}
 	}
-	if len(states) > 1 && runtime.GOMAXPROCS(0) > 1 && !e.sequential {
+	if e.prob.Parallel && len(states) > 1 && runtime.GOMAXPROCS(0) > 1 {
 		w := e.worker()
 		done := make(chan struct{})
 		var panicked any // a panic of the worker (a Speedup's): raised again on the caller's goroutine

@@ -15,7 +15,8 @@ import (
 )
 
 // TestParallelStartsSameSearch: searching the starts on two goroutines
-// gives the solutions and layouts of searching them one after the other.
+// (Problem.Parallel) gives the solutions and layouts of searching them one
+// after the other.
 func TestParallelStartsSameSearch(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // the parallel search needs a second processor
 	for seed := range uint64(60) {
@@ -23,8 +24,9 @@ func TestParallelStartsSameSearch(t *testing.T) {
 		if seed%2 == 1 {
 			p = randomPolishProblem(t, 300+seed)
 		}
-		par := solveOnce(t, p, nil)
-		if seq := solveOnce(t, p, func(e *Search) { e.sequential = true }); par != seq {
+		seq := solveOnce(t, p, nil)
+		p.Parallel = true
+		if par := solveOnce(t, p, nil); par != seq {
 			t.Fatalf("seed %d: in parallel\n%s\none start after the other\n%s", seed, par, seq)
 		}
 	}
@@ -45,8 +47,9 @@ func TestParallelStartsError(t *testing.T) {
 		p := randomPolishProblem(t, 500+seed)
 		for i := range min(len(p.Jobs), 8) {
 			for c := 1; c <= min(p.Jobs[i].Max, 16); c++ {
-				outcome := func(sequential bool) (string, error) {
+				outcome := func(parallel bool) (string, error) {
 					q := p
+					q.Parallel = parallel
 					q.Jobs = append([]Job(nil), p.Jobs...)
 					f := q.Jobs[i].Speedup
 					armed := false // after New's baselines
@@ -60,7 +63,6 @@ func TestParallelStartsError(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					e.sequential = sequential
 					armed = true
 					sols, err := e.Solve(context.Background(), 4)
 					if err != nil {
@@ -72,8 +74,8 @@ func TestParallelStartsError(t *testing.T) {
 					}
 					return out, nil
 				}
-				seq, serr := outcome(true)
-				par, perr := outcome(false)
+				seq, serr := outcome(false)
+				par, perr := outcome(true)
 				if (serr == nil) != (perr == nil) || (serr != nil && !errors.Is(perr, bad)) || par != seq {
 					t.Fatalf("seed %d, job %d, bad count %d: in parallel %v\n%s\none start after the other %v\n%s", seed, i, c, perr, par, serr, seq)
 				}
@@ -94,6 +96,7 @@ func TestParallelStartsError(t *testing.T) {
 func TestParallelStartsPanic(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	p := randomPolishProblem(t, 7)
+	p.Parallel = true
 	armed := false
 	for i := range p.Jobs {
 		p.Jobs[i].Speedup = func(t, nodes, count int) (float64, error) {
@@ -123,8 +126,9 @@ func TestParallelStartsSameSearchLarge(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	for seed := range uint64(3) {
 		p := manyJobsProblem(t, seed, 400)
-		par := solveOnce(t, p, nil)
-		if seq := solveOnce(t, p, func(e *Search) { e.sequential = true }); par != seq {
+		seq := solveOnce(t, p, nil)
+		p.Parallel = true
+		if par := solveOnce(t, p, nil); par != seq {
 			t.Fatalf("seed %d: in parallel\n%s\none start after the other\n%s", seed, par, seq)
 		}
 	}
