@@ -28,19 +28,6 @@ func flexJob(id string, hours float64, deadline time.Duration) Job {
 		RemainingWork: hours * 4 * 3600 / 1.25, Deadline: t0.Add(deadline), DelayTolerant: true}
 }
 
-func scheduleCarbon(t *testing.T, pol Policy, in Input) Plan {
-	t.Helper()
-	s, err := New(Config{Policy: pol})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Schedule(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestCarbonAwareCleanestSlots: two hours of full-width work, hourly
 // intensities 300, 250, 100, 100, 300, …; the plan ends one slot before
 // the deadline (DeadlineMargin 0 = one step). With the deadline 5 h away
@@ -67,7 +54,7 @@ func TestCarbonAwareCleanestSlots(t *testing.T) {
 			j.RemainingWork = 2 * 4 * 3600 / 1.25 // nothing done yet: the whole work is left
 		}
 		in := Input{Cluster: cl, Jobs: []Job{j}, Now: t0.Add(tc.now), Carbon: ci}
-		d := scheduleCarbon(t, pol, in).Decisions[0]
+		d := scheduleOnce(t, pol, in).Decisions[0]
 		if d.To != tc.want || d.Reason != tc.reason {
 			t.Errorf("deadline %v, now +%v: got %d devices (%v: %s), want %d (%v)", tc.deadline, tc.now, d.To, d.Reason, d.Message, tc.want, tc.reason)
 		}
@@ -87,7 +74,7 @@ func TestCarbonAwareDeadlineMet(t *testing.T) {
 	for h := 0; h < 7 && left > 1e-6; h++ {
 		j := Job{ID: "a", Submitted: t0, Kind: Elastic, MinReplicas: 1, MaxReplicas: 4,
 			RemainingWork: left * 0.8, Deadline: t0.Add(6 * time.Hour), DelayTolerant: true}
-		p := scheduleCarbon(t, pol, Input{Cluster: cl, Jobs: []Job{j}, Now: t0.Add(time.Duration(h) * time.Hour), Carbon: ci, Current: cur})
+		p := scheduleOnce(t, pol, Input{Cluster: cl, Jobs: []Job{j}, Now: t0.Add(time.Duration(h) * time.Hour), Carbon: ci, Current: cur})
 		d := p.Decisions[0]
 		if d.To > 0 {
 			ran = append(ran, h)
@@ -121,7 +108,7 @@ func TestCarbonAwareInfeasible(t *testing.T) {
 	cl := testCluster(group{1, 4, "t4"})
 	for _, j := range []Job{flexJob("late", 10, 3*time.Hour), flexJob("past", 1, 0)} {
 		in := Input{Cluster: cl, Jobs: []Job{j}, Now: t0.Add(time.Minute), Carbon: hourly(300, 100, 100, 100, 100)}
-		d := scheduleCarbon(t, CarbonAware{CarbonWeight: 1}, in).Decisions[0]
+		d := scheduleOnce(t, CarbonAware{CarbonWeight: 1}, in).Decisions[0]
 		if d.To != 4 || d.Reason != ReasonDeadline || !strings.Contains(d.Message, "deadline") {
 			t.Errorf("%s: got %d devices, %v: %s; want 4, deadline", j.ID, d.To, d.Reason, d.Message)
 		}
@@ -136,8 +123,8 @@ func TestCarbonAwareNoDeadlineIsPollux(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		in := genInput(seed, shape160x64)
 		in.Carbon = carbon.Series{Start: in.Now.Truncate(time.Hour), Step: time.Hour, Values: ci.Values, Unit: carbon.GPerKWh}
-		want := marshalPlan(t, scheduleCarbon(t, Pollux{}, in))
-		if got := marshalPlan(t, scheduleCarbon(t, CarbonAware{CarbonWeight: 1}, in)); got != want {
+		want := marshalPlan(t, scheduleOnce(t, Pollux{}, in))
+		if got := marshalPlan(t, scheduleOnce(t, CarbonAware{CarbonWeight: 1}, in)); got != want {
 			t.Errorf("seed %d: no job has a deadline, yet the plan differs from Pollux's", seed)
 		}
 		for i := range in.Jobs {
@@ -146,10 +133,10 @@ func TestCarbonAwareNoDeadlineIsPollux(t *testing.T) {
 				in.Jobs[i].RemainingWork = 3600
 			}
 		}
-		if got := marshalPlan(t, scheduleCarbon(t, CarbonAware{}, in)); got != want {
+		if got := marshalPlan(t, scheduleOnce(t, CarbonAware{}, in)); got != want {
 			t.Errorf("seed %d: CarbonWeight 0 differs from Pollux", seed)
 		}
-		if marshalPlan(t, scheduleCarbon(t, CarbonAware{CarbonWeight: 1}, in)) == want {
+		if marshalPlan(t, scheduleOnce(t, CarbonAware{CarbonWeight: 1}, in)) == want {
 			t.Errorf("seed %d: CarbonWeight 1 with deadlines changed nothing", seed)
 		}
 	}
@@ -171,7 +158,7 @@ func TestCarbonAwareEnvelope(t *testing.T) {
 	a, b := flexJob("a", 1, 9*time.Hour), flexJob("b", 1, 8*time.Hour)
 	plain := Job{ID: "c", Submitted: t0, Kind: Elastic, MinReplicas: 1, MaxReplicas: 2}
 	in := Input{Cluster: cl, Jobs: []Job{a, b, plain}, Now: t0, Envelope: map[accel.TypeKey]int{"t4": 4}}
-	p := scheduleCarbon(t, CarbonAware{CarbonWeight: 1}, in)
+	p := scheduleOnce(t, CarbonAware{CarbonWeight: 1}, in)
 	da, _ := p.Decision("a")
 	db, _ := p.Decision("b")
 	dc, _ := p.Decision("c")
@@ -273,7 +260,7 @@ func TestCarbonAwareWeight(t *testing.T) {
 		w    float64
 		want int
 	}{{1, 0}, {0.05, 4}} {
-		if d := scheduleCarbon(t, CarbonAware{CarbonWeight: tc.w}, in).Decisions[0]; d.To != tc.want {
+		if d := scheduleOnce(t, CarbonAware{CarbonWeight: tc.w}, in).Decisions[0]; d.To != tc.want {
 			t.Errorf("weight %v: %d devices (%s), want %d", tc.w, d.To, d.Message, tc.want)
 		}
 	}
@@ -359,10 +346,10 @@ func TestCarbonAwareMargin(t *testing.T) {
 	v[0], v[18] = 50, 10
 	cl := testCluster(group{1, 4, "t4"})
 	in := Input{Cluster: cl, Jobs: []Job{flexJob("a", 1, 20*time.Hour)}, Now: t0, Carbon: hourly(v...)}
-	if d := scheduleCarbon(t, CarbonAware{CarbonWeight: 1}, in).Decisions[0]; d.To != 4 {
+	if d := scheduleOnce(t, CarbonAware{CarbonWeight: 1}, in).Decisions[0]; d.To != 4 {
 		t.Errorf("default margin: %d devices (%s), want 4 now", d.To, d.Message)
 	}
-	if d := scheduleCarbon(t, CarbonAware{CarbonWeight: 1, DeadlineMargin: time.Hour}, in).Decisions[0]; d.To != 0 {
+	if d := scheduleOnce(t, CarbonAware{CarbonWeight: 1, DeadlineMargin: time.Hour}, in).Decisions[0]; d.To != 0 {
 		t.Errorf("1 h margin: %d devices (%s), want 0 (it waits for hour 18)", d.To, d.Message)
 	}
 }
@@ -388,7 +375,7 @@ func TestCarbonAwareKeepsQueues(t *testing.T) {
 		jobs = append(jobs, Job{ID: id, Queue: "b", Submitted: t0, Kind: Elastic, MinReplicas: 1, MaxReplicas: 4})
 	}
 	in := Input{Cluster: cl, Jobs: jobs, Queues: queues, Now: t0, Carbon: hourly(400, 400, 100, 100, 100, 400, 400, 400, 400, 400)}
-	plan := scheduleCarbon(t, CarbonAware{CarbonWeight: 1}, in)
+	plan := scheduleOnce(t, CarbonAware{CarbonWeight: 1}, in)
 	used := map[string]int{}
 	for _, d := range plan.Decisions {
 		used[d.Job[:1]] += d.To

@@ -143,3 +143,18 @@ func mustRound(t testing.TB, in Input) *Round {
 	}
 	return r
 }
+
+// scheduleOnce is the plan of one round of in on a fresh Scheduler with
+// policy pol.
+func scheduleOnce(t *testing.T, pol Policy, in Input) Plan {
+	t.Helper()
+	s, err := New(Config{Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Schedule(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -94,6 +94,12 @@ type jobInfo struct {
 	rigid      bool
 }
 
+// isCurrent reports whether (type t, nodes, count) is the job's current
+// allocation.
+func (j *jobInfo) isCurrent(t, nodes, count int) bool {
+	return t == j.curType && nodes == j.CurrentNodes && count == j.curCount
+}
+
 // fits reports whether count is within the job's bounds.
 func (j *jobInfo) fits(count int) bool { return count >= j.Min && count <= j.Max }
 
@@ -497,7 +503,7 @@ func (j *Job) requested() int {
 // it, remembering the value of the current allocation.
 func (r *Round) speedup(j *jobInfo, t, nodes, count int) (float64, error) {
 	v, err := r.evalSpeedup(j, t, nodes, count)
-	if err == nil && !j.curKnown && count > 0 && t == j.curType && nodes == j.CurrentNodes && count == j.curCount {
+	if err == nil && !j.curKnown && count > 0 && j.isCurrent(t, nodes, count) {
 		j.curSpeedup, j.curKnown = v, true
 	}
 	return v, err
@@ -513,7 +519,7 @@ func (r *Round) evalSpeedup(j *jobInfo, t, nodes, count int) (float64, error) {
 	if j.Job.Speedup == nil {
 		return float64(count), nil
 	}
-	if j.curKnown && t == j.curType && nodes == j.CurrentNodes && count == j.curCount {
+	if j.curKnown && j.isCurrent(t, nodes, count) {
 		return j.curSpeedup, nil
 	}
 	v := j.Job.Speedup.Speedup(string(r.types[t]), nodes, count)

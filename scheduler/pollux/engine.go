@@ -392,12 +392,7 @@ func (e *Search) norm(j *gjob, t, n, c int) float64 {
 	if d := n - packed; d > 0 && d <= nearNodes {
 		// A few nodes more than packed (a job grown across bins): a
 		// memo by count like cache, nearNodes entries per count.
-		if j.near == nil {
-			j.near = make([][]float64, len(e.types))
-			if j.memo != nil {
-				j.memo.near = j.near
-			}
-		}
+		j.makeNear(len(e.types))
 		ns, x := j.near[t], nearNodes*c+d-1
 		if x >= len(ns) {
 			ns = growMemo(ns, x)
@@ -416,12 +411,7 @@ func (e *Search) norm(j *gjob, t, n, c int) float64 {
 			return v / j.base
 		}
 		v := e.eval(j, t, n, c)
-		if j.other == nil {
-			j.other = make(map[[3]int]float64)
-			if j.memo != nil {
-				j.memo.other = j.other
-			}
-		}
+		j.makeOther()
 		j.other[k] = v
 		return v / j.base
 	}
@@ -436,6 +426,27 @@ func (e *Search) norm(j *gjob, t, n, c int) float64 {
 	v := e.eval(j, t, n, c)
 	cs[c] = v
 	return v / j.base
+}
+
+// makeNear gives j its near memo (nt types) if it has none yet, kept in
+// its jobMemo when it has one.
+func (j *gjob) makeNear(nt int) {
+	if j.near == nil {
+		j.near = make([][]float64, nt)
+		if j.memo != nil {
+			j.memo.near = j.near
+		}
+	}
+}
+
+// makeOther is makeNear for the memo by (type, nodes, count).
+func (j *gjob) makeOther() {
+	if j.other == nil {
+		j.other = make(map[[3]int]float64)
+		if j.memo != nil {
+			j.memo.other = j.other
+		}
+	}
 }
 
 // growMemo returns memo, a per-count memo with NaN for unknown entries,

@@ -118,19 +118,13 @@ func (e *Search) absorb(w *Search) {
 			j.cache[t] = mergeMemo(j.cache[t], v)
 		}
 		if wj.near != nil {
-			if j.near == nil {
-				j.near = make([][]float64, len(e.types))
-				j.memo.near = j.near
-			}
+			j.makeNear(len(e.types))
 			for t, v := range wj.near {
 				j.near[t] = mergeMemo(j.near[t], v)
 			}
 		}
 		if len(wj.other) > 0 {
-			if j.other == nil {
-				j.other = make(map[[3]int]float64, len(wj.other))
-				j.memo.other = j.other
-			}
+			j.makeOther()
 			maps.Copy(j.other, wj.other)
 		}
 	}

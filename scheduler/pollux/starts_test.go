@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,19 +92,21 @@ func TestParallelStartsError(t *testing.T) {
 	t.Logf("%d searches met the bad allocation", failed)
 }
 
-// TestParallelStartsPanic: a Speedup that panics on the worker's
+// TestParallelStartsPanic: a Speedup that panics only on the worker's
 // goroutine panics on the caller's, where it can be recovered.
 func TestParallelStartsPanic(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	p := randomPolishProblem(t, 7)
+	p := manyJobsProblem(t, 1, 400) // large enough for the worker to take a start
 	p.Parallel = true
-	armed := false
+	caller := goroutine()
+	armed := false // after New's baselines
 	for i := range p.Jobs {
+		f := p.Jobs[i].Speedup
 		p.Jobs[i].Speedup = func(t, nodes, count int) (float64, error) {
-			if armed {
+			if armed && goroutine() != caller {
 				panic("speedup")
 			}
-			return float64(count), nil
+			return f(t, nodes, count)
 		}
 	}
 	e, err := New(p)
@@ -118,6 +121,48 @@ func TestParallelStartsPanic(t *testing.T) {
 	}()
 	e.Solve(context.Background(), 4)
 	t.Fatal("Solve returned")
+}
+
+// TestParallelStartsWorkerError: a bad speedup that only the worker sees
+// fails the search and empties the Memo.
+func TestParallelStartsWorkerError(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	p := manyJobsProblem(t, 2, 400) // large enough for the worker to take a start
+	p.Parallel = true
+	var m Memo
+	p.Memo = &m
+	bad := errors.New("bad speedup")
+	caller := goroutine()
+	armed := false // after New's baselines
+	for i := range p.Jobs {
+		f := p.Jobs[i].Speedup
+		p.Jobs[i].Speedup = func(t, nodes, count int) (float64, error) {
+			if armed && goroutine() != caller {
+				return 0, bad
+			}
+			return f(t, nodes, count)
+		}
+		p.Jobs[i].Reuse = p.Jobs[i].ID
+	}
+	e, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed = true
+	if _, err := e.Solve(context.Background(), 4); !errors.Is(err, bad) {
+		t.Fatalf("Solve: %v, want the worker's bad speedup", err)
+	}
+	if len(m.jobs) != 0 {
+		t.Fatalf("the memo holds %d jobs after a bad speedup, want none", len(m.jobs))
+	}
+}
+
+// goroutine names the calling goroutine (the first line of its stack,
+// "goroutine N [running]:").
+func goroutine() string {
+	buf := make([]byte, 64)
+	line, _, _ := strings.Cut(string(buf[:runtime.Stack(buf, false)]), "[")
+	return line
 }
 
 // TestParallelStartsSameSearchLarge: the same on instances beyond the

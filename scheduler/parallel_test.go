@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"context"
 	"reflect"
 	"runtime"
 	"testing"
@@ -14,18 +13,7 @@ func TestGoodputParallelSamePlan(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	for name, o := range map[string]genOpts{"160x64": shape160x64, "2000x8192": shape2000x8} {
 		in := genInput(1, o)
-		plan := func(pol Pollux) Plan {
-			s, err := New(Config{Policy: pol})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := s.Schedule(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}
-		one, two := plan(Pollux{}), plan(Pollux{Parallel: true})
+		one, two := scheduleOnce(t, Pollux{}, in), scheduleOnce(t, Pollux{Parallel: true}, in)
 		if !reflect.DeepEqual(one, two) {
 			for i := range one.Decisions {
 				if !reflect.DeepEqual(one.Decisions[i], two.Decisions[i]) {
