@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	goodsched-scheduler [-kubeconfig FILE] [-policy goodput] [-interval 10s] [-leader-elect=true] [-metrics-addr :8080] ...
+//	goodsched-scheduler [-kubeconfig FILE] [-policy goodput] [-parallel=true] [-interval 10s] [-leader-elect=true] [-metrics-addr :8080] ...
 //
 // In a cluster it uses its ServiceAccount (deploy/ has the manifests).
 // /metrics and /healthz are served on -metrics-addr.
@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -44,6 +45,20 @@ func policies() map[string]scheduler.Policy {
 	}
 }
 
+// policyFor returns the policy -policy names, with -parallel applied.
+func policyFor(name string, parallel bool) (scheduler.Policy, error) {
+	pol, ok := policies()[name]
+	if !ok {
+		names := slices.Sorted(maps.Keys(policies()))
+		return nil, fmt.Errorf("-policy %q: want one of %s", name, strings.Join(names, ", "))
+	}
+	if g, ok := pol.(scheduler.Pollux); ok {
+		g.Parallel = parallel
+		pol = g
+	}
+	return pol, nil
+}
+
 func main() {
 	if err := run(os.Args[1:], os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "goodsched-scheduler:", err)
@@ -59,14 +74,9 @@ func run(args []string, stderr *os.File) error {
 	namespace := fs.String("namespace", "", "schedule only the Jobs and pods of this namespace (empty = all)")
 	interval := fs.Duration("interval", host.DefaultInterval, "time between rounds when nothing happens")
 	minInterval := fs.Duration("min-interval", host.DefaultMinInterval, "least time between event-triggered rounds")
-	names := slices.Sorted(func(yield func(string) bool) {
-		for k := range policies() {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(policies()))
 	policy := fs.String("policy", "goodput", "scheduling policy: "+strings.Join(names, ", "))
+	parallel := fs.Bool("parallel", true, "goodput policy: search a round's starts on two goroutines when GOMAXPROCS > 1 (the same plans in less time, for a second copy of the speedup memos); other policies ignore it")
 	leaderElect := fs.Bool("leader-elect", true, "campaign for a Lease; only the leader schedules")
 	leaseNS := fs.String("lease-namespace", host.DefaultLeaseNamespace, "namespace of the leader-election Lease")
 	leaseName := fs.String("lease-name", host.DefaultLeaseName, "name of the leader-election Lease")
@@ -82,13 +92,12 @@ func run(args []string, stderr *os.File) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	pol, ok := policies()[*policy]
-	if !ok {
-		return fmt.Errorf("-policy %q: want one of %s", *policy, strings.Join(names, ", "))
+	pol, err := policyFor(*policy, *parallel)
+	if err != nil {
+		return err
 	}
 
 	var cfg *rest.Config
-	var err error
 	if *kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	} else {
