@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
@@ -72,9 +73,10 @@ type Problem struct {
 	Floors [][]int
 	// Parallel searches the starts on two goroutines when more than one
 	// processor is available (GOMAXPROCS): the same solutions in less
-	// wall time, for a second copy of the per-job speedup memos. Every
-	// Job.Speedup must then be safe for concurrent use. The goroutine
-	// ends before Solve returns; without Parallel, Solve starts none.
+	// wall time, for a second copy of the per-job search state; the two
+	// share the speedups they evaluate. Every Job.Speedup must then be
+	// safe for concurrent use. The goroutine ends before Solve returns;
+	// without Parallel, Solve starts none.
 	Parallel bool
 }
 
@@ -128,60 +130,14 @@ type gjob struct {
 	penal    bool
 	rf       float64
 	base     float64
-	cache    [][]float64        // per type: raw speedup at packed nodes, by count; NaN = unknown
-	near     [][]float64        // per type: the same on packed+1 … packed+nearNodes nodes, nearNodes per count; nil until used
-	other    map[[3]int]float64 // (type, nodes, count) on any other node count
-	memo     *jobMemo           // where cache, near and other are kept for the next search; nil = not kept
+	speeds   *speeds // its raw speedups, shared with the round's other searcher and kept in Problem.Memo
+	// packed is speeds.packed, read here without going through speeds
+	// (most lookups are there).
+	packed []atomic.Uint64
 }
 
-// Memo carries speedup evaluations from one Search to the next, so that
-// a host that schedules round after round evaluates each job's speedup
-// on an allocation once while the job's Speedup stays the same. A job's
-// evaluations are reused when it has the same ID and an equal non-nil
-// Job.Reuse, and the cluster has the same device types with the same
-// per-node counts. A Memo keeps the evaluations of the last search's
-// jobs only; it must not be used by two searches at once, and it is
-// emptied when a search sees a bad speedup. The zero value is an empty
-// Memo.
-type Memo struct {
-	types   []accel.TypeKey
-	perNode []int
-	jobs    map[string]*jobMemo
-}
-
-// jobMemo is one job's evaluations in a Memo.
-type jobMemo struct {
-	reuse any
-	cache [][]float64
-	near  [][]float64
-	other map[[3]int]float64
-}
-
-// attach gives the search's jobs the evaluations m holds for them and
-// makes m hold this search's jobs (and only those) from now on.
-func (m *Memo) attach(e *Search) {
-	old := m.jobs
-	if !slices.Equal(m.types, e.types) || !slices.Equal(m.perNode, e.perNode) {
-		old = nil
-	}
-	m.types, m.perNode = slices.Clone(e.types), slices.Clone(e.perNode)
-	m.jobs = make(map[string]*jobMemo, len(e.jobs))
-	for i := range e.jobs {
-		j := &e.jobs[i]
-		if j.Reuse == nil {
-			continue
-		}
-		jm := old[j.ID]
-		if jm == nil || jm.reuse != j.Reuse {
-			jm = &jobMemo{reuse: j.Reuse, cache: j.cache}
-		}
-		j.cache, j.near, j.other, j.memo = jm.cache, jm.near, jm.other, jm
-		m.jobs[j.ID] = jm
-	}
-}
-
-// reset empties m.
-func (m *Memo) reset() { *m = Memo{} }
+// setSpeeds makes sp job j's memo.
+func (j *gjob) setSpeeds(sp *speeds) { j.speeds, j.packed = sp, sp.packed }
 
 // Search evaluates and searches allocations for one Problem. It is built
 // per round and used by one goroutine.
@@ -299,8 +255,7 @@ func New(p Problem) (*Search, error) {
 		}
 		e.byID[pj.ID] = i
 		j := gjob{Job: pj, w: pj.Weight, allowed: pj.Types, min: pj.Min, max: pj.Max,
-			rigid: pj.Rigid, pinned: pj.Pinned && pj.CurrentType >= 0, t0: pj.CurrentType, base: 1,
-			cache: make([][]float64, nt)}
+			rigid: pj.Rigid, pinned: pj.Pinned && pj.CurrentType >= 0, t0: pj.CurrentType, base: 1}
 		if j.t0 >= 0 {
 			j.c0 = len(pj.Current)
 		}
@@ -333,9 +288,11 @@ func New(p Problem) (*Search, error) {
 		}
 		e.jobs[i] = j
 	}
+	var kept []*jobMemo
 	if p.Memo != nil {
-		p.Memo.attach(e)
+		kept = p.Memo.attach(e)
 	}
+	e.makeSpeeds(kept)
 	e.cur = make([][]slot, len(e.jobs))
 	e.curOK = make([]bool, len(e.jobs))
 	for i := range e.jobs {
@@ -384,85 +341,54 @@ func restartFactor(age time.Duration, restarts int, delta time.Duration) float64
 	return max(a-float64(restarts)*d, 0) / (a + d)
 }
 
+// norm is job j's speedup over its baseline on (t, n, c), memoised.
 func (e *Search) norm(j *gjob, t, n, c int) float64 {
 	if c <= 0 {
 		return 0
 	}
-	packed := e.packedNodes(t, c)
-	if d := n - packed; d > 0 && d <= nearNodes {
-		// A few nodes more than packed (a job grown across bins): a
-		// memo by count like cache, nearNodes entries per count.
-		j.makeNear(len(e.types))
-		ns, x := j.near[t], nearNodes*c+d-1
-		if x >= len(ns) {
-			ns = growMemo(ns, x)
-			j.near[t] = ns
-		}
-		if v := ns[x]; !math.IsNaN(v) {
-			return v / j.base
-		}
-		v := e.eval(j, t, n, c)
-		ns[x] = v
-		return v / j.base
-	}
-	if n != packed {
+	sp := j.speeds
+	d := n - e.packedNodes(t, c)
+	if d < 0 || d > nearNodes {
 		k := [3]int{t, n, c}
-		if v, ok := j.other[k]; ok {
+		if v, ok := sp.getOther(k); ok {
 			return v / j.base
 		}
-		v := e.eval(j, t, n, c)
-		j.makeOther()
-		j.other[k] = v
+		v, ok := e.eval(j, t, n, c)
+		if ok {
+			sp.putOther(k, v)
+		}
 		return v / j.base
 	}
-	cs := j.cache[t]
-	if c >= len(cs) {
-		cs = growMemo(cs, c)
-		j.cache[t] = cs
+	var b uint64
+	switch {
+	case d == 0 && c < sp.stride:
+		b = j.packed[t*sp.stride+c].Load()
+	case d == 0:
+		b = sp.over[t].get(c - sp.stride)
+	default: // a few nodes more than packed: a job grown across bins
+		b = sp.near[t].get(nearNodes*c + d - 1)
 	}
-	if v := cs[c]; !math.IsNaN(v) {
+	if v, ok := known(b); ok {
 		return v / j.base
 	}
-	v := e.eval(j, t, n, c)
-	cs[c] = v
+	v, ok := e.eval(j, t, n, c)
+	if !ok {
+		return 0
+	}
+	switch b = encode(v); {
+	case d > 0:
+		sp.near[t].put(nearNodes*c+d-1, b)
+	default:
+		sp.putPacked(t, c, b)
+	}
 	return v / j.base
 }
 
-// makeNear gives j its near memo (nt types) if it has none yet, kept in
-// its jobMemo when it has one.
-func (j *gjob) makeNear(nt int) {
-	if j.near == nil {
-		j.near = make([][]float64, nt)
-		if j.memo != nil {
-			j.memo.near = j.near
-		}
-	}
-}
-
-// makeOther is makeNear for the memo by (type, nodes, count).
-func (j *gjob) makeOther() {
-	if j.other == nil {
-		j.other = make(map[[3]int]float64)
-		if j.memo != nil {
-			j.memo.other = j.other
-		}
-	}
-}
-
-// growMemo returns memo, a per-count memo with NaN for unknown entries,
-// grown to hold count c.
-func growMemo(memo []float64, c int) []float64 {
-	grown := make([]float64, max(2*len(memo), c+1, 16))
-	copy(grown, memo)
-	for i := len(memo); i < len(grown); i++ {
-		grown[i] = math.NaN()
-	}
-	return grown
-}
-
-// eval is job j's raw speedup on (t, n, c); a bad one is recorded in
-// e.err (and empties the Memo, which may hold it) and counts as 0.
-func (e *Search) eval(j *gjob, t, n, c int) float64 {
+// eval is job j's raw speedup on (t, n, c). A bad one is recorded in
+// e.err (and empties the Memo), counts as 0 and is not memoised (ok
+// false), so that each searcher of the round that asks for it sees the
+// error itself.
+func (e *Search) eval(j *gjob, t, n, c int) (v float64, ok bool) {
 	v, err := j.Speedup(t, n, c)
 	if err != nil {
 		if e.err == nil {
@@ -471,9 +397,9 @@ func (e *Search) eval(j *gjob, t, n, c int) float64 {
 		if e.prob.Memo != nil {
 			e.prob.Memo.reset()
 		}
-		return 0
+		return 0, false
 	}
-	return v
+	return v, true
 }
 
 // value is job j's speedup over its baseline on (t, n, c), restart factor

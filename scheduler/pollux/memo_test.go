@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -171,5 +172,103 @@ func TestMemoBadSpeedup(t *testing.T) {
 	}
 	if len(m.jobs) != 0 {
 		t.Fatalf("the memo holds %d jobs after a bad speedup, want none", len(m.jobs))
+	}
+}
+
+// TestMemoReuseNewMax: a job whose Max changes between searches (its
+// memo is laid out again) evaluates nothing the first search evaluated,
+// and the second search finds what it finds without a Memo.
+func TestMemoReuseNewMax(t *testing.T) {
+	type key struct{ job, t, n, c int }
+	reused := 0
+	for seed := range uint64(10) {
+		p := randomPolishProblem(t, seed)
+		var mu sync.Mutex
+		seen := make(map[key]int)
+		for i := range p.Jobs {
+			f := p.Jobs[i].Speedup
+			p.Jobs[i].Speedup = func(t, nodes, count int) (float64, error) {
+				mu.Lock()
+				seen[key{i, t, nodes, count}]++
+				mu.Unlock()
+				return f(t, nodes, count)
+			}
+			p.Jobs[i].Reuse = p.Jobs[i].ID
+		}
+		var m Memo
+		p.Memo = &m
+		solveOnce(t, p, nil)
+		first := maps.Clone(seen)
+
+		q := p
+		q.Jobs = slices.Clone(p.Jobs)
+		for i := range q.Jobs {
+			q.Jobs[i].Max += 1 + int(seed)*20 // across memoCounts for some seeds, within it for others
+		}
+		q.Memo = nil
+		want := solveOnce(t, q, nil)
+		q.Memo = &m
+		e, err := New(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(seen) // New's baselines do not read the memo
+		sols, err := e.Solve(context.Background(), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, s := range sols {
+			got += fmt.Sprint(s.s.typ, s.s.cnt, s.s.place, e.Layout(s)) + "\n"
+		}
+		if got != want {
+			t.Fatalf("seed %d: with the memo of the old bounds\n%s\nwant\n%s", seed, got, want)
+		}
+		for k := range seen {
+			if first[k] > 0 {
+				t.Fatalf("seed %d: job %d: (type %d, %d nodes, %d devices) evaluated again after its Max changed", seed, k.job, k.t, k.n, k.c)
+			}
+		}
+		reused += len(first)
+	}
+	if reused == 0 {
+		t.Fatal("nothing was evaluated")
+	}
+}
+
+// TestSpeedsConcurrent: rows that two goroutines grow and fill at once
+// hold only the values written, and every value written by the end of
+// both is read back or, lost to a concurrent growth, unknown.
+func TestSpeedsConcurrent(t *testing.T) {
+	sp := newSpeeds(2, 8)
+	val := func(t, c int) float64 { return float64(t*1000+c) + 0.5 }
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := 1; c < 2000; c++ {
+				t := (c + g) % 2
+				sp.putPacked(t, c, encode(val(t, c)))
+				sp.near[t].put(nearNodes*c, encode(val(t, c)))
+				if v, ok := known(sp.near[t].get(nearNodes * (c / 2))); ok && v != val(t, c/2) {
+					panic(fmt.Sprintf("near %d/%d: read %v", t, c/2, v))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for tt := range 2 {
+		for c := 1; c < 2000; c++ {
+			var b uint64
+			if c < sp.stride {
+				b = sp.packed[tt*sp.stride+c].Load()
+			} else {
+				b = sp.over[tt].get(c - sp.stride)
+			}
+			if v, ok := known(b); ok && v != val(tt, c) {
+				t.Fatalf("type %d, count %d: %v, want %v", tt, c, v, val(tt, c))
+			}
+		}
 	}
 }

@@ -436,3 +436,14 @@ func (s *state) copyTo(d *state) {
 		}
 	}
 }
+
+// growMemo returns memo, a per-count memo with NaN for unknown entries,
+// grown to hold count c.
+func growMemo(memo []float64, c int) []float64 {
+	grown := make([]float64, max(2*len(memo), c+1, 16))
+	copy(grown, memo)
+	for i := len(memo); i < len(grown); i++ {
+		grown[i] = math.NaN()
+	}
+	return grown
+}

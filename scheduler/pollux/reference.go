@@ -93,7 +93,8 @@ func (e *Search) Reference(ctx context.Context, o ReferenceOptions) (*Solution, 
 			kk := key{t, n, c}
 			v, ok := cache[k][kk]
 			if !ok {
-				v = e.eval(j, t, n, c) / j.base
+				raw, _ := e.eval(j, t, n, c) // a bad one fails the search (e.err)
+				v = raw / j.base
 				cache[k][kk] = v
 			}
 			if j.penal && !equalRow(r, cur[k]) {
