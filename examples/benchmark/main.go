@@ -72,6 +72,11 @@
 // process's user+system CPU time instead of wall-clock time (garbage
 // collection on other threads included), which a busy machine disturbs
 // less; the object then has clock_cpu = 1.
+//
+// With -parallel every Pollux-policy round searches its starts on two
+// goroutines (scheduler.Pollux.Parallel: the same plans, in less wall
+// time when GOMAXPROCS ≥ 2; measure it with -clock wall); the object
+// then has parallel = 1.
 package main
 
 import (
@@ -135,6 +140,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.quick, "quick", false, "small instances only (a smoke test; keys name the smaller sizes)")
 	clockName := fs.String("clock", "wall", "what the times measure: wall (elapsed) or cpu (this process's user+system CPU time; Linux)")
 	fs.BoolVar(&cfg.planet, "planet", true, "also measure the planet-scale rounds (20,000×100,000 and up; minutes)")
+	fs.BoolVar(&cfg.parallel, "parallel", false, "search the Pollux-policy rounds' starts on two goroutines (scheduler.Pollux.Parallel)")
 	fs.DurationVar(&cfg.budget, "budget", time.Minute, "a planet-scale round whose warm-up alone takes longer is timed once (0 = no limit)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -164,6 +170,12 @@ type config struct {
 	cpu                     bool          // -clock cpu: time in process CPU, not wall
 	planet                  bool          // measure the planet-scale part
 	budget                  time.Duration // planet: warm-up longer than this = timed once (0 = no limit)
+	parallel                bool          // Pollux rounds with Parallel
+}
+
+// goodput is the Scheduler configuration of the timed Pollux-policy rounds.
+func (c config) goodput() scheduler.Config {
+	return scheduler.Config{Policy: scheduler.Pollux{Parallel: c.parallel}}
 }
 
 // figure is one measured key.
@@ -239,7 +251,7 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	fastCfg := scheduler.Config{Policy: scheduler.Pollux{}}
+	fastCfg := cfg.goodput()
 	fast, err := scheduler.New(fastCfg)
 	if err != nil {
 		return nil, err
@@ -345,6 +357,9 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 	add("gomaxprocs", float64(runtime.GOMAXPROCS(0)), "", "")
 	if cfg.cpu {
 		add("clock_cpu", 1, "", "")
+	}
+	if cfg.parallel {
+		add("parallel", 1, "", "")
 	}
 	return figs, nil
 }

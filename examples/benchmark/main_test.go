@@ -110,6 +110,9 @@ func TestPlanetFlag(t *testing.T) {
 	if err != nil || cfg.planet || cfg.budget != 2*time.Second {
 		t.Errorf("-planet=false -budget 2s: %+v, %v", cfg, err)
 	}
+	if cfg, err := parse([]string{"-parallel"}, io.Discard); err != nil || !cfg.parallel || cfg.goodput().Policy != (scheduler.Pollux{Parallel: true}) {
+		t.Errorf("-parallel: %+v, %v", cfg, err)
+	}
 	if cpuClockWorks() {
 		if cfg, err := parse([]string{"-clock", "cpu"}, io.Discard); err != nil || !cfg.cpu {
 			t.Errorf("-clock cpu: %+v, %v", cfg, err)

@@ -63,7 +63,7 @@ func planet(quick bool, big shape) planetSizes {
 func planetFigures(ctx context.Context, cfg config, clk clock, sz planetSizes, bigMS float64, log io.Writer, add func(key string, v float64, unit, target string)) error {
 	rng := rand.New(rand.NewPCG(cfg.seed, 19))
 	reps := min(cfg.reps, planetReps)
-	var def scheduler.Config
+	def := cfg.goodput()
 	roundOn := func(sh shape, warm, reps int) (float64, scheduler.Input, scheduler.Plan, error) {
 		fmt.Fprintln(log, "planet: generating", sh.name(), "…")
 		in, err := instanceWarm(rng, sh, warm)
