@@ -114,8 +114,8 @@ type speeds struct {
 	other  map[[3]int]float64
 }
 
-// memoStride is the counts a job of at most maxCount devices keeps in
-// its fixed part, 0 included.
+// memoStride is how many counts, 0 included, the fixed part of the memo
+// of a job of at most maxCount devices holds per type.
 func memoStride(maxCount int) int { return min(maxCount, memoCounts) + 1 }
 
 // newSpeeds returns an empty memo for a job of at most maxCount devices
@@ -200,7 +200,7 @@ func (r *row) put(x int, b uint64) {
 	}
 }
 
-// known decodes an entry.
+// known decodes an entry: its value, and false for 0 (unknown).
 func known(b uint64) (float64, bool) { return math.Float64frombits(^b), b != 0 }
 
 // encode is known's inverse.

@@ -248,11 +248,11 @@ func TestSpeedsConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for c := 1; c < 2000; c++ {
-				t := (c + g) % 2
-				sp.putPacked(t, c, encode(val(t, c)))
-				sp.near[t].put(nearNodes*c, encode(val(t, c)))
-				if v, ok := known(sp.near[t].get(nearNodes * (c / 2))); ok && v != val(t, c/2) {
-					panic(fmt.Sprintf("near %d/%d: read %v", t, c/2, v))
+				typ := (c + g) % 2
+				sp.putPacked(typ, c, encode(val(typ, c)))
+				sp.near[typ].put(nearNodes*c, encode(val(typ, c)))
+				if v, ok := known(sp.near[typ].get(nearNodes * (c / 2))); ok && v != val(typ, c/2) {
+					panic(fmt.Sprintf("near %d/%d: read %v", typ, c/2, v)) // not t.Fatal: another goroutine
 				}
 			}
 		}()
