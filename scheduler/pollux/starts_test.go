@@ -98,17 +98,8 @@ func TestParallelStartsPanic(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	p := manyJobsProblem(t, 1, 400) // large enough for the worker to take a start
 	p.Parallel = true
-	caller := goroutine()
 	armed := false // after New's baselines
-	for i := range p.Jobs {
-		f := p.Jobs[i].Speedup
-		p.Jobs[i].Speedup = func(t, nodes, count int) (float64, error) {
-			if armed && goroutine() != caller {
-				panic("speedup")
-			}
-			return f(t, nodes, count)
-		}
-	}
+	onWorker(&p, &armed, func() (float64, error) { panic("speedup") })
 	e, err := New(p)
 	if err != nil {
 		t.Fatal(err)
@@ -132,18 +123,8 @@ func TestParallelStartsWorkerError(t *testing.T) {
 	var m Memo
 	p.Memo = &m
 	bad := errors.New("bad speedup")
-	caller := goroutine()
 	armed := false // after New's baselines
-	for i := range p.Jobs {
-		f := p.Jobs[i].Speedup
-		p.Jobs[i].Speedup = func(t, nodes, count int) (float64, error) {
-			if armed && goroutine() != caller {
-				return 0, bad
-			}
-			return f(t, nodes, count)
-		}
-		p.Jobs[i].Reuse = p.Jobs[i].ID
-	}
+	onWorker(&p, &armed, func() (float64, error) { return 0, bad })
 	e, err := New(p)
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +136,21 @@ func TestParallelStartsWorkerError(t *testing.T) {
 	if len(m.jobs) != 0 {
 		t.Fatalf("the memo holds %d jobs after a bad speedup, want none", len(m.jobs))
 	}
+}
+
+// onWorker makes every job's Speedup answer act() instead, once *armed,
+// on any goroutine but the caller's (so on the parallel search's worker
+// only).
+func onWorker(p *Problem, armed *bool, act func() (float64, error)) {
+	caller := goroutine()
+	wrapSpeedups(p, func(_ int, f speedupFunc) speedupFunc {
+		return func(t, nodes, count int) (float64, error) {
+			if *armed && goroutine() != caller {
+				return act()
+			}
+			return f(t, nodes, count)
+		}
+	})
 }
 
 // goroutine names the calling goroutine (the first line of its stack,
