@@ -44,6 +44,13 @@ func BenchmarkGoodputParallel2000x8192(b *testing.B) {
 	benchSchedule(b, Pollux{Parallel: true}, genInput(1, shape2000x8))
 }
 
+// BenchmarkGoodputParallel160x64 is BenchmarkGoodput160x64 with
+// Pollux.Parallel: on a round this small the hand-off may cost more than
+// the second core saves.
+func BenchmarkGoodputParallel160x64(b *testing.B) {
+	benchSchedule(b, Pollux{Parallel: true}, genInput(1, shape160x64))
+}
+
 // BenchmarkGenetic160x64 is the reference search on the 160×64 instance.
 func BenchmarkGenetic160x64(b *testing.B) {
 	benchSchedule(b, Genetic{Seed: 1}, genInput(1, shape160x64))

@@ -73,8 +73,8 @@ type Problem struct {
 	Floors [][]int
 	// Parallel searches the starts on two goroutines when more than one
 	// processor is available (GOMAXPROCS): the same solutions in less
-	// wall time, for a second copy of the per-job search state; the two
-	// share the speedups they evaluate. Every Job.Speedup must then be
+	// wall time on large problems; the two share the jobs and the
+	// speedups they evaluate. Every Job.Speedup must then be
 	// safe for concurrent use. The goroutine ends before Solve returns;
 	// without Parallel, Solve starts none.
 	Parallel bool

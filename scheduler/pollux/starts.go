@@ -3,7 +3,6 @@ package pollux
 import (
 	"context"
 	"runtime"
-	"slices"
 	"sync/atomic"
 )
 
@@ -12,8 +11,8 @@ import (
 // reads only its own state, the read-only problem and memos of pure
 // functions. So with Problem.Parallel and more than one processor, two
 // searchers take the next start until none is left: e and a worker copy
-// of it with its own scratch on another goroutine, sharing the speedup
-// memos. The results are those of searching one start after the other,
+// of it with its own scratch on another goroutine, sharing the jobs and
+// their speedup memos. The results are those of searching one start after the other,
 // and so is the error.
 func (e *Search) searchStarts(ctx context.Context, states []*state, maxPasses int) error {
 	// errs[k]: the first bad speedup seen on start k, else what its
@@ -65,16 +64,16 @@ func (e *Search) searchStarts(ctx context.Context, states []*state, maxPasses in
 }
 
 // worker returns a copy of e for searching starts on another goroutine:
-// it shares e's read-only parts (problem, cluster layout, the current
-// allocation, the empty state) and the jobs' speedup memos, which are
-// safe for concurrent use, and has its own scratch and jobs. Its problem
-// has no Memo, so that a bad speedup does not empty the Memo while e
-// searches (absorb does).
+// it shares e's read-only parts (problem, jobs, cluster layout, the
+// current allocation, the empty state) and the jobs' speedup memos, which
+// are safe for concurrent use, and has its own scratch. Its problem has
+// no Memo, so that a bad speedup does not empty the Memo while e searches
+// (absorb does).
 func (e *Search) worker() *Search {
 	p := *e.prob
 	p.Memo = nil
 	return &Search{prob: &p, types: e.types, cap: e.cap, perNode: e.perNode, total: e.total, byID: e.byID,
-		p: e.p, geo: e.geo, interference: e.interference, jobs: slices.Clone(e.jobs), look: e.look, lay: e.lay, fast: e.fast,
+		p: e.p, geo: e.geo, interference: e.interference, jobs: e.jobs, look: e.look, lay: e.lay, fast: e.fast,
 		cur: e.cur, curOK: e.curOK, empty: e.empty, wideSlots: e.wideSlots,
 		noPolishBound: e.noPolishBound, fullReplace: e.fullReplace, caps: e.caps, floors: e.floors}
 }
