@@ -7,6 +7,7 @@ import "errors"
 var (
 	// ErrInvalid reports malformed input: a duplicate or empty job ID,
 	// MinReplicas > MaxReplicas, a negative count or weight, an
+	// Speedup that is a nil pointer, an
 	// Input.Current entry (of any job, finished ones included) with an
 	// unknown or doubly held device or devices of two types, a bad
 	// Config (a typed nil policy, a negative or oversized knob), a nil

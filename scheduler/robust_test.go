@@ -53,6 +53,21 @@ func TestNewRejectsNilPointers(t *testing.T) {
 	}
 }
 
+func TestNilSpeedupPointer(t *testing.T) {
+	in := Input{Cluster: testCluster(group{1, 4, "t4"}), Now: t0, Jobs: []Job{
+		{ID: "a", Kind: Elastic, Submitted: t0, Speedup: (*goodput.Curve)(nil)},
+	}}
+	for _, p := range []Policy{Pollux{}, FIFO{}} {
+		s, err := New(Config{Policy: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Schedule(context.Background(), in); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%T: a nil *goodput.Curve as Speedup: err %v, want ErrInvalid", p, err)
+		}
+	}
+}
+
 func TestHugeMinReplicas(t *testing.T) {
 	in := Input{Cluster: testCluster(group{2, 4, "t4"}, group{1, 8, "a100-40gb"}), Now: t0.Add(time.Hour), Jobs: []Job{
 		{ID: "huge", Kind: Elastic, MinReplicas: math.MaxInt - 2, Submitted: t0},

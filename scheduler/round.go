@@ -326,6 +326,9 @@ func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takes
 		if d := in.Now.Sub(j.Submitted); d > 0 {
 			ji.Age = d
 		}
+		if isNilPointer(j.Speedup) {
+			return nil, fmt.Errorf("%w: job %q: Speedup is a nil %T", ErrInvalid, j.ID, j.Speedup)
+		}
 		if err := r.checkSpeedupTypes(j); err != nil {
 			return nil, err
 		}
