@@ -30,3 +30,12 @@ type BatchPlan struct {
 type BatchPlanner interface {
 	BatchPlan(typ string, nodes, replicas int) BatchPlan
 }
+
+// NodeBounder is implemented by speedup models whose speedup stops
+// depending on the node count beyond some count: NodeBound() = b > 0
+// promises Speedup(typ, n, r) = Speedup(typ, b, r) for every type and
+// b < n ≤ r, so that a scheduler may evaluate and memoise each (type,
+// replicas) on at most b node counts; 0 promises nothing.
+type NodeBounder interface {
+	NodeBound() int
+}

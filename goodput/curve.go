@@ -32,9 +32,9 @@ type CurveOptions struct {
 
 // Curve is a job's speedup curve over allocations, per accelerator type:
 // the best goodput at (nodes, replicas) on a type, divided by the
-// baseline's. It implements Speedup and BatchPlanner. Results are memoised
-// on first use; a memoised lookup neither locks nor allocates. A Curve is
-// safe for concurrent use.
+// baseline's. It implements Speedup, BatchPlanner and NodeBounder.
+// Results are memoised on first use; a memoised lookup neither locks nor
+// allocates. A Curve is safe for concurrent use.
 type Curve struct {
 	entries []curveEntry // sorted by type
 	any     *curveEntry  // the AnyType entry, or nil
@@ -48,6 +48,7 @@ type curveEntry struct {
 	linear  bool
 	maxRepl int
 	memo    *planMemo // the model's plans; nil for a linear entry
+	nodes   int       // its NodeBound: 1 linear, 0 when every node count differs, else 2
 }
 
 // CurveModel is one accelerator type's entry for NewCurve: a fitted Model,
@@ -87,9 +88,10 @@ func NewCurve(models map[string]CurveModel, opts CurveOptions) (*Curve, error) {
 		if opts.MaxReplicas > 0 {
 			maxRepl = min(maxRepl, opts.MaxReplicas)
 		}
-		ce := curveEntry{typ: typ, model: cm.Model, linear: cm.Linear, maxRepl: maxRepl}
+		ce := curveEntry{typ: typ, model: cm.Model, linear: cm.Linear, maxRepl: maxRepl, nodes: 1}
 		if !cm.Linear {
 			ce.memo = opts.Plans.memo(cm.Model)
+			ce.nodes = cm.Model.nodeBound()
 		}
 		c.entries = append(c.entries, ce)
 	}
@@ -220,7 +222,25 @@ func linearPlan(l Limits, replicas int) BatchPlan {
 
 // plan returns the memoised Optimize result.
 func (c *Curve) plan(e *curveEntry, nodes, replicas int) BatchPlan {
+	if e.nodes > 0 {
+		nodes = min(nodes, e.nodes) // the same plan: memoise it once
+	}
 	return e.memo.plan(&e.model, nodes, replicas)
+}
+
+// NodeBound implements NodeBounder: 2 when every entry's sync time is the
+// same on every node count from 2 on (FormPollux, or FormAllReduce before
+// its tree term is fitted), 1 when every entry is linear, 0 when some
+// entry's sync time depends on every node count.
+func (c *Curve) NodeBound() int {
+	b := 1
+	for i := range c.entries {
+		if c.entries[i].nodes == 0 {
+			return 0
+		}
+		b = max(b, c.entries[i].nodes)
+	}
+	return b
 }
 
 // Base is the baseline goodput in samples per second (0 when every entry

@@ -170,3 +170,55 @@ func TestCurveLookupAllocs(t *testing.T) {
 		t.Errorf("unmemoised lookups allocate %v times", a)
 	}
 }
+
+func TestCurveNodeBound(t *testing.T) {
+	allReduce := testModel()
+	allReduce.Form = FormAllReduce
+	tree := allReduce
+	tree.AlphaT, tree.BetaT, tree.DeltaT = 0.1, 0.02, 0.01
+	linear := CurveModel{Model: Model{Limits: testLimits}, Linear: true}
+	tests := []struct {
+		name   string
+		models map[string]CurveModel
+		want   int
+	}{
+		{"pollux", map[string]CurveModel{"t4": {Model: testModel()}}, 2},
+		{"all-reduce without tree", map[string]CurveModel{"t4": {Model: allReduce}}, 2},
+		{"all-reduce with tree", map[string]CurveModel{"t4": {Model: tree}}, 0},
+		{"tree and pollux", map[string]CurveModel{"t4": {Model: tree}, "a100": {Model: testModel()}}, 0},
+		{"linear", map[string]CurveModel{"t4": linear}, 1},
+		{"linear and pollux", map[string]CurveModel{"t4": linear, "a100": {Model: testModel()}}, 2},
+	}
+	for _, tc := range tests {
+		c, err := NewCurve(tc.models, CurveOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.NodeBound(); got != tc.want {
+			t.Errorf("%s: NodeBound() = %d, want %d", tc.name, got, tc.want)
+		}
+		differs := false
+		for typ, cm := range tc.models {
+			for r := 1; r <= 40; r++ {
+				for n := 1; n <= r; n++ {
+					// The plan memoised once for n > 2 is the plan of n.
+					if !cm.Linear {
+						if got, want := c.BatchPlan(typ, n, r), cm.Model.Optimize(n, r); got != want {
+							t.Fatalf("%s: BatchPlan(%q, %d, %d) = %+v, want %+v", tc.name, typ, n, r, got, want)
+						}
+					}
+					if b := tc.want; b > 0 && n > b {
+						if got, want := c.Speedup(typ, n, r), c.Speedup(typ, b, r); got != want {
+							t.Fatalf("%s: Speedup(%q, %d, %d) = %v ≠ Speedup on %d nodes %v", tc.name, typ, n, r, got, b, want)
+						}
+					} else if n > 2 && c.Speedup(typ, n, r) != c.Speedup(typ, 2, r) {
+						differs = true
+					}
+				}
+			}
+		}
+		if tc.want == 0 && !differs {
+			t.Errorf("%s: no bound, yet every speedup on more than 2 nodes equals the one on 2", tc.name)
+		}
+	}
+}

@@ -30,13 +30,15 @@
 //     accumulation-pass time and the mean optimizer-step time) and the
 //     gradient statistics with ObserveGrad. Invalid measurements (NaN,
 //     Inf, ≤ 0) are rejected with an error, never fitted.
-//  3. Each scheduling round, take Estimator.Curve: a Speedup and
-//     BatchPlanner for the cluster policy. It is memoised and allocation
-//     free on lookups, safe for concurrent use, and bounded to Explore
-//     times (default 4) the most replicas the job has run with. A job
-//     with no data scales linearly. A host with many jobs whose models
-//     recur (a simulator) gives their Estimators one PlanCache, so that
-//     equal models share their optimised batch plans.
+//  3. Each scheduling round, take Estimator.Curve: a Speedup,
+//     BatchPlanner and NodeBounder for the cluster policy (its speedups
+//     stop depending on the node count from 2 nodes on, unless a tree
+//     term is fitted, so a policy evaluates fewer allocations). It is
+//     memoised and allocation free on lookups, safe for concurrent use,
+//     and bounded to Explore times (default 4) the most replicas the job
+//     has run with. A job with no data scales linearly. A host with many
+//     jobs whose models recur (a simulator) gives their Estimators one
+//     PlanCache, so that equal models share their optimised batch plans.
 //  4. When the job starts on an allocation, run it with the BatchPlan for
 //     that allocation; while it runs, adopt a new plan only if Switch
 //     says so (5% hysteresis).

@@ -182,6 +182,16 @@ func (p Params) SyncSeconds(nodes, replicas int) float64 {
 	return p.AlphaN + p.BetaN*math.Max(k-2, MinCoef)
 }
 
+// nodeBound is the node count from which SyncSeconds, and so every
+// goodput, no longer depends on the node count: 2, or 0 when the tree
+// term of FormAllReduce makes it depend on every node count.
+func (p Params) nodeBound() int {
+	if p.AlphaT > 0 && p.Form.resolve() == FormAllReduce {
+		return 0
+	}
+	return 2
+}
+
 // GradSeconds is T_grad, the time of one forward/backward pass with
 // per-GPU batch local.
 func (p Params) GradSeconds(local int) float64 {
