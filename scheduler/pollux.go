@@ -193,6 +193,12 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 		if c, ok := j.Job.Speedup.(*goodput.Curve); ok && c != nil {
 			p.Jobs[k].Reuse = c // immutable: its speedups are the same in every round
 		}
+		switch sp := j.Job.Speedup.(type) {
+		case nil:
+			p.Jobs[k].NodeBound = 1 // linear in the count
+		case goodput.NodeBounder:
+			p.Jobs[k].NodeBound = max(sp.NodeBound(), 0)
+		}
 		if j.curCount == 0 {
 			p.Jobs[k].Current, p.Jobs[k].CurrentType = nil, -1
 		}

@@ -113,6 +113,11 @@ type Job struct {
 	// equal in two rounds only when Speedup gives the same results in both
 	// (for example the immutable curve it reads). nil: never reused.
 	Reuse any
+	// NodeBound, if positive, promises that Speedup gives the same value
+	// on every node count from NodeBound on (as goodput.NodeBounder
+	// does): the search then asks it about each (type, count) on at most
+	// NodeBound node counts. 0 promises nothing.
+	NodeBound int
 	// Group is the job's position in Problem.Caps (ignored when Caps is
 	// nil).
 	Group int
@@ -244,6 +249,9 @@ func New(p Problem) (*Search, error) {
 			!slices.IsSorted(pj.Types) || slices.ContainsFunc(pj.Types, func(t int) bool { return t < 0 || t >= nt }) {
 			return nil, fmt.Errorf("%w: job %q: no speedup, bounds [%d, %d], weight %v, types %v or current type %d", ErrInvalid, pj.ID, pj.Min, pj.Max, pj.Weight, pj.Types, pj.CurrentType)
 		}
+		if pj.NodeBound < 0 {
+			return nil, fmt.Errorf("%w: job %q: negative node bound %d", ErrInvalid, pj.ID, pj.NodeBound)
+		}
 		if pj.Reuse != nil && !reflect.ValueOf(pj.Reuse).Comparable() {
 			return nil, fmt.Errorf("%w: job %q: Reuse key of type %T is not comparable", ErrInvalid, pj.ID, pj.Reuse)
 		}
@@ -347,7 +355,13 @@ func (e *Search) norm(j *gjob, t, n, c int) float64 {
 		return 0
 	}
 	sp := j.speeds
-	d := n - e.packedNodes(t, c)
+	pk := e.packedNodes(t, c)
+	if b := j.NodeBound; b > 0 {
+		// Every node count from b on gives the speedup on b: ask and
+		// memoise that one.
+		n, pk = min(n, b), min(pk, b)
+	}
+	d := n - pk
 	if d < 0 || d > nearNodes {
 		k := [3]int{t, n, c}
 		if v, ok := sp.getOther(k); ok {

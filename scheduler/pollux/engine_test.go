@@ -41,6 +41,7 @@ func TestNewRejects(t *testing.T) {
 		"unsorted":     func(p *Problem) { p.Jobs[0], p.Jobs[1] = p.Jobs[1], p.Jobs[0] },
 		"reuse key":    func(p *Problem) { p.Jobs[0].Reuse = []int{1} },
 		"reuse inside": func(p *Problem) { p.Jobs[0].Reuse = struct{ k any }{[]int{1}} },
+		"node bound":   func(p *Problem) { p.Jobs[0].NodeBound = -1 },
 	} {
 		p := ok
 		p.Jobs = slices.Clone(ok.Jobs)

@@ -268,3 +268,54 @@ func TestSpeedsConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeBoundSameSearch: on speedups that are the same on every node
+// count from 2 on, a search told so (Job.NodeBound) finds what a search
+// not told finds, asks about no node count above 2 and evaluates fewer
+// speedups.
+func TestNodeBoundSameSearch(t *testing.T) {
+	problems := map[string]Problem{"400 jobs": manyJobsProblem(t, 1, 400)}
+	for seed := range uint64(10) {
+		problems[fmt.Sprint("polish seed ", seed)] = randomPolishProblem(t, seed)
+	}
+	allBounded, allUnbounded := 0, 0
+	for name, p := range problems {
+		wrapSpeedups(&p, func(_ int, f speedupFunc) speedupFunc {
+			return func(t, nodes, count int) (float64, error) { return f(t, min(nodes, 2), count) }
+		})
+		calls := make([]int, len(p.Jobs))
+		countCalls(&p, calls)
+		want := solveOnce(t, p, nil)
+		unbounded := 0
+		for _, n := range calls {
+			unbounded += n
+		}
+
+		p.Jobs = slices.Clone(p.Jobs)
+		for i := range p.Jobs {
+			p.Jobs[i].NodeBound = 2
+			f := p.Jobs[i].Speedup
+			p.Jobs[i].Speedup = func(t, nodes, count int) (float64, error) {
+				if nodes > 2 {
+					return 0, fmt.Errorf("asked about %d nodes", nodes)
+				}
+				return f(t, nodes, count)
+			}
+		}
+		clear(calls)
+		if got := solveOnce(t, p, nil); got != want {
+			t.Fatalf("%s: with NodeBound 2\n%s\nwithout\n%s", name, got, want)
+		}
+		bounded := 0
+		for _, n := range calls {
+			bounded += n
+		}
+		if bounded > unbounded {
+			t.Errorf("%s: %d evaluations with NodeBound 2, %d without: want no more", name, bounded, unbounded)
+		}
+		allBounded, allUnbounded = allBounded+bounded, allUnbounded+unbounded
+	}
+	if allBounded >= allUnbounded {
+		t.Errorf("%d evaluations with NodeBound 2, %d without: want fewer", allBounded, allUnbounded)
+	}
+}

@@ -43,6 +43,8 @@ type blindSpeedup struct{ c *goodput.Curve }
 var (
 	_ goodput.Speedup      = blindSpeedup{}
 	_ goodput.BatchPlanner = blindSpeedup{}
+	_ goodput.NodeBounder  = blindSpeedup{}
+	_ goodput.NodeBounder  = linearSpeedup{}
 )
 
 func (b blindSpeedup) Speedup(_ string, nodes, replicas int) float64 {
@@ -52,6 +54,9 @@ func (b blindSpeedup) Speedup(_ string, nodes, replicas int) float64 {
 func (b blindSpeedup) BatchPlan(_ string, nodes, replicas int) goodput.BatchPlan {
 	return b.c.BatchPlan(goodput.AnyType, nodes, replicas)
 }
+
+// NodeBound is the curve's: hiding the type changes no node count.
+func (b blindSpeedup) NodeBound() int { return b.c.NodeBound() }
 
 // linearSpeedup is the speedup of a job that does not adapt and about
 // which nothing is modelled.
@@ -63,6 +68,9 @@ func (l linearSpeedup) Speedup(_ string, nodes, replicas int) float64 {
 	}
 	return float64(replicas)
 }
+
+// NodeBound is 1: the speedup does not depend on the node count.
+func (l linearSpeedup) NodeBound() int { return 1 }
 
 // fixedBatchSpeedup is the Optimus+Oracle view of a job that trains at a
 // fixed total batch: T(1)/T(replicas) from the ground-truth step times on
