@@ -277,23 +277,6 @@ func New(p Problem) (*Search, error) {
 		if j.t0 >= 0 && !slices.Contains(j.allowed, j.t0) {
 			j.t0, j.c0 = -1, 0 // running on a type it may no longer use
 		}
-		// Fair-share baseline: the best allowed type at 1/J of the cluster.
-		f := min(max(fair, j.min), j.max)
-		base := 0.0
-		for _, t := range j.allowed {
-			c := min(f, e.cap[t])
-			if c <= 0 {
-				continue
-			}
-			v, err := pj.Speedup(t, e.packedNodes(t, c), c)
-			if err != nil {
-				return nil, err
-			}
-			base = max(base, v)
-		}
-		if base > 0 {
-			j.base = base
-		}
 		e.jobs[i] = j
 	}
 	var kept []*jobMemo
@@ -301,6 +284,32 @@ func New(p Problem) (*Search, error) {
 		kept = p.Memo.attach(e)
 	}
 	e.makeSpeeds(kept)
+	for i := range e.jobs {
+		// Fair-share baseline: the best allowed type at 1/J of the
+		// cluster, through the memo, where the search finds it again.
+		j := &e.jobs[i]
+		f := min(max(fair, j.min), j.max)
+		base := 0.0
+		for _, t := range j.allowed {
+			c := min(f, e.cap[t])
+			if c <= 0 {
+				continue
+			}
+			n, d := e.memoAt(j, t, e.packedNodes(t, c), c)
+			v, ok := j.memoised(t, n, d, c)
+			if !ok {
+				var err error
+				if v, err = j.Speedup(t, n, c); err != nil {
+					return nil, err
+				}
+				j.speeds.put(t, n, d, c, v)
+			}
+			base = max(base, v)
+		}
+		if base > 0 {
+			j.base = base
+		}
+	}
 	e.cur = make([][]slot, len(e.jobs))
 	e.curOK = make([]bool, len(e.jobs))
 	for i := range e.jobs {
@@ -354,48 +363,28 @@ func (e *Search) norm(j *gjob, t, n, c int) float64 {
 	if c <= 0 {
 		return 0
 	}
-	sp := j.speeds
-	pk := e.packedNodes(t, c)
-	if b := j.NodeBound; b > 0 {
-		// Every node count from b on gives the speedup on b: ask and
-		// memoise that one.
-		n, pk = min(n, b), min(pk, b)
-	}
-	d := n - pk
-	if d < 0 || d > nearNodes {
-		k := [3]int{t, n, c}
-		if v, ok := sp.getOther(k); ok {
-			return v / j.base
-		}
-		v, ok := e.eval(j, t, n, c)
-		if ok {
-			sp.putOther(k, v)
-		}
-		return v / j.base
-	}
-	var b uint64
-	switch {
-	case d == 0 && c < sp.stride:
-		b = j.packed[t*sp.stride+c].Load()
-	case d == 0:
-		b = sp.over[t].get(c - sp.stride)
-	default: // a few nodes more than packed: a job grown across bins
-		b = sp.near[t].get(nearNodes*c + d - 1)
-	}
-	if v, ok := known(b); ok {
+	n, d := e.memoAt(j, t, n, c)
+	if v, ok := j.memoised(t, n, d, c); ok {
 		return v / j.base
 	}
 	v, ok := e.eval(j, t, n, c)
 	if !ok {
 		return 0
 	}
-	switch b = encode(v); {
-	case d > 0:
-		sp.near[t].put(nearNodes*c+d-1, b)
-	default:
-		sp.putPacked(t, c, b)
-	}
+	j.speeds.put(t, n, d, c, v)
 	return v / j.base
+}
+
+// memoAt is where job j's memo keeps its raw speedup on (t, n, c > 0):
+// the node count it is evaluated on (n, or j.NodeBound when that is less:
+// every node count from there on gives the same speedup) and d, that
+// count less the packed one (under the same bound).
+func (e *Search) memoAt(j *gjob, t, n, c int) (nodes, d int) {
+	pk := e.packedNodes(t, c)
+	if b := j.NodeBound; b > 0 {
+		n, pk = min(n, b), min(pk, b)
+	}
+	return n, n - pk
 }
 
 // eval is job j's raw speedup on (t, n, c). A bad one is recorded in

@@ -152,6 +152,38 @@ func (sp *speeds) resized(maxCount int) *speeds {
 	return c
 }
 
+// memoised returns job j's raw speedup on (t, n, c), d nodes more than
+// the packed count, if its memo holds it (memoAt gives n and d).
+func (j *gjob) memoised(t, n, d, c int) (float64, bool) {
+	sp := j.speeds
+	if d < 0 || d > nearNodes {
+		return sp.getOther([3]int{t, n, c})
+	}
+	var b uint64
+	switch {
+	case d == 0 && c < sp.stride:
+		b = j.packed[t*sp.stride+c].Load()
+	case d == 0:
+		b = sp.over[t].get(c - sp.stride)
+	default: // a few nodes more than packed: a job grown across bins
+		b = sp.near[t].get(nearNodes*c + d - 1)
+	}
+	return known(b)
+}
+
+// put records raw speedup v on (t, n, c), d nodes more than the packed
+// count.
+func (sp *speeds) put(t, n, d, c int, v float64) {
+	switch b := encode(v); {
+	case d < 0 || d > nearNodes:
+		sp.putOther([3]int{t, n, c}, v)
+	case d > 0:
+		sp.near[t].put(nearNodes*c+d-1, b)
+	default:
+		sp.putPacked(t, c, b)
+	}
+}
+
 // putPacked records entry b for count k on the packed node count of
 // type t.
 func (sp *speeds) putPacked(t, k int, b uint64) {
