@@ -300,6 +300,9 @@ func New(p Problem) (*Search, error) {
 			if !ok {
 				var err error
 				if v, err = j.Speedup(t, n, c); err != nil {
+					if p.Memo != nil {
+						p.Memo.reset() // as a bad speedup in the search does
+					}
 					return nil, err
 				}
 				j.speeds.put(t, n, d, c, v)

@@ -180,6 +180,18 @@ func TestMemoBadSpeedup(t *testing.T) {
 	if len(m.jobs) != 0 {
 		t.Fatalf("the memo holds %d jobs after a bad speedup, want none", len(m.jobs))
 	}
+
+	// A bad baseline fails New and empties the Memo too.
+	armed = false
+	solveOnce(t, p, nil)
+	p.Jobs[0].Reuse = "newer"
+	armed = true
+	if _, err := New(p); !errors.Is(err, bad) {
+		t.Fatalf("New with a bad baseline: %v, want the bad speedup", err)
+	}
+	if len(m.jobs) != 0 {
+		t.Fatalf("the memo holds %d jobs after a bad baseline, want none", len(m.jobs))
+	}
 }
 
 // TestMemoReuseNewMax: a job whose Max changes between searches (its
