@@ -222,9 +222,6 @@ func linearPlan(l Limits, replicas int) BatchPlan {
 
 // plan returns the memoised Optimize result.
 func (c *Curve) plan(e *curveEntry, nodes, replicas int) BatchPlan {
-	if e.nodes > 0 {
-		nodes = min(nodes, e.nodes) // the same plan: memoise it once
-	}
 	return e.memo.plan(&e.model, nodes, replicas)
 }
 

@@ -17,15 +17,26 @@ const memoChunk = 8
 
 // planMemo memoises Model.Optimize for one model, by replica count, then
 // node count. Lookups of memoised plans neither lock nor allocate; misses
-// compute the plan under mu.
+// compute the plan under mu. A model whose plans stop depending on the
+// node count from 2 nodes on (Params.nodeBound) keeps the plans on 1 and
+// 2 nodes per replica count (pairs) and answers every larger node count
+// with the one on 2; any other keeps blocks of node counts (rows).
 type planMemo struct {
-	mu   sync.Mutex
-	rows []atomic.Pointer[memoBlock] // by replica count: its first block
+	mu    sync.Mutex
+	rows  []atomic.Pointer[memoBlock] // by replica count: its first block
+	pairs []atomic.Pointer[memoPair]  // by replica count: its plans on 1 and 2 nodes
 }
+
+// memoPair is the plans of one replica count on 1 and 2 nodes.
+type memoPair [2]memoEntry
 
 // newPlanMemo returns an empty memo for m.
 func newPlanMemo(m *Model) *planMemo {
-	return &planMemo{rows: make([]atomic.Pointer[memoBlock], min(m.MaxUsefulReplicas(), maxMemoReplicas)+1)}
+	n := min(m.MaxUsefulReplicas(), maxMemoReplicas) + 1
+	if m.nodeBound() == len(memoPair{}) {
+		return &planMemo{pairs: make([]atomic.Pointer[memoPair], n)}
+	}
+	return &planMemo{rows: make([]atomic.Pointer[memoBlock], n)}
 }
 
 // memoBlock holds the plans of memoChunk node counts from lo (a multiple
@@ -45,6 +56,9 @@ type memoEntry struct {
 // plan returns m.Optimize(nodes, replicas), memoised (1 ≤ nodes ≤
 // replicas); m must be the model the memo was made for.
 func (p *planMemo) plan(m *Model, nodes, replicas int) BatchPlan {
+	if p.pairs != nil {
+		return p.pairPlan(m, min(nodes, len(memoPair{})), replicas)
+	}
 	if replicas >= len(p.rows) {
 		return m.Optimize(nodes, replicas)
 	}
@@ -72,6 +86,31 @@ func (p *planMemo) plan(m *Model, nodes, replicas int) BatchPlan {
 		}
 	}
 	en := &b.e[nodes-lo]
+	if !en.ready.Load() {
+		en.plan = m.Optimize(nodes, replicas)
+		en.ready.Store(true)
+	}
+	return en.plan
+}
+
+// pairPlan is plan for a memo of pairs (1 ≤ nodes ≤ 2).
+func (p *planMemo) pairPlan(m *Model, nodes, replicas int) BatchPlan {
+	if replicas >= len(p.pairs) {
+		return m.Optimize(nodes, replicas)
+	}
+	if pr := p.pairs[replicas].Load(); pr != nil {
+		if en := &pr[nodes-1]; en.ready.Load() {
+			return en.plan
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr := p.pairs[replicas].Load()
+	if pr == nil {
+		pr = new(memoPair)
+		p.pairs[replicas].Store(pr)
+	}
+	en := &pr[nodes-1]
 	if !en.ready.Load() {
 		en.plan = m.Optimize(nodes, replicas)
 		en.ready.Store(true)

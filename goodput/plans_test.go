@@ -51,9 +51,11 @@ func TestPlanCacheShared(t *testing.T) {
 // building curves of the same models see the same plans.
 func TestPlanCacheConcurrent(t *testing.T) {
 	pc := NewPlanCache(2)
-	ms := []Model{testModel(), testModel(), testModel()}
+	ms := []Model{testModel(), testModel(), testModel(), testModel()}
 	ms[1].Grad.Sqr *= 3
 	ms[2].Params = ms[2].Params.scaled(1.5)
+	// A tree term: plans on every node count (the other memo layout).
+	ms[3].Form, ms[3].AlphaT, ms[3].BetaT, ms[3].DeltaT = FormAllReduce, 0.1, 0.02, 0.01
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
