@@ -48,7 +48,6 @@ type curveEntry struct {
 	linear  bool
 	maxRepl int
 	memo    *planMemo // the model's plans; nil for a linear entry
-	nodes   int       // its NodeBound: 1 linear, 0 when every node count differs, else 2
 }
 
 // CurveModel is one accelerator type's entry for NewCurve: a fitted Model,
@@ -88,10 +87,9 @@ func NewCurve(models map[string]CurveModel, opts CurveOptions) (*Curve, error) {
 		if opts.MaxReplicas > 0 {
 			maxRepl = min(maxRepl, opts.MaxReplicas)
 		}
-		ce := curveEntry{typ: typ, model: cm.Model, linear: cm.Linear, maxRepl: maxRepl, nodes: 1}
+		ce := curveEntry{typ: typ, model: cm.Model, linear: cm.Linear, maxRepl: maxRepl}
 		if !cm.Linear {
 			ce.memo = opts.Plans.memo(cm.Model)
-			ce.nodes = cm.Model.nodeBound()
 		}
 		c.entries = append(c.entries, ce)
 	}
@@ -232,10 +230,12 @@ func (c *Curve) plan(e *curveEntry, nodes, replicas int) BatchPlan {
 func (c *Curve) NodeBound() int {
 	b := 1
 	for i := range c.entries {
-		if c.entries[i].nodes == 0 {
-			return 0
+		if e := &c.entries[i]; !e.linear {
+			if e.model.nodeBound() == 0 {
+				return 0
+			}
+			b = max(b, e.model.nodeBound())
 		}
-		b = max(b, c.entries[i].nodes)
 	}
 	return b
 }

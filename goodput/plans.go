@@ -85,12 +85,7 @@ func (p *planMemo) plan(m *Model, nodes, replicas int) BatchPlan {
 			last.next.Store(b)
 		}
 	}
-	en := &b.e[nodes-lo]
-	if !en.ready.Load() {
-		en.plan = m.Optimize(nodes, replicas)
-		en.ready.Store(true)
-	}
-	return en.plan
+	return b.e[nodes-lo].fill(m, nodes, replicas)
 }
 
 // pairPlan is plan for a memo of pairs (1 ≤ nodes ≤ 2).
@@ -110,7 +105,12 @@ func (p *planMemo) pairPlan(m *Model, nodes, replicas int) BatchPlan {
 		pr = new(memoPair)
 		p.pairs[replicas].Store(pr)
 	}
-	en := &pr[nodes-1]
+	return pr[nodes-1].fill(m, nodes, replicas)
+}
+
+// fill returns the entry's plan, m.Optimize(nodes, replicas), computing
+// it first if it is not ready (under planMemo.mu).
+func (en *memoEntry) fill(m *Model, nodes, replicas int) BatchPlan {
 	if !en.ready.Load() {
 		en.plan = m.Optimize(nodes, replicas)
 		en.ready.Store(true)

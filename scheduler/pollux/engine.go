@@ -74,9 +74,9 @@ type Problem struct {
 	// Parallel searches the starts on two goroutines when more than one
 	// processor is available (GOMAXPROCS): the same solutions in less
 	// wall time on large problems; the two share the jobs and the
-	// speedups they evaluate. Every Job.Speedup must then be
-	// safe for concurrent use. The goroutine ends before Solve returns;
-	// without Parallel, Solve starts none.
+	// speedups they evaluate. Every Job.Speedup must then be safe for
+	// concurrent use. The goroutine ends before Solve returns; without
+	// Parallel, Solve starts none.
 	Parallel bool
 }
 
@@ -286,28 +286,19 @@ func New(p Problem) (*Search, error) {
 	e.makeSpeeds(kept)
 	for i := range e.jobs {
 		// Fair-share baseline: the best allowed type at 1/J of the
-		// cluster, through the memo, where the search finds it again.
+		// cluster, through the memo, where the search finds it again
+		// (norm is the raw speedup while base is 1; a bad one empties
+		// the Memo and fails New).
 		j := &e.jobs[i]
 		f := min(max(fair, j.min), j.max)
 		base := 0.0
 		for _, t := range j.allowed {
-			c := min(f, e.cap[t])
-			if c <= 0 {
-				continue
+			if c := min(f, e.cap[t]); c > 0 {
+				base = max(base, e.norm(j, t, e.packedNodes(t, c), c))
 			}
-			n, d := e.memoAt(j, t, e.packedNodes(t, c), c)
-			v, ok := j.memoised(t, n, d, c)
-			if !ok {
-				var err error
-				if v, err = j.Speedup(t, n, c); err != nil {
-					if p.Memo != nil {
-						p.Memo.reset() // as a bad speedup in the search does
-					}
-					return nil, err
-				}
-				j.speeds.put(t, n, d, c, v)
-			}
-			base = max(base, v)
+		}
+		if e.err != nil {
+			return nil, e.err
 		}
 		if base > 0 {
 			j.base = base
