@@ -65,10 +65,10 @@ type Pollux struct {
 	MaxPasses int
 	// Parallel searches the starts on two goroutines when more than one
 	// processor is available (GOMAXPROCS): the same plan in less wall
-	// time on large rounds (on two cores 35-42% less from 2,000 to
-	// 50,000 jobs, for 1% more peak memory), slightly more on small ones
-	// (4-8% more at 160 jobs on 64 GPUs). The two searches share the jobs and
-	// the speedups they evaluate. The goroutine ends with the round;
+	// time on large rounds (on two cores 29-41% less from 2,000 to
+	// 50,000 jobs, peak memory within 1%), slightly more on small ones
+	// (3-9% more at 160 jobs on 64 GPUs). The two searches share the jobs
+	// and the speedups they evaluate. The goroutine ends with the round;
 	// without Parallel the decision path starts none. Speedups are called
 	// from both goroutines, which goodput.Speedup allows.
 	Parallel bool

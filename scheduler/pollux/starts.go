@@ -12,8 +12,8 @@ import (
 // functions. So with Problem.Parallel and more than one processor, two
 // searchers take the next start until none is left: e and a worker copy
 // of it with its own scratch on another goroutine, sharing the jobs and
-// their speedup memos. The results are those of searching one start after the other,
-// and so is the error.
+// their speedup memos. The results are those of searching one start
+// after the other, and so is the error.
 func (e *Search) searchStarts(ctx context.Context, states []*state, maxPasses int) error {
 	// errs[k]: the first bad speedup seen on start k, else what its
 	// search returned. The first in start order is the error a search of

@@ -76,7 +76,7 @@ func run(args []string, stderr *os.File) error {
 	minInterval := fs.Duration("min-interval", host.DefaultMinInterval, "least time between event-triggered rounds")
 	names := slices.Sorted(maps.Keys(policies()))
 	policy := fs.String("policy", "goodput", "scheduling policy: "+strings.Join(names, ", "))
-	parallel := fs.Bool("parallel", true, "goodput policy: search a round's starts on two goroutines when GOMAXPROCS > 1 (the same plans in less time, for a little more memory); other policies ignore it")
+	parallel := fs.Bool("parallel", true, "goodput policy: search a round's starts on two goroutines when GOMAXPROCS > 1 (the same plans in less time on large rounds); other policies ignore it")
 	leaderElect := fs.Bool("leader-elect", true, "campaign for a Lease; only the leader schedules")
 	leaseNS := fs.String("lease-namespace", host.DefaultLeaseNamespace, "namespace of the leader-election Lease")
 	leaseName := fs.String("lease-name", host.DefaultLeaseName, "name of the leader-election Lease")
