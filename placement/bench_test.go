@@ -254,3 +254,40 @@ func BenchmarkIndexNewState(b *testing.B) {
 	}
 	ct.stop(b)
 }
+
+// BenchmarkIndexNewStateSparse builds a State on a kept Index of 512
+// nodes × 8 GPUs whose current assignments hold a given share of the
+// devices, both ways: from scratch (every node's usage built) and from
+// the index's State of no job (the nodes touched copied on write). The
+// crossing sets sparseShare.
+func BenchmarkIndexNewStateSparse(b *testing.B) {
+	c := benchCluster(512)
+	x, err := NewIndex(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, pct := range []int{2, 10, 25, 50, 75} {
+		s := mustState(b, c)
+		fill(b, s, rand.New(rand.NewPCG(1, uint64(pct))), float64(pct)/100, "j")
+		as := s.Assignments()
+		for _, way := range []string{"scratch", "empty"} {
+			b.Run(fmt.Sprintf("held=%d%%/%s", pct, way), func(b *testing.B) {
+				b.ReportAllocs()
+				var ct cpuTimer
+				ct.start(b)
+				for i := 0; i < b.N; i++ {
+					var err error
+					if way == "scratch" {
+						_, err = newState(x.ix, as)
+					} else {
+						_, err = x.ix.fromEmpty(as)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				ct.stop(b)
+			})
+		}
+	}
+}

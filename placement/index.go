@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"sync"
 
 	"github.com/goodsched/goodsched/accel"
 )
@@ -72,6 +73,13 @@ type index struct {
 	// Per type, counting only devices healthy in the snapshot that may be
 	// offered: how many, the most on one node, and on how many nodes.
 	usable, usableNode, usableNodes []int
+	// empty is the State of no job, built on first use (emptyOnce) by an
+	// Index's NewState and never written: States with few current
+	// devices start as its clone (fromEmpty). emptyMu serialises the
+	// clones, since Clone writes the copy-on-write marks of its source.
+	emptyOnce sync.Once
+	emptyMu   sync.Mutex
+	empty     *State
 }
 
 func buildIndex(c accel.Cluster) (*index, error) {
