@@ -709,6 +709,95 @@ func (e *Search) apply(s *state, i, t, c int) bool {
 	return false
 }
 
+// growths calls try(c, n) for every count c that running job i (neither
+// pinned nor rigid; no group caps) may grow to on its type, within the
+// look-ahead window and the free devices, in increasing order, when probe
+// finds room, n being the node count probe gives. These are what
+// candidates enumerates for a growing job, probed as probe does, but the
+// job's bins and the type's buckets are read once for all counts rather
+// than once per count; a count that probe answers by re-placing the job
+// is left to probe itself, in the same order, so that the bins' bucket
+// order moves as before.
+func (e *Search) growths(s *state, i int, try func(c, n int)) {
+	j := &e.jobs[i]
+	t, c0, old := s.typ[i], s.cnt[i], s.place[i]
+	hi := c0 + min(e.look[t], e.maxOn(j, t)-c0) // no overflow near MaxInt
+	hi = min(hi, c0+s.free[t])
+	if c0+1 > hi {
+		return
+	}
+	// probe's case of a job growing across its bins, for every count at
+	// once: its own bins' free devices, and per free count f the eligible
+	// bins it does not use (what countNew counts).
+	free, dirty := e.ownFree(s, i)
+	clean := !e.interference || dirty == 0
+	dmax := e.lay.maxCap[t]
+	avail := e.availBuf[:0]
+	for f := 0; f <= dmax; f++ {
+		a := 0
+		if f > 0 {
+			a = len(s.bucket[t][2*f])
+			if !e.interference {
+				a += len(s.bucket[t][2*f+1])
+			}
+		}
+		avail = append(avail, a)
+	}
+	if free > 0 { // with none free, probe does not list its bins (none is listed)
+		for _, sl := range old {
+			if b := sl.bin; s.bfree[b] > 0 && (!e.interference || s.bdist[b] == 0) {
+				avail[s.bfree[b]]--
+			}
+		}
+	}
+	e.availBuf = avail
+	for c := c0 + 1; c <= hi; c++ {
+		n, ok := 0, false
+		switch rem := c - c0 - free; {
+		case len(old) == 1 && s.bfree[old[0].bin] >= c-c0:
+			n, ok = 1, true
+		case clean && rem <= 0:
+			n, ok = len(old), true
+		case clean:
+			if k, fits := countAvail(avail, rem); fits {
+				n, ok = len(old)+k, true
+			} else if e.fast {
+				continue // probe fails: re-placing a growing job is left to the exchange search
+			} else {
+				n, ok = e.probe(s, i, t, c)
+			}
+		default:
+			n, ok = e.probe(s, i, t, c)
+		}
+		if ok {
+			try(c, n)
+		}
+	}
+}
+
+// countAvail is countNew on per-free-count bin counts: how many new bins
+// rem devices take, the most free first and the remainder on one bin that
+// fits it; false when they do not fit.
+func countAvail(avail []int, rem int) (int, bool) {
+	n := 0
+	for f := len(avail) - 1; f >= 1 && rem > 0; f-- {
+		a := avail[f]
+		if a <= 0 {
+			continue
+		}
+		whole := min(a, rem/f)
+		n += whole
+		rem -= whole * f
+		if rem > 0 && rem < f && a > whole {
+			return n + 1, true
+		}
+	}
+	if rem > 0 {
+		return 0, false
+	}
+	return n, true
+}
+
 // probe returns the node count job i would have on (t, c), leaving s as
 // it was.
 func (e *Search) probe(s *state, i, t, c int) (int, bool) {

@@ -174,6 +174,8 @@ type Search struct {
 	// its scratch output.
 	cursor  []int
 	packBuf []slot
+	// availBuf is growths' scratch count of bins per free count.
+	availBuf []int
 	// wideSlots: jobs on more bins get aggregates in the state (see
 	// wideIndex); tests raise it to compare with the plain bookkeeping.
 	wideSlots int
@@ -594,12 +596,29 @@ func (e *Search) bestGrow(s *state, i int) (move, bool) {
 	}
 	cur := e.jobUtil(s, i)
 	best, found := move{job: i}, false
+	if e.growing(s, i) {
+		j, t, c0 := &e.jobs[i], s.typ[i], s.cnt[i]
+		e.growths(s, i, func(c, n int) {
+			if g := (j.w*e.util(e.value(j, t, n, c)) - cur) / float64(c-c0); g > 0 && (!found || g > best.gain) {
+				best, found = move{gain: g, job: i, t: t, c: c}, true
+			}
+		})
+		return best, found
+	}
 	e.candidates(s, i, true, true, -1, func(t, c int) {
 		if g, ok := e.gainOf(s, i, t, c, cur); ok && g > 0 && (!found || g > best.gain) {
 			best, found = move{gain: g, job: i, t: t, c: c}, true
 		}
 	})
 	return best, found
+}
+
+// growing reports whether job i's moves in the greedy are growths on its
+// type that growths enumerates: it runs, is elastic and not pinned, and
+// no group caps apply (candidates checks them per move).
+func (e *Search) growing(s *state, i int) bool {
+	j := &e.jobs[i]
+	return s.cnt[i] > 0 && e.caps == nil && !j.pinned && !j.rigid
 }
 
 // mayGrow reports whether job i could grow on its type, or start on an
