@@ -213,8 +213,8 @@ func (x *Index) NewState(current []Assignment) (*State, error) {
 // current assignments hold at most 1/sparseShare of the devices. Beyond
 // that, copying each touched node on write costs more CPU than building
 // every node's usage at once (BenchmarkIndexNewStateSparse on 512 nodes ×
-// 8 GPUs: 8× less at 2% held, 1.3× less at 25%, even at 50%, 1.2× more
-// at 75%).
+// 8 GPUs: 7-8× less at 2% held, 1.2-1.5× less at 25%, even at 50%, 1.2×
+// more at 75%).
 const sparseShare = 2
 
 // newState builds a State on ix with the current assignments.

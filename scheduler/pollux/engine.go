@@ -597,12 +597,7 @@ func (e *Search) bestGrow(s *state, i int) (move, bool) {
 	cur := e.jobUtil(s, i)
 	best, found := move{job: i}, false
 	if e.growing(s, i) {
-		j, t, c0 := &e.jobs[i], s.typ[i], s.cnt[i]
-		e.growths(s, i, func(c, n int) {
-			if g := (j.w*e.util(e.value(j, t, n, c)) - cur) / float64(c-c0); g > 0 && (!found || g > best.gain) {
-				best, found = move{gain: g, job: i, t: t, c: c}, true
-			}
-		})
+		e.growBest(s, i, cur, &best, &found)
 		return best, found
 	}
 	e.candidates(s, i, true, true, -1, func(t, c int) {
@@ -611,6 +606,18 @@ func (e *Search) bestGrow(s *state, i int) (move, bool) {
 		}
 	})
 	return best, found
+}
+
+// growBest offers job i's growths (utility now cur) to best, which
+// found says holds a move: it keeps the largest gain per added device, as
+// gainOf measures it, the first of equals.
+func (e *Search) growBest(s *state, i int, cur float64, best *move, found *bool) {
+	j, t, c0 := &e.jobs[i], s.typ[i], s.cnt[i]
+	e.growths(s, i, func(c, n int) {
+		if g := (j.w*e.util(e.value(j, t, n, c)) - cur) / float64(c-c0); g > 0 && (!*found || g > best.gain) {
+			*best, *found = move{gain: g, job: i, t: t, c: c}, true
+		}
+	})
 }
 
 // growing reports whether job i's moves in the greedy are growths on its

@@ -459,12 +459,7 @@ func (e *Search) fillType(s *state, t int, log *[]undo) float64 {
 			}
 			cur := e.jobUtil(s, i)
 			if e.growing(s, i) { // growing on t
-				j, c0 := &e.jobs[i], s.cnt[i]
-				e.growths(s, i, func(c, n int) {
-					if g := (j.w*e.util(e.value(j, t, n, c)) - cur) / float64(c-c0); g > 0 && (!found || g > best.gain) {
-						best, found = move{gain: g, job: i, t: t, c: c}, true
-					}
-				})
+				e.growBest(s, i, cur, &best, &found)
 				continue
 			}
 			e.candidates(s, i, false, true, t, func(t2, c int) {
