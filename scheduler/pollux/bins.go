@@ -727,30 +727,12 @@ func (e *Search) growths(s *state, i int, try func(c, n int)) {
 		return
 	}
 	// probe's case of a job growing across its bins, for every count at
-	// once: its own bins' free devices, and per free count f the eligible
-	// bins it does not use (what countNew counts).
+	// once: its own bins' free devices and, once a count needs new bins,
+	// per free count f the eligible bins it does not use (what countNew
+	// counts).
 	free, dirty := e.ownFree(s, i)
 	clean := !e.interference || dirty == 0
-	dmax := e.lay.maxCap[t]
-	avail := e.availBuf[:0]
-	for f := 0; f <= dmax; f++ {
-		a := 0
-		if f > 0 {
-			a = len(s.bucket[t][2*f])
-			if !e.interference {
-				a += len(s.bucket[t][2*f+1])
-			}
-		}
-		avail = append(avail, a)
-	}
-	if free > 0 { // with none free, probe does not list its bins (none is listed)
-		for _, sl := range old {
-			if b := sl.bin; s.bfree[b] > 0 && (!e.interference || s.bdist[b] == 0) {
-				avail[s.bfree[b]]--
-			}
-		}
-	}
-	e.availBuf = avail
+	var avail []int
 	for c := c0 + 1; c <= hi; c++ {
 		n, ok := 0, false
 		switch rem := c - c0 - free; {
@@ -759,6 +741,9 @@ func (e *Search) growths(s *state, i int, try func(c, n int)) {
 		case clean && rem <= 0:
 			n, ok = len(old), true
 		case clean:
+			if avail == nil {
+				avail = e.binsByFree(s, i)
+			}
 			if k, fits := countAvail(avail, rem); fits {
 				n, ok = len(old)+k, true
 			} else if e.fast {
@@ -773,6 +758,34 @@ func (e *Search) growths(s *state, i int, try func(c, n int)) {
 			try(c, n)
 		}
 	}
+}
+
+// binsByFree counts, per free count f (index f, 0 unused), the bins of
+// job i's type with f free devices that are eligible for a distributed
+// gang and not job i's own (when it has free devices on them: otherwise
+// probe does not list its bins, none being listed): the bins countNew
+// counts. The counts live in a scratch buffer that the next call
+// overwrites.
+func (e *Search) binsByFree(s *state, i int) []int {
+	t := s.typ[i]
+	avail := e.availBuf[:0]
+	for f := range e.lay.maxCap[t] + 1 {
+		a := 0
+		if f > 0 {
+			a = len(s.bucket[t][2*f])
+			if !e.interference {
+				a += len(s.bucket[t][2*f+1])
+			}
+		}
+		avail = append(avail, a)
+	}
+	for _, sl := range s.place[i] {
+		if b := sl.bin; s.bfree[b] > 0 && (!e.interference || s.bdist[b] == 0) {
+			avail[s.bfree[b]]--
+		}
+	}
+	e.availBuf = avail
+	return avail
 }
 
 // countAvail is countNew on per-free-count bin counts: how many new bins
