@@ -742,7 +742,7 @@ func (e *Search) growths(s *state, i int, try func(c, n int)) {
 			n, ok = len(old), true
 		case clean:
 			if avail == nil {
-				avail = e.binsByFree(s, i)
+				avail = e.binsByFree(s, i, free)
 			}
 			if k, fits := countAvail(avail, rem); fits {
 				n, ok = len(old)+k, true
@@ -762,11 +762,11 @@ func (e *Search) growths(s *state, i int, try func(c, n int)) {
 
 // binsByFree counts, per free count f (index f, 0 unused), the bins of
 // job i's type with f free devices that are eligible for a distributed
-// gang and not job i's own (when it has free devices on them: otherwise
-// probe does not list its bins, none being listed): the bins countNew
-// counts. The counts live in a scratch buffer that the next call
-// overwrites.
-func (e *Search) binsByFree(s *state, i int) []int {
+// gang and not job i's own: the bins countNew counts. free is the sum of
+// the free devices on job i's bins; when it is 0 none of them is listed,
+// and they are not walked (a wide job may have thousands). The counts
+// live in a scratch buffer that the next call overwrites.
+func (e *Search) binsByFree(s *state, i, free int) []int {
 	t := s.typ[i]
 	avail := e.availBuf[:0]
 	for f := range e.lay.maxCap[t] + 1 {
@@ -779,9 +779,11 @@ func (e *Search) binsByFree(s *state, i int) []int {
 		}
 		avail = append(avail, a)
 	}
-	for _, sl := range s.place[i] {
-		if b := sl.bin; s.bfree[b] > 0 && (!e.interference || s.bdist[b] == 0) {
-			avail[s.bfree[b]]--
+	if free > 0 {
+		for _, sl := range s.place[i] {
+			if b := sl.bin; s.bfree[b] > 0 && (!e.interference || s.bdist[b] == 0) {
+				avail[s.bfree[b]]--
+			}
 		}
 	}
 	e.availBuf = avail
