@@ -231,10 +231,11 @@ func (c *Curve) NodeBound() int {
 	b := 1
 	for i := range c.entries {
 		if e := &c.entries[i]; !e.linear {
-			if e.model.nodeBound() == 0 {
+			nb := e.model.nodeBound()
+			if nb == 0 {
 				return 0
 			}
-			b = max(b, e.model.nodeBound())
+			b = max(b, nb)
 		}
 	}
 	return b

@@ -6,14 +6,13 @@ import "errors"
 // index at fault, so test with errors.Is.
 var (
 	// ErrInvalid reports malformed input: a duplicate or empty job ID,
-	// MinReplicas > MaxReplicas, a negative count or weight, an
-	// Speedup that is a nil pointer, an
-	// Input.Current entry (of any job, finished ones included) with an
-	// unknown or doubly held device or devices of two types, a bad
-	// Config (a typed nil policy, a negative or oversized knob), a nil
-	// *Scheduler, a Deadline before Submitted, an unusable Input.Carbon
-	// or a negative Input.Envelope entry, a bad CarbonAware or
-	// PowerModel setting.
+	// MinReplicas > MaxReplicas, a negative count or weight, a Speedup
+	// that is a nil pointer, an Input.Current entry (of any job,
+	// finished ones included) with an unknown or doubly held device or
+	// devices of two types, a bad Config (a typed nil policy, a negative
+	// or oversized knob), a nil *Scheduler, a Deadline before Submitted,
+	// an unusable Input.Carbon or a negative Input.Envelope entry, a bad
+	// CarbonAware or PowerModel setting.
 	ErrInvalid = errors.New("scheduler: invalid input")
 	// ErrUnknownType reports a job that asks for a device type the
 	// cluster does not have, or whose Speedup keys a cluster type by
