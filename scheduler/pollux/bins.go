@@ -597,27 +597,48 @@ func (e *Search) packOn(s *state, t, c int, own []slot, single bool) []slot {
 // t across bins (the most free first, the remainder on one bin that fits
 // it), skipping the bins in own; false when they do not fit.
 func (e *Search) countNew(s *state, t, rem int, own []slot) (int, bool) {
-	n := 0
-	for f := e.lay.maxCap[t]; f >= 1 && rem > 0; f-- {
-		avail := len(s.bucket[t][2*f])
-		if !e.interference {
-			avail += len(s.bucket[t][2*f+1])
-		}
-		if avail == 0 {
-			continue
-		}
-		for _, sl := range own { // listed under this key, but not new
-			if b := sl.bin; s.bfree[b] == f && (!e.interference || s.bdist[b] == 0) {
-				avail--
+	e.countBuf = e.binsByFree(e.countBuf, s, t, own)
+	return countAvail(e.countBuf, rem)
+}
+
+// binsByFree returns dst (its storage reused) holding, at index f ≥ 1,
+// how many bins of type t with f free devices pack may spread a gang over
+// (free of distributed jobs, under interference avoidance) leaving out
+// those in own: the bins countNew counts.
+func (e *Search) binsByFree(dst []int, s *state, t int, own []slot) []int {
+	avail := dst[:0]
+	for f := range e.lay.maxCap[t] + 1 {
+		a := 0
+		if f > 0 {
+			a = len(s.bucket[t][2*f])
+			if !e.interference {
+				a += len(s.bucket[t][2*f+1])
 			}
 		}
-		if avail <= 0 {
+		avail = append(avail, a)
+	}
+	for _, sl := range own { // listed, but not new
+		if b := sl.bin; s.bfree[b] > 0 && (!e.interference || s.bdist[b] == 0) {
+			avail[s.bfree[b]]--
+		}
+	}
+	return avail
+}
+
+// countAvail is countNew on the bins binsByFree counts: how many new bins
+// rem devices take, the most free first and the remainder on one bin
+// that fits it; false when they do not fit.
+func countAvail(avail []int, rem int) (int, bool) {
+	n := 0
+	for f := len(avail) - 1; f >= 1 && rem > 0; f-- {
+		a := avail[f]
+		if a <= 0 {
 			continue
 		}
-		whole := min(avail, rem/f)
+		whole := min(a, rem/f)
 		n += whole
 		rem -= whole * f
-		if rem > 0 && rem < f && avail > whole {
+		if rem > 0 && rem < f && a > whole {
 			return n + 1, true
 		}
 	}
@@ -732,6 +753,10 @@ func (e *Search) growths(s *state, i int, try func(c, n int)) {
 	// counts).
 	free, dirty := e.ownFree(s, i)
 	clean := !e.interference || dirty == 0
+	own := old
+	if free == 0 {
+		own = nil // none of its bins is listed (a wide job may have thousands)
+	}
 	var avail []int
 	for c := c0 + 1; c <= hi; c++ {
 		n, ok := 0, false
@@ -742,7 +767,8 @@ func (e *Search) growths(s *state, i int, try func(c, n int)) {
 			n, ok = len(old), true
 		case clean:
 			if avail == nil {
-				avail = e.binsByFree(s, i, free)
+				e.availBuf = e.binsByFree(e.availBuf, s, t, own)
+				avail = e.availBuf
 			}
 			if k, fits := countAvail(avail, rem); fits {
 				n, ok = len(old)+k, true
@@ -758,59 +784,6 @@ func (e *Search) growths(s *state, i int, try func(c, n int)) {
 			try(c, n)
 		}
 	}
-}
-
-// binsByFree counts, per free count f (index f, 0 unused), the bins of
-// job i's type with f free devices that are eligible for a distributed
-// gang and not job i's own: the bins countNew counts. free is the sum of
-// the free devices on job i's bins; when it is 0 none of them is listed,
-// and they are not walked (a wide job may have thousands). The counts
-// live in a scratch buffer that the next call overwrites.
-func (e *Search) binsByFree(s *state, i, free int) []int {
-	t := s.typ[i]
-	avail := e.availBuf[:0]
-	for f := range e.lay.maxCap[t] + 1 {
-		a := 0
-		if f > 0 {
-			a = len(s.bucket[t][2*f])
-			if !e.interference {
-				a += len(s.bucket[t][2*f+1])
-			}
-		}
-		avail = append(avail, a)
-	}
-	if free > 0 {
-		for _, sl := range s.place[i] {
-			if b := sl.bin; s.bfree[b] > 0 && (!e.interference || s.bdist[b] == 0) {
-				avail[s.bfree[b]]--
-			}
-		}
-	}
-	e.availBuf = avail
-	return avail
-}
-
-// countAvail is countNew on per-free-count bin counts: how many new bins
-// rem devices take, the most free first and the remainder on one bin that
-// fits it; false when they do not fit.
-func countAvail(avail []int, rem int) (int, bool) {
-	n := 0
-	for f := len(avail) - 1; f >= 1 && rem > 0; f-- {
-		a := avail[f]
-		if a <= 0 {
-			continue
-		}
-		whole := min(a, rem/f)
-		n += whole
-		rem -= whole * f
-		if rem > 0 && rem < f && a > whole {
-			return n + 1, true
-		}
-	}
-	if rem > 0 {
-		return 0, false
-	}
-	return n, true
 }
 
 // probe returns the node count job i would have on (t, c), leaving s as

@@ -174,8 +174,9 @@ type Search struct {
 	// its scratch output.
 	cursor  []int
 	packBuf []slot
-	// availBuf is growths' scratch count of bins per free count.
-	availBuf []int
+	// availBuf and countBuf are growths' and countNew's scratch counts
+	// of bins per free count (binsByFree).
+	availBuf, countBuf []int
 	// wideSlots: jobs on more bins get aggregates in the state (see
 	// wideIndex); tests raise it to compare with the plain bookkeeping.
 	wideSlots int

@@ -79,3 +79,47 @@ func TestGrowthsMatchProbe(t *testing.T) {
 	}
 	t.Logf("%d growth lists compared, %d with a re-placing probe", compared, moved)
 }
+
+// TestCountNewMatchesPack: countNew (and so growths, which counts the
+// same bins) gives the number of new bins pack spreads rem devices over,
+// next to a job's own bins or none, and fails exactly when pack finds no
+// room, through random moves on crowded clusters.
+func TestCountNewMatchesPack(t *testing.T) {
+	compared := 0
+	for seed := range uint64(60) {
+		p := wideProblem(t, 900+seed)
+		if seed%2 == 1 {
+			p = randomPolishProblem(t, seed)
+		}
+		e, err := New(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := e.emptyState()
+		for i := range p.Jobs {
+			if e.curOK[i] {
+				e.assign(s, i, e.jobs[i].t0, e.jobs[i].c0, e.cur[i])
+			}
+		}
+		rng := rand.New(rand.NewPCG(seed, 7))
+		for step := range 200 {
+			i := rng.IntN(len(p.Jobs))
+			j := &e.jobs[i]
+			typ := j.allowed[rng.IntN(len(j.allowed))]
+			e.apply(s, i, typ, rng.IntN(e.maxOn(j, typ)+1))
+			t0 := j.allowed[rng.IntN(len(j.allowed))]
+			var own []slot
+			if s.typ[i] == t0 {
+				own = s.place[i]
+			}
+			rem := 1 + rng.IntN(s.free[t0]+2)
+			n, ok := e.countNew(s, t0, rem, own)
+			packed := e.packOn(s, t0, rem, own, false)
+			if ok != (packed != nil) || (ok && n != len(packed)) {
+				t.Fatalf("seed %d step %d: countNew(%d devices of type %d next to %v) = %d %v, pack gives %v", seed, step, rem, t0, own, n, ok, packed)
+			}
+			compared++
+		}
+	}
+	t.Logf("%d counts compared", compared)
+}
