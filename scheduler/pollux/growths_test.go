@@ -15,29 +15,15 @@ import (
 func TestGrowthsMatchProbe(t *testing.T) {
 	compared, moved := 0, 0 // growth lists compared; those whose probes re-placed the job
 	for seed := range uint64(80) {
-		p := wideProblem(t, 700+seed)
-		if seed%2 == 1 {
-			p = randomPolishProblem(t, seed)
-		}
-		got, err := New(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := New(p)
+		got, want := twin(t, crowdedProblem(t, seed, 700))
 		got.fast, want.fast = seed%4 == 2, seed%4 == 2
 		if seed%3 == 0 {
 			got.wideSlots, want.wideSlots = 1, 1
 		}
-		a, b := got.emptyState(), want.emptyState()
-		for i := range p.Jobs {
-			if got.curOK[i] {
-				got.assign(a, i, got.jobs[i].t0, got.jobs[i].c0, got.cur[i])
-				want.assign(b, i, want.jobs[i].t0, want.jobs[i].c0, want.cur[i])
-			}
-		}
+		a, b := currentState(got), currentState(want)
 		rng := rand.New(rand.NewPCG(seed, 5))
 		for step := range 300 {
-			i := rng.IntN(len(p.Jobs))
+			i := rng.IntN(len(got.jobs))
 			if rng.IntN(2) == 0 && got.growing(a, i) {
 				var g, w [][2]int
 				got.growths(a, i, func(c, n int) { g = append(g, [2]int{c, n}) })
@@ -87,23 +73,14 @@ func TestGrowthsMatchProbe(t *testing.T) {
 func TestCountNewMatchesPack(t *testing.T) {
 	compared := 0
 	for seed := range uint64(60) {
-		p := wideProblem(t, 900+seed)
-		if seed%2 == 1 {
-			p = randomPolishProblem(t, seed)
-		}
-		e, err := New(p)
+		e, err := New(crowdedProblem(t, seed, 900))
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := e.emptyState()
-		for i := range p.Jobs {
-			if e.curOK[i] {
-				e.assign(s, i, e.jobs[i].t0, e.jobs[i].c0, e.cur[i])
-			}
-		}
+		s := currentState(e)
 		rng := rand.New(rand.NewPCG(seed, 7))
 		for step := range 200 {
-			i := rng.IntN(len(p.Jobs))
+			i := rng.IntN(len(e.jobs))
 			j := &e.jobs[i]
 			typ := j.allowed[rng.IntN(len(j.allowed))]
 			e.apply(s, i, typ, rng.IntN(e.maxOn(j, typ)+1))

@@ -12,23 +12,10 @@ import (
 func TestReplaceShortcutMatchesFull(t *testing.T) {
 	taken := 0 // probes the shortcut answered
 	for seed := range uint64(80) {
-		p := wideProblem(t, 500+seed)
-		if seed%2 == 1 {
-			p = randomPolishProblem(t, seed)
-		}
-		short, err := New(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		full, _ := New(p)
+		p := crowdedProblem(t, seed, 500)
+		short, full := twin(t, p)
 		full.fullReplace = true
-		a, b := short.emptyState(), full.emptyState()
-		for i := range p.Jobs {
-			if short.curOK[i] {
-				short.assign(a, i, short.jobs[i].t0, short.jobs[i].c0, short.cur[i])
-				full.assign(b, i, full.jobs[i].t0, full.jobs[i].c0, full.cur[i])
-			}
-		}
+		a, b := currentState(short), currentState(full)
 		rng := rand.New(rand.NewPCG(seed, 3))
 		for step := range 400 {
 			i := rng.IntN(len(p.Jobs))

@@ -75,6 +75,40 @@ func wideProblem(t *testing.T, seed uint64) Problem {
 	return p
 }
 
+// crowdedProblem is instance seed of a series of crowded clusters: a
+// random polish problem on odd seeds, else wideProblem(wideBase + seed).
+func crowdedProblem(t *testing.T, seed, wideBase uint64) Problem {
+	t.Helper()
+	if seed%2 == 1 {
+		return randomPolishProblem(t, seed)
+	}
+	return wideProblem(t, wideBase+seed)
+}
+
+// twin returns two searches of p, for comparing one variant of the
+// bookkeeping with another.
+func twin(t *testing.T, p Problem) (*Search, *Search) {
+	t.Helper()
+	a, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := New(p)
+	return a, b
+}
+
+// currentState is e's empty state with every job that runs on usable
+// devices laid out on them.
+func currentState(e *Search) *state {
+	s := e.emptyState()
+	for i := range e.jobs {
+		if e.curOK[i] {
+			e.assign(s, i, e.jobs[i].t0, e.jobs[i].c0, e.cur[i])
+		}
+	}
+	return s
+}
+
 // sameState reports how a and b differ (empty when they do not): the
 // allocation, the bins and the order of every bucket with free devices.
 func sameState(a, b *state) string {
@@ -185,20 +219,10 @@ func resetState(d, src *state) {
 func TestWideMovesMatchPlain(t *testing.T) {
 	for seed := range uint64(60) {
 		p := wideProblem(t, seed)
-		fast, err := New(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plain, _ := New(p)
+		fast, plain := twin(t, p)
 		fast.wideSlots, plain.wideSlots = 1, math.MaxInt
-		a, b := fast.emptyState(), plain.emptyState()
+		a, b := currentState(fast), currentState(plain)
 		rng := rand.New(rand.NewPCG(seed, 1))
-		for i := range p.Jobs {
-			if fast.curOK[i] {
-				fast.assign(a, i, fast.jobs[i].t0, fast.jobs[i].c0, fast.cur[i])
-				plain.assign(b, i, plain.jobs[i].t0, plain.jobs[i].c0, plain.cur[i])
-			}
-		}
 		for step := range 400 {
 			i := rng.IntN(len(p.Jobs))
 			j := &fast.jobs[i]
