@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -34,7 +35,7 @@ func TestPolluxNodeBound(t *testing.T) {
 	calls := make([]int64, 2)
 	for k := range 2 {
 		x := in
-		x.Jobs = append([]Job(nil), in.Jobs...)
+		x.Jobs = slices.Clone(in.Jobs)
 		var n atomic.Int64
 		for i := range x.Jobs {
 			s := twoNodeSpeedup{x.Jobs[i].Speedup, &n}

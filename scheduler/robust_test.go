@@ -53,6 +53,8 @@ func TestNewRejectsNilPointers(t *testing.T) {
 	}
 }
 
+// A Speedup that is a nil pointer (a nil *goodput.Curve) is bad input,
+// not a panic, whatever the policy.
 func TestNilSpeedupPointer(t *testing.T) {
 	in := Input{Cluster: testCluster(group{1, 4, "t4"}), Now: t0, Jobs: []Job{
 		{ID: "a", Kind: Elastic, Submitted: t0, Speedup: (*goodput.Curve)(nil)},
