@@ -448,6 +448,89 @@ func (e *Search) growWide(s *state, i, c int, extra []slot) {
 	w.place[i] = p
 }
 
+// growInPlace grows job i, on two or more bins, to c devices: slots p
+// (its slots now, in order, with the devices it takes on them added) and
+// extra (new bins). It changes only the bins that gain devices or had
+// free ones, and leaves s exactly as release and assign would, the order
+// of every bucket included, when that is provable from the bins' keys:
+// release lists each of its bins at the end of the bucket of its free
+// count with the job's devices back (a temporary entry, which assign
+// takes out again), and a bin that had free devices leaves its bucket
+// and joins the one of its free count after the growth. While no
+// temporary entry shares a bucket with such a move, the temporary
+// entries come and go at the ends of their buckets, touching nothing
+// else. It reports false, having changed nothing, otherwise (then the
+// caller releases and assigns).
+func (e *Search) growInPlace(s *state, i, c int, p, extra []slot) bool {
+	old := s.place[i]
+	if e.plainGrow || len(old) < 2 {
+		return false // a job on one bin changes its bins' keys: it becomes distributed
+	}
+	// One pass over its bins: the moved ones (positions in old) with
+	// their buckets before and after (both flagged: the job itself is
+	// distributed on them), and the temporary entries that are flagged
+	// too (another distributed job shares the bin), the only ones that
+	// can share a bucket with a move.
+	var mbuf, kbuf, tbuf [8]int
+	moved, keys, temps := mbuf[:0], kbuf[:0], tbuf[:0]
+	for k, sl := range old {
+		f := s.bfree[sl.bin]
+		if f > 0 {
+			moved = append(moved, k)
+			keys = append(keys, 2*f+1)
+			if g := f - (p[k].k - sl.k); g > 0 {
+				keys = append(keys, 2*g+1)
+			}
+		}
+		if s.bdist[sl.bin] > 1 {
+			temps = append(temps, 2*(f+sl.k)+1)
+		}
+	}
+	for _, key := range temps {
+		if slices.Contains(keys, key) {
+			return false
+		}
+	}
+	l := e.lay
+	wide := s.wide != nil && s.wide.place[i] != nil
+	if wide && !s.wideOK(i) {
+		s.unwide(l, i) // a stale entry, as release drops it
+		wide = false
+	}
+	// Every moved bin leaves its bucket first (release, in slot order),
+	// then joins its new one (assign, in slot order).
+	for _, k := range moved {
+		s.unbucket(l, old[k].bin)
+	}
+	for _, k := range moved {
+		b, d := old[k].bin, p[k].k-old[k].k
+		s.bfree[b] -= d
+		s.rebucket(l, b)
+		s.touch(l, b, -d, s.bdist[b], s.bdist[b]) // job i's free too, while listed
+	}
+	for _, sl := range extra {
+		s.adjust(l, sl.bin, -sl.k, 1)
+	}
+	np := append(p, extra...) // p is the caller's own copy
+	s.free[s.typ[i]] -= c - s.cnt[i]
+	e.groupAdd(s, i, s.typ[i], c-s.cnt[i])
+	s.cnt[i], s.place[i] = c, np
+	if wide {
+		w := s.wide
+		for _, sl := range extra {
+			s.list(l, sl.bin, i)
+			w.free[i] += s.bfree[sl.bin]
+			if s.bdist[sl.bin] > 1 {
+				w.dirty[i]++
+			}
+		}
+		w.place[i], w.back[i], w.hw[i] = np, nil, 0
+		w.sorted[i] = slices.IsSortedFunc(np, func(a, b slot) int { return a.k - b.k })
+	}
+	e.inPlace++
+	return true
+}
+
 // shrinkWide shrinks wide job i, whose bins are all full and whose slots
 // are sorted by size, to c devices by dropping its smallest slots first
 // (what apply's shrink gives), keeping it on more than one bin: release
@@ -713,8 +796,10 @@ func (e *Search) apply(s *state, i, t, c int) bool {
 				extra = e.pack(s, t, rem, p)
 			}
 			if rem == 0 || extra != nil {
-				e.release(s, i)
-				e.assign(s, i, t, c, append(p, extra...))
+				if !e.growInPlace(s, i, c, p, extra) {
+					e.release(s, i)
+					e.assign(s, i, t, c, append(p, extra...))
+				}
 				return true
 			}
 		}

@@ -180,6 +180,11 @@ type Search struct {
 	// wideSlots: jobs on more bins get aggregates in the state (see
 	// wideIndex); tests raise it to compare with the plain bookkeeping.
 	wideSlots int
+	// plainGrow makes apply grow a job by releasing and assigning it
+	// (never growInPlace); tests set it to compare the two, and read
+	// inPlace, how many growths growInPlace made.
+	plainGrow bool
+	inPlace   int
 	// undoBuf, skipBuf and takeBuf are tryTransfer's scratch lists.
 	undoBuf          []undo
 	skipBuf, takeBuf []shrink
