@@ -197,8 +197,10 @@ type Search struct {
 	// read shortcuts, how many probes replaceFails answered.
 	fullReplace bool
 	shortcuts   int
-	// utilMemo holds jobUtil's last answer per job; nil until first used.
-	utilMemo []utilMemo
+	// utilMemo holds jobUtil's last answer per job, utilCache utilAt's;
+	// nil until first used.
+	utilMemo  []utilMemo
+	utilCache []utilEntry
 	// onType holds bestOnType's last answer per job and allowed type,
 	// job i's from onTypeAt[i]; nil until first used.
 	onType   []onTypeMemo
@@ -471,6 +473,42 @@ func (e *Search) jobUtil(s *state, i int) float64 {
 	return m.u
 }
 
+// utilAt is job i's weighted utility on (t, nodes, c > 0), w·u(value):
+// what jobUtil gives for that allocation. The greedy asks it for the
+// counts of a sliding window (a job grows by a few devices, then asks
+// again from there), so the last answers per job are kept in a small
+// cache indexed by count (utilWays entries per job, one window's worth);
+// once a speedup has failed, nothing is cached, so that every later ask
+// evaluates it again as before.
+func (e *Search) utilAt(i, t, nodes, c int) float64 {
+	j := &e.jobs[i]
+	if e.err != nil {
+		return j.w * e.util(e.value(j, t, nodes, c))
+	}
+	if e.utilCache == nil {
+		e.utilCache = make([]utilEntry, len(e.jobs)*utilWays)
+	}
+	x := &e.utilCache[i*utilWays+c&(utilWays-1)]
+	if k := (allocKey{t, nodes, c}); x.key != k {
+		u := j.w * e.util(e.value(j, t, nodes, c))
+		if e.err != nil {
+			return u
+		}
+		*x = utilEntry{k, u}
+	}
+	return x.u
+}
+
+// utilWays is how many answers utilAt keeps per job: a power of two, at
+// least the look-ahead window of the types' largest nodes in common use.
+const utilWays = 8
+
+// utilEntry is one of utilAt's answers (c = 0: none).
+type utilEntry struct {
+	key allocKey
+	u   float64
+}
+
 // allocKey is one job's allocation as its utility sees it.
 type allocKey struct{ t, nodes, c int }
 
@@ -506,7 +544,6 @@ type move struct {
 // gainOf is the utility gain per obtained device of moving job i to
 // (t, c), and false when (t, c) does not fit.
 func (e *Search) gainOf(s *state, i, t, c int, cur float64) (float64, bool) {
-	j := &e.jobs[i]
 	added := c
 	if s.typ[i] == t {
 		added = c - s.cnt[i]
@@ -518,7 +555,7 @@ func (e *Search) gainOf(s *state, i, t, c int, cur float64) (float64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return (j.w*e.util(e.value(j, t, n, c)) - cur) / float64(added), true
+	return (e.utilAt(i, t, n, c) - cur) / float64(added), true
 }
 
 // candidates calls try for each (t, c) job i may move to by growing on
@@ -618,9 +655,9 @@ func (e *Search) bestGrow(s *state, i int) (move, bool) {
 // found says holds a move: it keeps the largest gain per added device, as
 // gainOf measures it, the first of equals.
 func (e *Search) growBest(s *state, i int, cur float64, best *move, found *bool) {
-	j, t, c0 := &e.jobs[i], s.typ[i], s.cnt[i]
+	t, c0 := s.typ[i], s.cnt[i]
 	e.growths(s, i, func(c, n int) {
-		if g := (j.w*e.util(e.value(j, t, n, c)) - cur) / float64(c-c0); g > 0 && (!*found || g > best.gain) {
+		if g := (e.utilAt(i, t, n, c) - cur) / float64(c-c0); g > 0 && (!*found || g > best.gain) {
 			*best, *found = move{gain: g, job: i, t: t, c: c}, true
 		}
 	})

@@ -1,6 +1,7 @@
 package pollux
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -91,5 +92,55 @@ func TestGrowInPlaceSolveMatchesPlain(t *testing.T) {
 				t.Fatalf("seed %d, wide aggregates beyond %d slots: growing in place:\n%s\nplain:\n%s", seed, slots, got, plain)
 			}
 		}
+	}
+}
+
+// TestUtilAtCache: utilAt answers what w·u(value) gives, for asks in any
+// order (counts that share a cache entry included), and once a speedup
+// has failed it keeps evaluating, as value does.
+func TestUtilAtCache(t *testing.T) {
+	for seed := range uint64(20) {
+		p := crowdedProblem(t, seed, 5000)
+		e, err := New(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(seed, 9))
+		for range 3000 {
+			i := rng.IntN(len(e.jobs))
+			j := &e.jobs[i]
+			typ := j.allowed[rng.IntN(len(j.allowed))]
+			c := 1 + rng.IntN(3*utilWays)
+			n := 1 + rng.IntN(c)
+			if got, want := e.utilAt(i, typ, n, c), j.w*e.util(e.value(j, typ, n, c)); got != want {
+				t.Fatalf("seed %d: utilAt(%d, %d, %d, %d) = %v, want %v", seed, i, typ, n, c, got, want)
+			}
+		}
+	}
+	p := randomPolishProblem(t, 3)
+	bad := errors.New("bad speedup")
+	calls := 0
+	p.Jobs[0].Speedup = func(_, _, count int) (float64, error) {
+		calls++
+		if count == 2 {
+			return 0, bad
+		}
+		return float64(count), nil
+	}
+	e, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := e.jobs[0].allowed[0]
+	e.utilAt(0, t0, 1, 3)
+	e.utilAt(0, t0, 1, 3)
+	if calls0 := calls; e.err != nil || calls0 == 0 {
+		t.Fatalf("before the bad speedup: error %v, %d calls", e.err, calls0)
+	}
+	before := calls
+	e.utilAt(0, t0, 1, 2)
+	e.utilAt(0, t0, 1, 2)
+	if !errors.Is(e.err, bad) || calls-before != 2 {
+		t.Fatalf("a bad speedup asked twice: error %v, %d calls, want it and 2", e.err, calls-before)
 	}
 }

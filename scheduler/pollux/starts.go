@@ -74,7 +74,7 @@ func (e *Search) worker() *Search {
 	p.Memo = nil
 	return &Search{prob: &p, types: e.types, cap: e.cap, perNode: e.perNode, total: e.total, byID: e.byID,
 		p: e.p, geo: e.geo, interference: e.interference, jobs: e.jobs, look: e.look, lay: e.lay, fast: e.fast,
-		cur: e.cur, curOK: e.curOK, empty: e.empty, wideSlots: e.wideSlots,
+		cur: e.cur, curOK: e.curOK, empty: e.empty, wideSlots: e.wideSlots, plainGrow: e.plainGrow,
 		noPolishBound: e.noPolishBound, fullReplace: e.fullReplace, caps: e.caps, floors: e.floors}
 }
 
