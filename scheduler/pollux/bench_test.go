@@ -67,3 +67,45 @@ func BenchmarkSolve65536x1(b *testing.B) { benchSolve(b, onegpuProblem(b, 65536,
 // BenchmarkSolve65536x1Current is the same with four jobs running on
 // 10,240 of the nodes.
 func BenchmarkSolve65536x1Current(b *testing.B) { benchSolve(b, onegpuProblem(b, 65536, true)) }
+
+// simProblem is the simulator's common round (issue 19's Philly replay on
+// 512×4 T4): jobs elastic jobs of up to 64 devices on 512 four-GPU
+// nodes, with speedups that mind spanning nodes only from one to two (as
+// Pollux's model, NodeBound 2), none running: a round that is mostly the
+// greedy fill growing jobs across nodes.
+func simProblem(tb testing.TB, jobs int) Problem {
+	tb.Helper()
+	var c accel.Cluster
+	for n := range 512 {
+		name := fmt.Sprintf("t4-%03d", n)
+		node := accel.Node{Name: name}
+		for k := range 4 {
+			node.Devices = append(node.Devices, accel.Device{ID: fmt.Sprintf("%s/%d", name, k), Node: name, Index: k, Type: "t4", Healthy: true, NUMANode: -1})
+		}
+		c.Nodes = append(c.Nodes, node)
+	}
+	ix, err := placement.NewIndex(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := Problem{Cluster: &c, Index: ix, Exponent: -1, RestartDelay: 30 * time.Second, Interference: true}
+	for i := range jobs {
+		alpha := 0.01 + 0.004*float64(i)
+		j := Job{ID: fmt.Sprintf("job-%02d", i), Weight: 1, Types: []int{0}, Min: 1, Max: 64, CurrentType: -1,
+			Age: time.Duration(600*(i+1)) * time.Second, NodeBound: 2,
+			Speedup: func(_, nodes, count int) (float64, error) {
+				c := float64(count)
+				v := c / (1 + alpha*(c-1))
+				if nodes > 1 {
+					v *= 0.9
+				}
+				return v, nil
+			}}
+		p.Jobs = append(p.Jobs, j)
+	}
+	return p
+}
+
+// BenchmarkSolveSim16 is the engine's part of a simulator round with 16
+// jobs on 512×4 T4 (three starts, polish).
+func BenchmarkSolveSim16(b *testing.B) { benchSolve(b, simProblem(b, 16)) }

@@ -499,8 +499,9 @@ func (e *Search) utilAt(i, t, nodes, c int) float64 {
 	return x.u
 }
 
-// utilWays is how many answers utilAt keeps per job: a power of two, at
-// least the look-ahead window of the types' largest nodes in common use.
+// utilWays is how many answers utilAt keeps per job: a power of two, a
+// whole look-ahead window on nodes of up to eight devices (the window of
+// larger nodes is larger and shares entries).
 const utilWays = 8
 
 // utilEntry is one of utilAt's answers (c = 0: none).
