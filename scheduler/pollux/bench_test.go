@@ -75,19 +75,7 @@ func BenchmarkSolve65536x1Current(b *testing.B) { benchSolve(b, onegpuProblem(b,
 // greedy fill growing jobs across nodes.
 func simProblem(tb testing.TB, jobs int) Problem {
 	tb.Helper()
-	var c accel.Cluster
-	for n := range 512 {
-		name := fmt.Sprintf("t4-%03d", n)
-		node := accel.Node{Name: name}
-		for k := range 4 {
-			node.Devices = append(node.Devices, accel.Device{ID: fmt.Sprintf("%s/%d", name, k), Node: name, Index: k, Type: "t4", Healthy: true, NUMANode: -1})
-		}
-		c.Nodes = append(c.Nodes, node)
-	}
-	ix, err := placement.NewIndex(c)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	c, ix := t4Cluster(tb, 512)
 	p := Problem{Cluster: &c, Index: ix, Exponent: -1, RestartDelay: 30 * time.Second, Interference: true}
 	for i := range jobs {
 		alpha := 0.01 + 0.004*float64(i)

@@ -10,8 +10,9 @@ import (
 // TestGrowInPlaceMatchesPlain: growing jobs in place (growInPlace) leaves
 // the state exactly as releasing and assigning them does — slots, bins,
 // the order of every bucket (which decides later packings) and the wide
-// aggregates — through random growths, other moves, probes, undos and
-// clones, with and without aggregates for every job on several bins.
+// aggregates — through random growths, other moves, probes, undos,
+// clones and resets, with and without aggregates for every job on
+// several bins.
 func TestGrowInPlaceMatchesPlain(t *testing.T) {
 	grown, fell := 0, 0
 	for seed := range uint64(80) {
@@ -20,58 +21,8 @@ func TestGrowInPlaceMatchesPlain(t *testing.T) {
 			fast, plain := twin(t, p)
 			fast.wideSlots, plain.wideSlots = slots, slots
 			plain.plainGrow = true
-			a, b := currentState(fast), currentState(plain)
-			rng := rand.New(rand.NewPCG(seed, 5))
-			for step := range 400 {
-				i := rng.IntN(len(p.Jobs))
-				j := &fast.jobs[i]
-				typ := j.allowed[rng.IntN(len(j.allowed))]
-				c := rng.IntN(fast.maxOn(j, typ) + 1)
-				if a.cnt[i] > 0 && rng.IntN(4) > 0 {
-					typ, c = a.typ[i], min(a.cnt[i]+1+rng.IntN(4), fast.maxOn(j, a.typ[i])) // grow on its type
-				}
-				before := fast.inPlace
-				what := "apply"
-				switch op := rng.IntN(10); {
-				case op < 2:
-					n1, ok1 := fast.probe(a, i, typ, c)
-					n2, ok2 := plain.probe(b, i, typ, c)
-					if n1 != n2 || ok1 != ok2 {
-						t.Fatalf("seed %d step %d: probe(%d, %d, %d) = %d %v, plain %d %v", seed, step, i, typ, c, n1, ok1, n2, ok2)
-					}
-					what = "probe"
-				case op < 3 && a.cnt[i] > 0:
-					ua := undo{i, a.typ[i], a.cnt[i], a.place[i]}
-					ub := undo{i, b.typ[i], b.cnt[i], b.place[i]}
-					fast.apply(a, i, typ, c)
-					plain.apply(b, i, typ, c)
-					fast.undoAll(a, []undo{ua})
-					plain.undoAll(b, []undo{ub})
-					what = "undo"
-				case op < 4 && rng.IntN(3) == 0:
-					a, b = a.clone(), b.clone()
-					what = "clone"
-				default:
-					multi := len(a.place[i]) > 1 && a.typ[i] == typ && c > a.cnt[i]
-					ok1, ok2 := fast.apply(a, i, typ, c), plain.apply(b, i, typ, c)
-					if ok1 != ok2 {
-						t.Fatalf("seed %d step %d: apply(%d, %d, %d) = %v, plain %v", seed, step, i, typ, c, ok1, ok2)
-					}
-					if multi && ok1 {
-						if fast.inPlace > before {
-							grown++
-						} else {
-							fell++
-						}
-					}
-				}
-				if d := sameState(a, b); d != "" {
-					t.Fatalf("seed %d slots %d step %d (%s job %d to %d×%d): %s", seed, slots, step, what, i, c, typ, d)
-				}
-				if d := checkState(fast, a); d != "" {
-					t.Fatalf("seed %d slots %d step %d (%s job %d to %d×%d): %s", seed, slots, step, what, i, c, typ, d)
-				}
-			}
+			g, f := movesMatch(t, seed, p, fast, plain, true)
+			grown, fell = grown+g, fell+f
 		}
 	}
 	// Both ways must have been taken often enough to mean something.

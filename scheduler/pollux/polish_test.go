@@ -13,14 +13,12 @@ import (
 	"github.com/goodsched/goodsched/placement"
 )
 
-// vacateProblem is a round on 4 nodes of 4 T4s where a job shrinking
-// across two nodes should leave its full node to two new gangs (so that a
-// running job keeps its devices) rather than shrink in place. (It is the
-// scheduler package's random instance genInput(2, refShapes[0]).)
-func vacateProblem(t *testing.T) Problem {
-	t.Helper()
+// t4Cluster is a cluster of nodes nodes of four T4s (t4-0-000/0 …),
+// indexed.
+func t4Cluster(tb testing.TB, nodes int) (accel.Cluster, *placement.Index) {
+	tb.Helper()
 	var c accel.Cluster
-	for n := range 4 {
+	for n := range nodes {
 		name := fmt.Sprintf("t4-0-%03d", n)
 		node := accel.Node{Name: name}
 		for k := range 4 {
@@ -30,8 +28,18 @@ func vacateProblem(t *testing.T) Problem {
 	}
 	ix, err := placement.NewIndex(c)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return c, ix
+}
+
+// vacateProblem is a round on 4 nodes of 4 T4s where a job shrinking
+// across two nodes should leave its full node to two new gangs (so that a
+// running job keeps its devices) rather than shrink in place. (It is the
+// scheduler package's random instance genInput(2, refShapes[0]).)
+func vacateProblem(t *testing.T) Problem {
+	t.Helper()
+	c, ix := t4Cluster(t, 4)
 	current := map[string][]string{
 		"job-0000": {"t4-0-001/1", "t4-0-001/2", "t4-0-001/3"},
 		"job-0001": {"t4-0-003/0", "t4-0-003/1", "t4-0-003/2"},

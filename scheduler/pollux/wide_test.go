@@ -221,65 +221,92 @@ func TestWideMovesMatchPlain(t *testing.T) {
 		p := wideProblem(t, seed)
 		fast, plain := twin(t, p)
 		fast.wideSlots, plain.wideSlots = 1, math.MaxInt
-		a, b := currentState(fast), currentState(plain)
-		rng := rand.New(rand.NewPCG(seed, 1))
-		for step := range 400 {
-			i := rng.IntN(len(p.Jobs))
-			j := &fast.jobs[i]
-			typ := j.allowed[rng.IntN(len(j.allowed))]
-			c := rng.IntN(fast.maxOn(j, typ) + 1)
-			if a.typ[i] == typ && a.cnt[i] > 0 && rng.IntN(2) == 0 {
-				c = max(0, a.cnt[i]+rng.IntN(9)-4) // near what it has: grow or shrink in place
+		movesMatch(t, seed, p, fast, plain, false)
+	}
+}
+
+// movesMatch applies the same 400 random steps to a state of a and one of
+// b, two searches of p that differ in their bookkeeping only — probes,
+// moves (with grow, mostly growths of a job on its type; else half of
+// them near what the job has), moves undone as the exchange search does,
+// clones and resets to the empty state — and fails at the first step
+// after which the states differ (slots, bins, the order of every bucket)
+// or a's aggregates are wrong. It returns how many of a's growths of a
+// job on several bins growInPlace made, and how many it left to release
+// and assign.
+func movesMatch(t *testing.T, seed uint64, p Problem, a, b *Search, grow bool) (inPlace, plain int) {
+	t.Helper()
+	sa, sb := currentState(a), currentState(b)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for step := range 400 {
+		i := rng.IntN(len(p.Jobs))
+		j := &a.jobs[i]
+		typ := j.allowed[rng.IntN(len(j.allowed))]
+		c := rng.IntN(a.maxOn(j, typ) + 1)
+		switch {
+		case grow && sa.cnt[i] > 0 && rng.IntN(4) > 0:
+			typ, c = sa.typ[i], min(sa.cnt[i]+1+rng.IntN(4), a.maxOn(j, sa.typ[i]))
+		case !grow && sa.typ[i] == typ && sa.cnt[i] > 0 && rng.IntN(2) == 0:
+			c = max(0, sa.cnt[i]+rng.IntN(9)-4) // near what it has: grow or shrink in place
+		}
+		op := rng.IntN(10)
+		var what string
+		switch {
+		case op < 3:
+			n1, ok1 := a.probe(sa, i, typ, c)
+			n2, ok2 := b.probe(sb, i, typ, c)
+			if n1 != n2 || ok1 != ok2 {
+				t.Fatalf("seed %d step %d: probe(%d, %d, %d) = %d %v, other %d %v", seed, step, i, typ, c, n1, ok1, n2, ok2)
 			}
-			op := rng.IntN(10)
-			var what string
-			switch {
-			case op < 3:
-				n1, ok1 := fast.probe(a, i, typ, c)
-				n2, ok2 := plain.probe(b, i, typ, c)
-				if n1 != n2 || ok1 != ok2 {
-					t.Fatalf("seed %d step %d: probe(%d, %d, %d) = %d %v, plain %d %v", seed, step, i, typ, c, n1, ok1, n2, ok2)
+			what = "probe"
+		case op < 4 && sa.cnt[i] > 0:
+			// A tentative move undone, as the exchange search does.
+			ua := undo{i, sa.typ[i], sa.cnt[i], sa.place[i]}
+			ub := undo{i, sb.typ[i], sb.cnt[i], sb.place[i]}
+			a.apply(sa, i, typ, c)
+			b.apply(sb, i, typ, c)
+			a.undoAll(sa, []undo{ua})
+			b.undoAll(sb, []undo{ub})
+			what = "undo"
+		case op < 5 && rng.IntN(4) == 0:
+			// Reset to the empty state by copying its fields over (as
+			// the polish reuses states), then lay out the current jobs.
+			resetState(sa, a.emptyState())
+			resetState(sb, b.emptyState())
+			for k := range p.Jobs {
+				if a.curOK[k] {
+					a.assign(sa, k, a.jobs[k].t0, a.jobs[k].c0, a.cur[k])
+					b.assign(sb, k, b.jobs[k].t0, b.jobs[k].c0, b.cur[k])
 				}
-				what = "probe"
-			case op < 4 && a.cnt[i] > 0:
-				// A tentative move undone, as the exchange search does.
-				ua := undo{i, a.typ[i], a.cnt[i], a.place[i]}
-				ub := undo{i, b.typ[i], b.cnt[i], b.place[i]}
-				fast.apply(a, i, typ, c)
-				plain.apply(b, i, typ, c)
-				fast.undoAll(a, []undo{ua})
-				plain.undoAll(b, []undo{ub})
-				what = "undo"
-			case op < 5 && rng.IntN(4) == 0:
-				// Reset to the empty state by copying its fields over (as
-				// the polish reuses states), then lay out the current jobs.
-				resetState(a, fast.emptyState())
-				resetState(b, plain.emptyState())
-				for k := range p.Jobs {
-					if fast.curOK[k] {
-						fast.assign(a, k, fast.jobs[k].t0, fast.jobs[k].c0, fast.cur[k])
-						plain.assign(b, k, plain.jobs[k].t0, plain.jobs[k].c0, plain.cur[k])
-					}
+			}
+			what = "reset"
+		case op < 5:
+			sa, sb = sa.clone(), sb.clone()
+			what = "clone"
+		default:
+			multi := len(sa.place[i]) > 1 && sa.typ[i] == typ && c > sa.cnt[i]
+			before := a.inPlace
+			ok1, ok2 := a.apply(sa, i, typ, c), b.apply(sb, i, typ, c)
+			if ok1 != ok2 {
+				t.Fatalf("seed %d step %d: apply(%d, %d, %d) = %v, other %v", seed, step, i, typ, c, ok1, ok2)
+			}
+			if multi && ok1 {
+				if a.inPlace > before {
+					inPlace++
+				} else {
+					plain++
 				}
-				what = "reset"
-			case op < 5:
-				a, b = a.clone(), b.clone()
-				what = "clone"
-			default:
-				ok1, ok2 := fast.apply(a, i, typ, c), plain.apply(b, i, typ, c)
-				if ok1 != ok2 {
-					t.Fatalf("seed %d step %d: apply(%d, %d, %d) = %v, plain %v", seed, step, i, typ, c, ok1, ok2)
-				}
-				what = "apply"
 			}
-			if d := sameState(a, b); d != "" {
-				t.Fatalf("seed %d step %d (%s job %d to %d×%d): %s", seed, step, what, i, c, typ, d)
-			}
-			if d := checkState(fast, a); d != "" {
-				t.Fatalf("seed %d step %d (%s job %d to %d×%d): %s", seed, step, what, i, c, typ, d)
-			}
+			what = "apply"
+		}
+		if d := sameState(sa, sb); d != "" {
+			t.Fatalf("seed %d step %d (%s job %d to %d×%d): %s", seed, step, what, i, c, typ, d)
+		}
+		if d := checkState(a, sa); d != "" {
+			t.Fatalf("seed %d step %d (%s job %d to %d×%d): %s", seed, step, what, i, c, typ, d)
 		}
 	}
+	return inPlace, plain
 }
 
 // TestWideSolveMatchesPlain: the whole search gives the same solutions
