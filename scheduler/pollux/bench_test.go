@@ -69,8 +69,8 @@ func BenchmarkSolve65536x1(b *testing.B) { benchSolve(b, onegpuProblem(b, 65536,
 func BenchmarkSolve65536x1Current(b *testing.B) { benchSolve(b, onegpuProblem(b, 65536, true)) }
 
 // simProblem is the simulator's common round (issue 19's Philly replay on
-// 512×4 T4): jobs elastic jobs of up to 64 devices on 512 four-GPU
-// nodes, with speedups that mind spanning nodes only from one to two (as
+// 512×4 T4): the given number of elastic jobs of up to 64 devices on 512
+// four-GPU nodes, with speedups that mind spanning nodes only from one to two (as
 // Pollux's model, NodeBound 2), none running: a round that is mostly the
 // greedy fill growing jobs across nodes.
 func simProblem(tb testing.TB, jobs int) Problem {

@@ -481,22 +481,20 @@ func (e *Search) jobUtil(s *state, i int) float64 {
 // once a speedup has failed, nothing is cached, so that every later ask
 // evaluates it again as before.
 func (e *Search) utilAt(i, t, nodes, c int) float64 {
-	j := &e.jobs[i]
-	if e.err != nil {
-		return j.w * e.util(e.value(j, t, nodes, c))
-	}
 	if e.utilCache == nil {
 		e.utilCache = make([]utilEntry, len(e.jobs)*utilWays)
 	}
 	x := &e.utilCache[i*utilWays+c&(utilWays-1)]
-	if k := (allocKey{t, nodes, c}); x.key != k {
-		u := j.w * e.util(e.value(j, t, nodes, c))
-		if e.err != nil {
-			return u
-		}
+	k := allocKey{t, nodes, c}
+	if x.key == k && e.err == nil {
+		return x.u
+	}
+	j := &e.jobs[i]
+	u := j.w * e.util(e.value(j, t, nodes, c))
+	if e.err == nil {
 		*x = utilEntry{k, u}
 	}
-	return x.u
+	return u
 }
 
 // utilWays is how many answers utilAt keeps per job: a power of two, a
