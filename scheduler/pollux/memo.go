@@ -194,11 +194,13 @@ func (sp *speeds) putPacked(t, k int, b uint64) {
 	}
 }
 
-// row is a memo row that grows by copying it and swapping the copy in:
-// an entry written to a row while it is being replaced may be lost,
-// which costs one more evaluation and nothing else.
+// row is a memo row that grows by copying it and swapping the copy in.
+// Readers load it without locking; writers take mu, so that no entry is
+// written to a row while it is being copied (such an entry would be lost,
+// and evaluated again by the next search that shares the memo).
 type row struct {
-	p atomic.Pointer[[]atomic.Uint64]
+	p  atomic.Pointer[[]atomic.Uint64]
+	mu sync.Mutex
 }
 
 // get returns entry x (0 = unknown).
@@ -211,25 +213,23 @@ func (r *row) get(x int) uint64 {
 
 // put records entry x, growing the row to hold it.
 func (r *row) put(x int, b uint64) {
-	for {
-		p := r.p.Load()
-		if p != nil && x < len(*p) {
-			(*p)[x].Store(b)
-			return
-		}
-		n := 0
-		if p != nil {
-			n = len(*p)
-		}
-		grown := make([]atomic.Uint64, max(2*n, x+1, 16))
-		for k := range n {
-			grown[k].Store((*p)[k].Load())
-		}
-		grown[x].Store(b)
-		if r.p.CompareAndSwap(p, &grown) {
-			return
-		}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.p.Load()
+	if p != nil && x < len(*p) {
+		(*p)[x].Store(b)
+		return
 	}
+	n := 0
+	if p != nil {
+		n = len(*p)
+	}
+	grown := make([]atomic.Uint64, max(2*n, x+1, 16))
+	for k := range n {
+		grown[k].Store((*p)[k].Load())
+	}
+	grown[x].Store(b)
+	r.p.Store(&grown)
 }
 
 // known decodes an entry: its value, and false for 0 (unknown).
