@@ -784,18 +784,25 @@ func (e *Search) apply(s *state, i, t, c int) bool {
 			ok = false // pack finds no room: re-place, as below
 		}
 		if ok {
-			p := slices.Clone(old)
+			// Top up its own bins, then pack the rest on new bins (pack
+			// reads only which bins it uses); the new list is allocated
+			// once, with room for both.
 			rem := need
-			for k := range p {
-				d := min(rem, s.bfree[p[k].bin])
-				p[k].k += d
-				rem -= d
+			for _, sl := range old {
+				rem -= min(rem, s.bfree[sl.bin])
 			}
 			var extra []slot
 			if rem > 0 {
-				extra = e.pack(s, t, rem, p)
+				extra = e.pack(s, t, rem, old)
 			}
 			if rem == 0 || extra != nil {
+				p := make([]slot, len(old), len(old)+len(extra))
+				top := need
+				for k, sl := range old {
+					d := min(top, s.bfree[sl.bin])
+					p[k] = slot{sl.bin, sl.k + d}
+					top -= d
+				}
 				if !e.growInPlace(s, i, c, p, extra) {
 					e.release(s, i)
 					e.assign(s, i, t, c, append(p, extra...))
