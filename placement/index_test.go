@@ -86,6 +86,16 @@ func TestIndexIndexes(t *testing.T) {
 	}{
 		{"same", func(*accel.Cluster) {}, true},
 		{"reading", func(c *accel.Cluster) { c.Nodes[0].Devices[1].PowerWatts = 70 }, true},
+		{"copied strings", func(c *accel.Cluster) { // equal, at other addresses: a snapshot read afresh
+			for i := range c.Nodes {
+				n := &c.Nodes[i]
+				n.Name = strings.Clone(n.Name)
+				for j := range n.Devices {
+					d := &n.Devices[j]
+					d.ID, d.Node, d.Type = strings.Clone(d.ID), strings.Clone(d.Node), accel.TypeKey(strings.Clone(string(d.Type)))
+				}
+			}
+		}, true},
 		{"unhealthy", func(c *accel.Cluster) { c.Nodes[1].Devices[2].Healthy = false }, false},
 		{"type", func(c *accel.Cluster) { c.Nodes[1].Devices[0].Type = "a100" }, false},
 		{"numa", func(c *accel.Cluster) { c.Nodes[1].Devices[0].NUMANode = 3 }, false},

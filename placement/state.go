@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/google/btree"
 
@@ -155,17 +156,29 @@ func (k *snapshotKey) matches(c *accel.Cluster) bool {
 		return false
 	}
 	for i := range c.Nodes {
-		n := &c.Nodes[i]
-		if n.Name != k.names[i] || len(n.Devices) != len(k.devs[i]) || !slices.Equal(n.Links, k.links[i]) {
+		n, kd := &c.Nodes[i], k.devs[i]
+		if n.Name != k.names[i] || len(n.Devices) != len(kd) || !slices.Equal(n.Links, k.links[i]) {
 			return false
 		}
-		for j := range n.Devices {
-			if devKey(&n.Devices[j]) != k.devs[i][j] {
+		// devKey(d) == kd[j], without copying d's key out: the fields
+		// that are not strings first.
+		for j := range kd {
+			d, dk := &n.Devices[j], &kd[j]
+			if dk.index != d.Index || dk.numa != d.NUMANode || dk.healthy != d.Healthy || dk.mig != d.MIGEnabled ||
+				!sameString(dk.id, d.ID) || !sameString(dk.node, d.Node) || !sameString(string(dk.typ), string(d.Type)) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// sameString is a == b, answered without comparing bytes when a and b
+// are the same string (the same bytes at the same address: a host that
+// hands in the same snapshot round after round shares its strings with
+// the key).
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // Derived returns the value kept with x under key, calling build to make
