@@ -124,6 +124,9 @@ type snapshotKey struct {
 	devs  [][]deviceKey
 }
 
+// deviceKey is what a snapshot's key keeps of a device (devKey);
+// snapshotKey.matches compares the same fields one by one, so a field
+// added here must be added there too.
 type deviceKey struct {
 	id, node string
 	typ      accel.TypeKey

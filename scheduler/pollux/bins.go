@@ -784,13 +784,10 @@ func (e *Search) apply(s *state, i, t, c int) bool {
 			ok = false // pack finds no room: re-place, as below
 		}
 		if ok {
-			// Top up its own bins, then pack the rest on new bins (pack
-			// reads only which bins it uses); the new list is allocated
-			// once, with room for both.
-			rem := need
-			for _, sl := range old {
-				rem -= min(rem, s.bfree[sl.bin])
-			}
+			// Top up its own bins (free devices there), then pack the
+			// rest on new bins (pack reads only which bins it uses); the
+			// new list is allocated once, with room for both.
+			rem := max(need-free, 0)
 			var extra []slot
 			if rem > 0 {
 				extra = e.pack(s, t, rem, old)
