@@ -828,8 +828,7 @@ func (e *Search) apply(s *state, i, t, c int) bool {
 // than once per count; a count that probe answers by re-placing the job
 // is left to probe itself, in the same order, so that the bins' bucket
 // order moves as before, and once such a probe finds no room the larger
-// counts are not probed (probeAbove: they fail too, and would leave the
-// buckets as they are).
+// counts are not probed.
 func (e *Search) growths(s *state, i int, try func(c, n int)) {
 	j := &e.jobs[i]
 	t, c0, old := s.typ[i], s.cnt[i], s.place[i]
@@ -850,7 +849,7 @@ func (e *Search) growths(s *state, i int, try func(c, n int)) {
 	}
 	var avail []int
 	for c := c0 + 1; c <= hi; c++ {
-		n, ok, none := 0, false, false
+		n, ok := 0, false
 		switch rem := c - c0 - free; {
 		case len(old) == 1 && s.bfree[old[0].bin] >= c-c0:
 			n, ok = 1, true
@@ -866,59 +865,49 @@ func (e *Search) growths(s *state, i int, try func(c, n int)) {
 			} else if e.fast {
 				continue // probe fails: re-placing a growing job is left to the exchange search
 			} else {
-				n, ok, none = e.probeAbove(s, i, t, c)
+				n, ok = e.probe(s, i, t, c)
 			}
 		default:
-			n, ok, none = e.probeAbove(s, i, t, c)
+			n, ok = e.probe(s, i, t, c)
 		}
-		if ok {
-			try(c, n)
+		if !ok {
+			// Only probe fails here, and only by re-placing the job (the
+			// window keeps the count within the free devices, a growing
+			// job has no group caps, and the cases above are settled):
+			// every larger count fails the same tests, and probing it
+			// right after would take the job off and put it back onto
+			// the same bucket ends again, leaving s as it is.
+			return
 		}
-		if none {
-			return // every larger count fails as this one did, leaving s as it is
-		}
+		try(c, n)
 	}
 }
 
 // probe returns the node count job i would have on (t, c), leaving s as
 // it was.
 func (e *Search) probe(s *state, i, t, c int) (int, bool) {
-	n, ok, _ := e.probeAbove(s, i, t, c)
-	return n, ok
-}
-
-// probeAbove is probe, and also reports none: that job i fits on no
-// count above c on t either, and that probing them right after would
-// leave s as this probe leaves it. It knows so when re-placing the job
-// fails (replaceFails, or a pack that finds no room): every test on the
-// way there only tightens as c grows (a gang that does not fit on one
-// bin, next to its own bins or on all the free devices it may use fits
-// there with more devices neither), and taking the job off and putting
-// it back again, with nothing changed in between, lists its bins at the
-// ends of the same buckets in the same order.
-func (e *Search) probeAbove(s *state, i, t, c int) (n int, ok, none bool) {
 	oldT, oldC, old := s.typ[i], s.cnt[i], s.place[i]
 	if c == oldC && t == oldT {
-		return len(old), true, false
+		return len(old), true
 	}
 	if c <= 0 {
-		return 0, true, false
+		return 0, true
 	}
 	if !e.capOK(s, i, t, c) {
-		return 0, false, false
+		return 0, false
 	}
 	need := c
 	if oldT == t {
 		need -= oldC
 	}
 	if need > s.free[t] {
-		return 0, false, false
+		return 0, false
 	}
 	// Shortcuts for the common cases; the rest is simulated.
 	switch {
 	case oldC > 0 && oldT == t && c < oldC:
 		if len(old) == 1 {
-			return 1, true, false
+			return 1, true
 		}
 		if e.isWide(s, i) && s.wide.sorted[i] {
 			// The sizes in order are the sorted ones: drop from the front.
@@ -930,7 +919,7 @@ func (e *Search) probeAbove(s *state, i, t, c int) (n int, ok, none bool) {
 				drop -= sl.k
 				n--
 			}
-			return n, true, false
+			return n, true
 		}
 		var buf [16]int
 		ks := buf[:0]
@@ -946,44 +935,44 @@ func (e *Search) probeAbove(s *state, i, t, c int) (n int, ok, none bool) {
 			drop -= k
 			n--
 		}
-		return n, true, false
+		return n, true
 	case oldC > 0 && oldT == t && len(old) == 1 && s.bfree[old[0].bin] >= c-oldC:
-		return 1, true, false
+		return 1, true
 	case oldC > 0 && oldT == t:
 		// Grow across bins: own bins first, then the fewest new bins.
 		free, dirty := e.ownFree(s, i)
 		rem := c - oldC - free
 		if clean := !e.interference || dirty == 0; clean {
 			if rem <= 0 {
-				return len(old), true, false
+				return len(old), true
 			}
 			own := old
 			if free == 0 {
 				own = nil // none of its bins is listed
 			}
 			if n, ok := e.countNew(s, t, rem, own); ok {
-				return len(old) + n, true, false
+				return len(old) + n, true
 			}
 			if e.fast {
-				return 0, false, false // re-placing a growing job: left to the exchange search
+				return 0, false // re-placing a growing job: left to the exchange search
 			}
 		}
 	default:
 		if c <= e.lay.maxCap[t] {
 			for f := c; f <= e.lay.maxCap[t]; f++ {
 				if len(s.bucket[t][2*f]) > 0 || len(s.bucket[t][2*f+1]) > 0 {
-					return 1, true, false
+					return 1, true
 				}
 			}
 		}
 		if n, ok := e.countNew(s, t, c, nil); ok {
-			return n, true, false
+			return n, true
 		}
 		if oldC == 0 {
 			// countNew failed: the eligible bins hold fewer than c free
 			// devices and no bin fits c alone, so apply would fail too,
 			// and with nothing to release it would leave s as it is.
-			return 0, false, false
+			return 0, false
 		}
 	}
 	// What apply does here (oldC > 0: a waiting job was answered above;
@@ -1001,7 +990,7 @@ func (e *Search) probeAbove(s *state, i, t, c int) (n int, ok, none bool) {
 			s.unwide(e.lay, i)
 		}
 		e.shortcuts++
-		return 0, false, true
+		return 0, false
 	}
 	e.release(s, i)
 	p := e.pack(s, t, c, nil)
@@ -1010,7 +999,7 @@ func (e *Search) probeAbove(s *state, i, t, c int) (n int, ok, none bool) {
 		e.release(s, i)
 	}
 	e.assign(s, i, oldT, oldC, old)
-	return len(p), p != nil, p == nil
+	return len(p), p != nil
 }
 
 // replaceFails reports, without changing s, that re-placing job i from
