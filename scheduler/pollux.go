@@ -64,8 +64,8 @@ type Pollux struct {
 	// negative is an error. A pass after the first costs about as much
 	// as the first but accepts far fewer exchanges, so fewer passes trade
 	// plan quality for time on large rounds: on examples/benchmark's
-	// rounds of 2,000 to 50,000 jobs, one pass took 35–75% of the time of
-	// four, at 0.1–1.3% lower fitness.
+	// rounds of 2,000 to 50,000 jobs, one pass took 43–73% of the time of
+	// four (best of four rounds each), at 0.1–1.3% lower fitness.
 	MaxPasses int
 	// Parallel searches the starts on two goroutines when more than one
 	// processor is available (GOMAXPROCS): the same plan in less wall
