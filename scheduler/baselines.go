@@ -103,14 +103,14 @@ func (r *Round) bestType(j *jobInfo, count int, free []int) (int, error) {
 // With keepRunning, running jobs keep their allocation before anyone else.
 func (r *Round) rigidFill(ctx context.Context, order []*jobInfo, keepRunning bool, why func(int, *jobInfo) string) ([]Target, error) {
 	free := slices.Clone(r.cap)
-	room := r.quotaRoom()
+	room := r.quota.Room()
 	got := make(map[*jobInfo]Target, len(order))
 	for _, j := range order {
 		// With queues, a running job is kept only within its queue's
 		// entitlement (in this order: later jobs are reclaimed first).
-		if j.Pinned || (keepRunning && j.curCount > 0 && j.fits(j.curCount) && slices.Contains(j.allowed, j.curType) && room.has(r, j, j.curType, j.curCount)) {
+		if j.Pinned || (keepRunning && j.curCount > 0 && j.fits(j.curCount) && slices.Contains(j.allowed, j.curType) && room.Has(r.byID[j.Job.ID], j.curType, j.curCount)) {
 			free[j.curType] -= j.curCount
-			room.take(r, j, j.curType, j.curCount)
+			room.Take(r.byID[j.Job.ID], j.curType, j.curCount)
 			tg := Target{Job: j.Job.ID, Type: r.types[j.curType], Count: j.curCount, Reason: ReasonUnchanged, Note: "running jobs are not preempted"}
 			if j.Pinned {
 				tg.Reason, tg.Note = ReasonPinned, "non-preemptible"
@@ -134,7 +134,7 @@ func (r *Round) rigidFill(ctx context.Context, order []*jobInfo, keepRunning boo
 		tg := Target{Job: j.Job.ID}
 		// Prefer staying where it runs.
 		t := -1
-		avail := room.limit(r, j, free)
+		avail := room.Limit(r.byID[j.Job.ID], free)
 		if j.curCount == want && j.curType >= 0 && slices.Contains(j.allowed, j.curType) && avail[j.curType] >= want {
 			t = j.curType
 		} else {
@@ -145,7 +145,7 @@ func (r *Round) rigidFill(ctx context.Context, order []*jobInfo, keepRunning boo
 		}
 		if t >= 0 {
 			free[t] -= want
-			room.take(r, j, t, want)
+			room.Take(r.byID[j.Job.ID], t, want)
 			tg.Type, tg.Count = r.types[t], want
 			tg.Reason, tg.Note = ReasonOrder, why(pos, j)
 		} else {
@@ -182,7 +182,7 @@ func (Optimus) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 		return cmp.Or(cmp.Compare(work(a), work(b)), a.Job.Submitted.Compare(b.Job.Submitted), cmp.Compare(a.Job.ID, b.Job.ID))
 	})
 	free := slices.Clone(r.cap)
-	room := r.quotaRoom()
+	room := r.quota.Room()
 	typ := make([]int, len(order))
 	cnt := make([]int, len(order))
 	for k, j := range order {
@@ -190,21 +190,21 @@ func (Optimus) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 		if j.Pinned {
 			typ[k], cnt[k] = j.curType, j.curCount
 			free[j.curType] -= j.curCount
-			room.take(r, j, j.curType, j.curCount)
+			room.Take(r.byID[j.Job.ID], j.curType, j.curCount)
 		}
 	}
 	for k, j := range order {
 		if j.Pinned {
 			continue
 		}
-		t, err := r.bestType(j, j.Min, room.limit(r, j, free))
+		t, err := r.bestType(j, j.Min, room.Limit(r.byID[j.Job.ID], free))
 		if err != nil {
 			return nil, err
 		}
 		if t >= 0 {
 			typ[k], cnt[k] = t, j.Min
 			free[t] -= j.Min
-			room.take(r, j, t, j.Min)
+			room.Take(r.byID[j.Job.ID], t, j.Min)
 		}
 	}
 	speed := func(k, c int) (float64, error) {
@@ -239,11 +239,11 @@ func (Optimus) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 	}
 	for h.Len() > 0 {
 		m := heap.Pop(&h).(gain)
-		if free[m.t] < 1 || !room.has(r, order[m.job], m.t, 1) {
+		if free[m.t] < 1 || !room.Has(r.byID[order[m.job].Job.ID], m.t, 1) {
 			continue
 		}
 		free[m.t]--
-		room.take(r, order[m.job], m.t, 1)
+		room.Take(r.byID[order[m.job].Job.ID], m.t, 1)
 		cnt[m.job] = m.c
 		if err := push(m.job); err != nil {
 			return nil, err

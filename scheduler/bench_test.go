@@ -10,6 +10,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/carbon"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 var (
@@ -79,12 +80,12 @@ func queued50(in Input) Input {
 	var leaves []string
 	for c := range 5 {
 		cohort := fmt.Sprintf("org%d", c)
-		in.Queues = append(in.Queues, Queue{Name: cohort})
+		in.Queues = append(in.Queues, quota.Queue{Name: cohort})
 		for l := range 9 {
 			name := fmt.Sprintf("%s.team%d", cohort, l)
-			q := Queue{Name: name, Parent: cohort, Weight: float64(1 + l%3)}
+			q := quota.Queue{Name: name, Parent: cohort, Weight: float64(1 + l%3)}
 			for _, tk := range slices.Sorted(maps.Keys(caps)) {
-				q.Quotas = append(q.Quotas, Quota{Type: tk, Nominal: caps[tk] * 8 / 10 / 45})
+				q.Quotas = append(q.Quotas, quota.Quota{Type: tk, Nominal: caps[tk] * 8 / 10 / 45})
 			}
 			in.Queues = append(in.Queues, q)
 			leaves = append(leaves, name)

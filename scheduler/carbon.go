@@ -438,18 +438,13 @@ func (r *Round) restrict(caps []jobCap) *Round {
 	sub := *r
 	sub.jobs = make([]jobInfo, 0, len(r.jobs))
 	sub.byID = make(map[string]int, len(r.jobs))
-	var jobQ []int // the jobs' leaf queues, in the sub-round's job order
-	if r.quota != nil {
-		jobQ = make([]int, 0, len(r.jobs))
-	}
+	kept := make([]int, 0, len(r.jobs)) // positions in r of the sub-round's jobs
 	for i, ji := range r.jobs {
 		jc := caps[i]
 		if jc.capped && jc.count == 0 {
 			continue
 		}
-		if jobQ != nil {
-			jobQ = append(jobQ, r.quota.tree.jobQ[i])
-		}
+		kept = append(kept, i)
 		if jc.capped {
 			ji.Max = min(ji.Max, jc.count)
 		}
@@ -460,11 +455,9 @@ func (r *Round) restrict(caps []jobCap) *Round {
 		sub.byID[ji.Job.ID] = len(sub.jobs)
 		sub.jobs = append(sub.jobs, ji)
 	}
-	if jobQ != nil {
+	if r.quota != nil {
 		// The same entitlements; only the jobs' positions change.
-		q, t := *r.quota, *r.quota.tree
-		t.jobQ, q.tree = jobQ, &t
-		sub.quota = &q
+		sub.quota = r.quota.Subset(kept)
 	}
 	return &sub
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/carbon"
 	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 // hourly returns an hourly g/kWh series from t0.
@@ -361,9 +362,9 @@ func TestCarbonAwareMargin(t *testing.T) {
 // before.
 func TestCarbonAwareKeepsQueues(t *testing.T) {
 	cl := testCluster(group{2, 4, "t4"})
-	queues := []Queue{
-		{Name: "a", Quotas: []Quota{{Type: "t4", Nominal: 6}}},
-		{Name: "b", Quotas: []Quota{{Type: "t4", Nominal: 2, BorrowingLimit: ip(0)}}},
+	queues := []quota.Queue{
+		{Name: "a", Quotas: []quota.Quota{{Type: "t4", Nominal: 6}}},
+		{Name: "b", Quotas: []quota.Quota{{Type: "t4", Nominal: 2, BorrowingLimit: ip(0)}}},
 	}
 	var jobs []Job
 	for _, id := range []string{"a1", "a2", "a3"} {

@@ -8,6 +8,7 @@ import (
 	"github.com/goodsched/goodsched/carbon"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 // Kind says how a job may be adapted by the scheduler.
@@ -115,7 +116,7 @@ type Input struct {
 	// entitlement (the most devices its jobs may hold together, reported
 	// in Plan.Queues) that every policy's targets are kept within.
 	// The rules are in the package documentation, "Queues and quotas".
-	Queues []Queue
+	Queues []quota.Queue
 	// Carbon is the grid's carbon-intensity forecast from Now on (at
 	// least until the jobs' deadlines), fetched by the host, for example
 	// with a carbon.Forecaster: Schedule itself reads no clock and calls

@@ -56,44 +56,12 @@
 //
 // # Queues and quotas
 //
-// Input.Queues is the quota tree tenants share the cluster by.
-// Entitlements are computed per device type, top-down from the
-// cluster's usable devices of the type (the implicit top cohort),
-// independently for each type (weighted max-min per type, not DRF:
-// quotas are per type, as Kueue's resource flavors, and a job runs on
-// one type, so a vector of demands across types does not exist). At
-// each cohort, given what the cohort received, its children get:
-//
-//  1. Their floor: what their running non-preemptible jobs hold and
-//     their reserve (Nominal − LendingLimit, which nobody else may
-//     borrow even when they have no demand); a cohort's floor is at
-//     least its children's summed.
-//  2. Their guarantee: min(Nominal, demand), at least the floor.
-//  3. The rest, shared by weighted max-min of the devices beyond the
-//     guarantee, each child up to its demand and to Nominal +
-//     BorrowingLimit (progressive filling one device at a time, ties
-//     by queue name). A child's weight here is Weight × the number of
-//     its jobs with demand for the type: what is left over is shared
-//     per job, as one shared pool would share it (which is what keeps
-//     borrowing's job completion times near the shared pool's), and a
-//     queue's Weight scales its jobs' shares. This is what borrowing
-//     is: devices beyond Nominal come from siblings' unused quota.
-//
-// When a cohort cannot cover every guarantee (the cluster has fewer
-// usable devices than the roots' Nominal sum, or others' pinned jobs
-// hold them), floors come first, then the guarantees are shared by
-// weighted max-min above the floors. Weighted max-min per type keeps
-// each type's rule a simple, checkable water-filling; DRF's dominant
-// share needs one demand vector per job, and our jobs pick one type.
-//
-// A leaf's demand for a type is, over its jobs that may use the type,
-// the sum of their maximum counts (MaxReplicas, or the type's usable
-// devices when unbounded; a rigid job's Requested); running
-// non-preemptible jobs count on their current type only. A job that
-// may use several types counts on each, so a queue may be entitled on
-// several types at once. A cohort's demand is its children's, each
-// capped by the child's Nominal + BorrowingLimit and raised to its
-// reserve.
+// Input.Queues is the quota tree tenants share the cluster by. Package
+// quota holds its arithmetic and documents the entitlement rule (per
+// device type, top-down from the cluster's usable devices: floors, then
+// guarantees, then weighted max-min borrowing within each queue's
+// limits). Each round every queue gets, per type, an entitlement;
+// Round.Entitlements hands them to policies.
 //
 // Reclaim: a queue over its entitlement (it borrowed and an owner's
 // demand returned) is brought back within it in the same round.

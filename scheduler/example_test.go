@@ -8,6 +8,7 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 // amdahl is a toy concave speedup: faster devices by a per-type factor,
@@ -102,9 +103,9 @@ func ExampleQueue() {
 	in := scheduler.Input{
 		Cluster: mixed(),
 		Now:     now,
-		Queues: []scheduler.Queue{
-			{Name: "nlp", Quotas: []scheduler.Quota{{Type: "a100", Nominal: 4}}},
-			{Name: "vision", Quotas: []scheduler.Quota{{Type: "a100", Nominal: 4}}},
+		Queues: []quota.Queue{
+			{Name: "nlp", Quotas: []quota.Quota{{Type: "a100", Nominal: 4}}},
+			{Name: "vision", Quotas: []quota.Quota{{Type: "a100", Nominal: 4}}},
 		},
 		Jobs: []scheduler.Job{
 			{ID: "gpt", Queue: "nlp", Kind: scheduler.Elastic, MinReplicas: 1, MaxReplicas: 8, Types: []accel.TypeKey{"a100"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 type constSpeedup float64
@@ -94,12 +95,12 @@ func FuzzQueues(f *testing.F) {
 		}
 		k := 0
 		for ; k+5 < len(data) && len(in.Queues) < 6; k += 6 {
-			q := Queue{Name: names[data[k]%6], Parent: names[data[k+1]%6], Weight: float64(int8(data[k+2])) / 8}
+			q := quota.Queue{Name: names[data[k]%6], Parent: names[data[k+1]%6], Weight: float64(int8(data[k+2])) / 8}
 			if data[k+2] == 255 {
 				q.Weight = math.NaN()
 			}
 			for n := range int(data[k+3] % 3) {
-				q.Quotas = append(q.Quotas, Quota{Type: types[(int(data[k+4])+n)%4], Nominal: int(int8(data[k+5])) / 8,
+				q.Quotas = append(q.Quotas, quota.Quota{Type: types[(int(data[k+4])+n)%4], Nominal: int(int8(data[k+5])) / 8,
 					BorrowingLimit: limit(data[k+4]), LendingLimit: limit(data[k+5])})
 			}
 			in.Queues = append(in.Queues, q)
@@ -123,7 +124,7 @@ func FuzzQueues(f *testing.F) {
 			t.Fatalf("over capacity: %v", used)
 		}
 		for _, u := range plan.Queues {
-			if u.Used > u.Entitled && !slices.ContainsFunc(in.Queues, func(q Queue) bool { return q.Parent == u.Queue }) {
+			if u.Used > u.Entitled && !slices.ContainsFunc(in.Queues, func(q quota.Queue) bool { return q.Parent == u.Queue }) {
 				t.Fatalf("queue %s uses %d %s, entitled to %d", u.Queue, u.Used, u.Type, u.Entitled)
 			}
 			if u.Used < 0 || u.Pending < 0 || u.Lent < 0 || u.Borrowed < 0 || u.Entitled < 0 {

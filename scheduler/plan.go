@@ -8,6 +8,7 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 // String returns the name of the kind ("rigid", "elastic", "adaptive").
@@ -154,7 +155,7 @@ type Plan struct {
 	// Queues reports, when Input.Queues is set, every queue's standing
 	// per device type of the cluster, sorted by queue name then type; nil
 	// without queues.
-	Queues []QueueUsage `json:"queues,omitempty"`
+	Queues []quota.Usage `json:"queues,omitempty"`
 }
 
 // Decision returns the decision for job id: a binary search when the

@@ -206,21 +206,13 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 		if j.curCount == 0 {
 			p.Jobs[k].Current, p.Jobs[k].CurrentType = nil, -1
 		}
-		if q := r.quota; q != nil {
-			p.Jobs[k].Group = q.tree.jobQ[i]
+		if q := r.Entitlements(); q != nil {
+			p.Jobs[k].Group = q.LeafOf(i)
 		}
 	}
-	if q := r.quota; q != nil {
+	if q := r.Entitlements(); q != nil {
 		// The queues' entitlements bound the search (Input.Queues).
-		p.Caps, p.Floors = make([][]int, len(q.tree.qs)), make([][]int, len(q.tree.qs))
-		for g := range p.Caps {
-			p.Caps[g] = q.ent[g*q.nt : (g+1)*q.nt]
-			p.Floors[g] = make([]int, q.nt)
-			for t := range q.nt {
-				x := g*q.nt + t
-				p.Floors[g][t] = min(q.nominal[x], q.claim[x], q.ent[x])
-			}
-		}
+		p.Caps, p.Floors = q.Caps(), q.Floors()
 	}
 	e, err := pollux.New(p)
 	return e, order, err

@@ -12,18 +12,19 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 // randomTree builds a random quota tree over the cluster's types: 2 to 4
 // roots, some of them cohorts of 1 to 3 queues (one level deeper now and
 // then), leaves with nominal quotas that together fit the cluster, and
 // random borrowing and lending limits. It returns the tree and its leaves.
-func randomTree(rng *rand.Rand, caps map[accel.TypeKey]int) ([]Queue, []string) {
-	var qs []Queue
+func randomTree(rng *rand.Rand, caps map[accel.TypeKey]int) ([]quota.Queue, []string) {
+	var qs []quota.Queue
 	var leaves []string
 	var add func(name, parent string, depth int)
 	add = func(name, parent string, depth int) {
-		q := Queue{Name: name, Parent: parent}
+		q := quota.Queue{Name: name, Parent: parent}
 		if rng.IntN(3) == 0 {
 			q.Weight = float64(1 + rng.IntN(3))
 		}
@@ -49,7 +50,7 @@ func randomTree(rng *rand.Rand, caps map[accel.TypeKey]int) ([]Queue, []string) 
 			}
 			n := rng.IntN(left/2 + 1)
 			left -= n
-			qt := Quota{Type: tk, Nominal: n}
+			qt := quota.Quota{Type: tk, Nominal: n}
 			if rng.IntN(3) == 0 {
 				qt.BorrowingLimit = ip(rng.IntN(8))
 			}
@@ -207,7 +208,7 @@ func checkQueuePlan(t *testing.T, round int, in Input, plan Plan, caps map[accel
 			t.Fatalf("round %d: %d %s devices used, the cluster has %d", round, n, tk, caps[tk])
 		}
 	}
-	quota := func(name string, tk accel.TypeKey) (Queue, Quota) {
+	mkq := func(name string, tk accel.TypeKey) (quota.Queue, quota.Quota) {
 		for _, q := range in.Queues {
 			if q.Name == name {
 				for _, qt := range q.Quotas {
@@ -215,18 +216,18 @@ func checkQueuePlan(t *testing.T, round int, in Input, plan Plan, caps map[accel
 						return q, qt
 					}
 				}
-				return q, Quota{Type: tk}
+				return q, quota.Quota{Type: tk}
 			}
 		}
 		t.Fatalf("no queue %s", name)
-		return Queue{}, Quota{}
+		return quota.Queue{}, quota.Quota{}
 	}
 	leaf := func(name string) bool {
-		return !slices.ContainsFunc(in.Queues, func(q Queue) bool { return q.Parent == name })
+		return !slices.ContainsFunc(in.Queues, func(q quota.Queue) bool { return q.Parent == name })
 	}
 	reserved := make(map[accel.TypeKey]int)
 	for _, u := range plan.Queues {
-		_, qt := quota(u.Queue, u.Type)
+		_, qt := mkq(u.Queue, u.Type)
 		pin := pinnedUse[[2]string{u.Queue, string(u.Type)}]
 		if leaf(u.Queue) && u.Used > max(u.Entitled, pin) {
 			t.Fatalf("round %d: queue %s uses %d %s, entitled to %d", round, u.Queue, u.Used, u.Type, u.Entitled)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 func ip(v int) *int { return &v }
@@ -21,38 +22,38 @@ func ip(v int) *int { return &v }
 // TestQueueValidation: every malformed tree or job queue fails with
 // ErrInvalid naming the bad queue (or job).
 func TestQueueValidation(t *testing.T) {
-	q := func(name, parent string, quotas ...Quota) Queue {
-		return Queue{Name: name, Parent: parent, Quotas: quotas}
+	q := func(name, parent string, quotas ...quota.Quota) quota.Queue {
+		return quota.Queue{Name: name, Parent: parent, Quotas: quotas}
 	}
-	a100 := func(n int) Quota { return Quota{Type: "a100", Nominal: n} }
+	a100 := func(n int) quota.Quota { return quota.Quota{Type: "a100", Nominal: n} }
 	for _, tc := range []struct {
 		name   string
-		queues []Queue
+		queues []quota.Queue
 		jobQ   string
 		want   string // "" = valid
 	}{
-		{"flat", []Queue{q("a", "", a100(4)), q("b", "", a100(4))}, "a", ""},
-		{"nested", []Queue{q("org", "", a100(8)), q("a", "org", a100(4)), q("b", "org", a100(4))}, "b", ""},
-		{"cohort-unlisted", []Queue{q("org", ""), q("a", "org", a100(4))}, "a", ""},
-		{"empty-name", []Queue{q("", "")}, "a", "empty name"},
-		{"duplicate", []Queue{q("a", ""), q("a", "")}, "a", `queue "a": duplicate`},
-		{"unknown-parent", []Queue{q("a", "zz")}, "a", `queue "a": unknown parent "zz"`},
-		{"cycle", []Queue{q("a", "b"), q("b", "a"), q("c", "")}, "c", "cycle"},
-		{"self-cycle", []Queue{q("a", "a")}, "a", "cycle"},
-		{"neg-nominal", []Queue{q("a", "", a100(-1))}, "a", `queue "a": a100: negative nominal`},
-		{"neg-borrow", []Queue{q("a", "", Quota{Type: "a100", BorrowingLimit: ip(-2)})}, "a", "negative borrowing"},
-		{"neg-lend", []Queue{q("a", "", Quota{Type: "a100", LendingLimit: ip(-2)})}, "a", "negative lending"},
-		{"dup-type", []Queue{q("a", "", a100(1), a100(2))}, "a", "two quotas for type a100"},
-		{"empty-type", []Queue{q("a", "", Quota{Nominal: 1})}, "a", "empty type"},
-		{"children-exceed", []Queue{q("org", "", a100(6)), q("a", "org", a100(4)), q("b", "org", a100(4))}, "a", `queue "org": a100: its children's nominal quotas sum to 8`},
-		{"unknown-queue", []Queue{q("a", "")}, "nope", `unknown queue "nope"`},
-		{"inner-queue", []Queue{q("org", ""), q("a", "org")}, "org", "is a cohort"},
-		{"no-queue", []Queue{q("a", "")}, "", "no queue"},
-		{"nan-weight", []Queue{{Name: "a", Weight: math.NaN()}}, "a", `queue "a": weight NaN`},
-		{"neg-weight", []Queue{{Name: "a", Weight: -1}}, "a", `queue "a": weight -1`},
+		{"flat", []quota.Queue{q("a", "", a100(4)), q("b", "", a100(4))}, "a", ""},
+		{"nested", []quota.Queue{q("org", "", a100(8)), q("a", "org", a100(4)), q("b", "org", a100(4))}, "b", ""},
+		{"cohort-unlisted", []quota.Queue{q("org", ""), q("a", "org", a100(4))}, "a", ""},
+		{"empty-name", []quota.Queue{q("", "")}, "a", "empty name"},
+		{"duplicate", []quota.Queue{q("a", ""), q("a", "")}, "a", `queue "a": duplicate`},
+		{"unknown-parent", []quota.Queue{q("a", "zz")}, "a", `queue "a": unknown parent "zz"`},
+		{"cycle", []quota.Queue{q("a", "b"), q("b", "a"), q("c", "")}, "c", "cycle"},
+		{"self-cycle", []quota.Queue{q("a", "a")}, "a", "cycle"},
+		{"neg-nominal", []quota.Queue{q("a", "", a100(-1))}, "a", `queue "a": a100: negative nominal`},
+		{"neg-borrow", []quota.Queue{q("a", "", quota.Quota{Type: "a100", BorrowingLimit: ip(-2)})}, "a", "negative borrowing"},
+		{"neg-lend", []quota.Queue{q("a", "", quota.Quota{Type: "a100", LendingLimit: ip(-2)})}, "a", "negative lending"},
+		{"dup-type", []quota.Queue{q("a", "", a100(1), a100(2))}, "a", "two quotas for type a100"},
+		{"empty-type", []quota.Queue{q("a", "", quota.Quota{Nominal: 1})}, "a", "empty type"},
+		{"children-exceed", []quota.Queue{q("org", "", a100(6)), q("a", "org", a100(4)), q("b", "org", a100(4))}, "a", `queue "org": a100: its children's nominal quotas sum to 8`},
+		{"unknown-queue", []quota.Queue{q("a", "")}, "nope", `unknown queue "nope"`},
+		{"inner-queue", []quota.Queue{q("org", ""), q("a", "org")}, "org", "is a cohort"},
+		{"no-queue", []quota.Queue{q("a", "")}, "", "no queue"},
+		{"nan-weight", []quota.Queue{{Name: "a", Weight: math.NaN()}}, "a", `queue "a": weight NaN`},
+		{"neg-weight", []quota.Queue{{Name: "a", Weight: -1}}, "a", `queue "a": weight -1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := validateQueues(tc.queues, []Job{{ID: "j", Queue: tc.jobQ}})
+			_, _, err := checkQueues(tc.queues, []Job{{ID: "j", Queue: tc.jobQ}})
 			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -65,14 +66,14 @@ func TestQueueValidation(t *testing.T) {
 		})
 	}
 	// A queue named without Input.Queues is an error too.
-	if _, err := validateQueues(nil, []Job{{ID: "j", Queue: "a"}}); !errors.Is(err, ErrInvalid) {
+	if _, _, err := checkQueues(nil, []Job{{ID: "j", Queue: "a"}}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("job with a queue and no Input.Queues: err = %v", err)
 	}
 }
 
 // entitlements returns, for a cluster of 16 a100 (2 nodes × 8), the
 // entitlement per queue that the round computes.
-func entitlements(t *testing.T, queues []Queue, jobs []Job, current []placement.Assignment) map[string]int {
+func entitlements(t *testing.T, queues []quota.Queue, jobs []Job, current []placement.Assignment) map[string]int {
 	t.Helper()
 	r, err := NewRound(Input{Cluster: testCluster(group{2, 8, "a100"}), Jobs: jobs, Current: current, Queues: queues, Now: t0.Add(time.Hour)})
 	if err != nil {
@@ -80,8 +81,9 @@ func entitlements(t *testing.T, queues []Queue, jobs []Job, current []placement.
 	}
 	out := make(map[string]int)
 	for i, q := range queues {
-		out[q.Name] = r.quota.ent[i*r.quota.nt]
-		if e, ok := r.Entitlement(q.Name, "a100"); ok != r.quota.tree.leaf[i] || (ok && e != out[q.Name]) {
+		out[q.Name] = r.Entitlements().Entitled(i, 0)
+		_, leaf, _ := r.Entitlements().Tree().Find(q.Name)
+		if e, ok := r.Entitlement(q.Name, "a100"); ok != leaf || (ok && e != out[q.Name]) {
 			t.Fatalf("Round.Entitlement(%s) = %d, %v; entitlement %d", q.Name, e, ok, out[q.Name])
 		}
 	}
@@ -101,42 +103,42 @@ func demandJob(id, q string, n int) Job {
 // (the leftover is shared by Weight × jobs with demand), nesting, pinned
 // jobs and guarantees the cluster cannot cover.
 func TestEntitlements(t *testing.T) {
-	quota := func(name, parent string, w float64, nominal int, bl, ll *int) Queue {
-		return Queue{Name: name, Parent: parent, Weight: w, Quotas: []Quota{{Type: "a100", Nominal: nominal, BorrowingLimit: bl, LendingLimit: ll}}}
+	mkq := func(name, parent string, w float64, nominal int, bl, ll *int) quota.Queue {
+		return quota.Queue{Name: name, Parent: parent, Weight: w, Quotas: []quota.Quota{{Type: "a100", Nominal: nominal, BorrowingLimit: bl, LendingLimit: ll}}}
 	}
 	pinnedDevs := []string{"a100-0-000/0", "a100-0-000/1", "a100-0-000/2", "a100-0-000/3", "a100-0-000/4", "a100-0-000/5",
 		"a100-0-000/6", "a100-0-000/7", "a100-0-001/0", "a100-0-001/1", "a100-0-001/2", "a100-0-001/3"}
 	pinned := Job{ID: "pin", Queue: "b", Kind: Rigid, Requested: 12, NonPreemptible: true, Submitted: t0}
 	for _, tc := range []struct {
 		name    string
-		queues  []Queue
+		queues  []quota.Queue
 		jobs    []Job
 		current []placement.Assignment
 		want    map[string]int
 	}{
-		{"both-want-all", []Queue{quota("a", "", 0, 8, nil, nil), quota("b", "", 0, 8, nil, nil)},
+		{"both-want-all", []quota.Queue{mkq("a", "", 0, 8, nil, nil), mkq("b", "", 0, 8, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16)}, nil, map[string]int{"a": 8, "b": 8}},
-		{"borrow-unused", []Queue{quota("a", "", 0, 8, nil, nil), quota("b", "", 0, 8, nil, nil)},
+		{"borrow-unused", []quota.Queue{mkq("a", "", 0, 8, nil, nil), mkq("b", "", 0, 8, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 2)}, nil, map[string]int{"a": 14, "b": 2}},
-		{"borrowing-limit", []Queue{quota("a", "", 0, 8, ip(2), nil), quota("b", "", 0, 8, nil, nil)},
+		{"borrowing-limit", []quota.Queue{mkq("a", "", 0, 8, ip(2), nil), mkq("b", "", 0, 8, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 2)}, nil, map[string]int{"a": 10, "b": 2}},
-		{"lending-limit", []Queue{quota("a", "", 0, 8, nil, nil), quota("b", "", 0, 8, nil, ip(4))},
+		{"lending-limit", []quota.Queue{mkq("a", "", 0, 8, nil, nil), mkq("b", "", 0, 8, nil, ip(4))},
 			[]Job{demandJob("a1", "a", 16)}, nil, map[string]int{"a": 12, "b": 4}},
-		{"weights", []Queue{quota("a", "", 1, 0, nil, nil), quota("b", "", 3, 0, nil, nil), quota("c", "", 1, 4, nil, nil)},
+		{"weights", []quota.Queue{mkq("a", "", 1, 0, nil, nil), mkq("b", "", 3, 0, nil, nil), mkq("c", "", 1, 4, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16), demandJob("c1", "c", 4)}, nil, map[string]int{"a": 3, "b": 9, "c": 4}},
-		{"per-job-share", []Queue{quota("a", "", 0, 0, nil, nil), quota("b", "", 0, 0, nil, nil)},
+		{"per-job-share", []quota.Queue{mkq("a", "", 0, 0, nil, nil), mkq("b", "", 0, 0, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16), demandJob("b2", "b", 16), demandJob("b3", "b", 16)}, nil, map[string]int{"a": 4, "b": 12}},
-		{"nested", []Queue{{Name: "org"}, quota("a", "org", 0, 4, nil, nil), quota("b", "org", 0, 4, nil, nil), quota("c", "", 0, 8, nil, nil)},
+		{"nested", []quota.Queue{{Name: "org"}, mkq("a", "org", 0, 4, nil, nil), mkq("b", "org", 0, 4, nil, nil), mkq("c", "", 0, 8, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("c1", "c", 16)}, nil, map[string]int{"org": 8, "a": 8, "b": 0, "c": 8}},
-		{"cohort-cannot-borrow", []Queue{quota("org", "", 0, 8, ip(0), nil), quota("a", "org", 0, 4, nil, nil), quota("b", "org", 0, 4, nil, nil), quota("c", "", 0, 4, nil, nil)},
+		{"cohort-cannot-borrow", []quota.Queue{mkq("org", "", 0, 8, ip(0), nil), mkq("a", "org", 0, 4, nil, nil), mkq("b", "org", 0, 4, nil, nil), mkq("c", "", 0, 4, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16), demandJob("c1", "c", 16)}, nil, map[string]int{"org": 8, "a": 4, "b": 4, "c": 8}},
-		{"pinned-beyond-nominal", []Queue{quota("a", "", 0, 8, nil, nil), quota("b", "", 0, 8, nil, nil)},
+		{"pinned-beyond-nominal", []quota.Queue{mkq("a", "", 0, 8, nil, nil), mkq("b", "", 0, 8, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), pinned}, []placement.Assignment{{Job: "pin", Devices: pinnedDevs}}, map[string]int{"a": 4, "b": 12}},
-		{"roots-exceed-cluster", []Queue{quota("a", "", 0, 12, nil, nil), quota("b", "", 0, 12, nil, nil)},
+		{"roots-exceed-cluster", []quota.Queue{mkq("a", "", 0, 12, nil, nil), mkq("b", "", 0, 12, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 16)}, nil, map[string]int{"a": 8, "b": 8}},
-		{"huge-limits", []Queue{quota("a", "", 0, 8, ip(math.MaxInt), ip(math.MaxInt)), quota("b", "", 0, math.MaxInt-1, nil, nil)},
+		{"huge-limits", []quota.Queue{mkq("a", "", 0, 8, ip(math.MaxInt), ip(math.MaxInt)), mkq("b", "", 0, math.MaxInt-1, nil, nil)},
 			[]Job{demandJob("a1", "a", 16), demandJob("b1", "b", 2)}, nil, map[string]int{"a": 14, "b": 2}},
-		{"no-demand", []Queue{quota("a", "", 0, 8, nil, nil), quota("b", "", 0, 8, nil, nil)},
+		{"no-demand", []quota.Queue{mkq("a", "", 0, 8, nil, nil), mkq("b", "", 0, 8, nil, nil)},
 			[]Job{demandJob("a1", "a", 3)}, nil, map[string]int{"a": 3, "b": 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,9 +155,9 @@ func TestEntitlements(t *testing.T) {
 // job to its nominal 8 with ReasonReclaimed naming vision, starts
 // vision's job on the freed devices, and reports both queues.
 func TestReclaimWithinOneRound(t *testing.T) {
-	queues := []Queue{
-		{Name: "nlp", Quotas: []Quota{{Type: "a100", Nominal: 8}}},
-		{Name: "vision", Quotas: []Quota{{Type: "a100", Nominal: 8}}},
+	queues := []quota.Queue{
+		{Name: "nlp", Quotas: []quota.Quota{{Type: "a100", Nominal: 8}}},
+		{Name: "vision", Quotas: []quota.Quota{{Type: "a100", Nominal: 8}}},
 	}
 	in := Input{Cluster: testCluster(group{2, 8, "a100"}), Queues: queues, Now: t0.Add(time.Hour),
 		Jobs: []Job{{ID: "n1", Queue: "nlp", Kind: Elastic, MinReplicas: 1, MaxReplicas: 16, Submitted: t0}}}
@@ -195,13 +197,13 @@ func TestReclaimWithinOneRound(t *testing.T) {
 	t.Log(n1.Message)
 }
 
-func usage(p Plan, q string, typ accel.TypeKey) QueueUsage {
+func usage(p Plan, q string, typ accel.TypeKey) quota.Usage {
 	for _, u := range p.Queues {
 		if u.Queue == q && u.Type == typ {
 			return u
 		}
 	}
-	return QueueUsage{}
+	return quota.Usage{}
 }
 
 // TestQueuesOff: without Input.Queues a plan has no queue report and its
@@ -223,7 +225,7 @@ func TestQueuesOff(t *testing.T) {
 			t.Fatalf("%T: JSON has a queues key without queues", pol)
 		}
 		one := in
-		one.Queues = []Queue{{Name: "all"}}
+		one.Queues = []quota.Queue{{Name: "all"}}
 		one.Jobs = slices.Clone(in.Jobs)
 		for i := range one.Jobs {
 			one.Jobs[i].Queue = "all"

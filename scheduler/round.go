@@ -12,6 +12,7 @@ import (
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler/pollux"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 // Round is the validated view of one scheduling round that the Scheduler
@@ -45,7 +46,7 @@ type Round struct {
 	placed []placedSet
 	// quota is the round's quota tree and entitlements (nil without
 	// Input.Queues).
-	quota *roundQuota
+	quota *quota.Entitlements
 	// memo carries the Pollux engine's speedup evaluations between the
 	// rounds of one Scheduler (nil: none).
 	memo *pollux.Memo
@@ -339,7 +340,7 @@ func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takes
 		}
 		r.jobs[i] = ji
 	}
-	qt, err := validateQueues(in.Queues, in.Jobs)
+	qt, leaves, err := checkQueues(in.Queues, in.Jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +353,7 @@ func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takes
 		}
 	}
 	if qt != nil {
-		r.quota = r.newQuota(qt)
+		r.quota = r.entitle(qt, leaves)
 	}
 	return r, nil
 }

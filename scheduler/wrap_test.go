@@ -68,3 +68,35 @@ func planJSON(t *testing.T, cfg Config, in Input) []byte {
 	}
 	return b
 }
+
+// TestWrapForwardsQueues checks the quota path: a forwarding wrapper
+// around every built-in policy gives byte-identical plans (Plan.Queues
+// included) on inputs with a quota tree, where entitlements bound the
+// search, targets are trimmed and the policy may be asked twice.
+func TestWrapForwardsQueues(t *testing.T) {
+	shapes := []genOpts{
+		{groups: []group{{4, 4, "t4"}, {2, 8, "a100"}}, jobs: 30, maxReplicas: 8, rounds: 2, pinnedFrac: 0.1, rigidFrac: 0.2},
+		{groups: []group{{16, 4, "t4"}}, jobs: 60, maxReplicas: 16, rounds: 2, rigidFrac: 0.2},
+	}
+	if testing.Short() || raceEnabled {
+		shapes = shapes[:1]
+	}
+	pols := policies()
+	pols["genetic"] = Genetic{Population: 10, Generations: 5, Seed: 3}
+	for name, pol := range pols {
+		for si, sh := range shapes {
+			in := queued50(genInput(uint64(20+si), sh))
+			for _, placer := range []Placer{nil, Packer{}} {
+				cfg := Config{Policy: pol, Placer: placer}
+				plain := planJSON(t, cfg, in)
+				if !bytes.Contains(plain, []byte(`"queues"`)) {
+					t.Fatalf("%s: plan has no queue report", name)
+				}
+				cfg.Policy = forward{pol}
+				if wrapped := planJSON(t, cfg, in); !bytes.Equal(plain, wrapped) {
+					t.Fatalf("%s, shape %d, placer %T: wrapped plan differs:\n%s\nvs\n%s", name, si, placer, plain, wrapped)
+				}
+			}
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/quota"
 	"github.com/goodsched/goodsched/scheduler/sim"
 )
 
@@ -35,7 +36,7 @@ var tenancyModes = []string{"static", "shared", "borrow"}
 // and where each job goes.
 type tenancy struct {
 	// queues is the tree as the "borrow" mode runs it.
-	queues []scheduler.Queue
+	queues []quota.Queue
 	// at is each mode's position in the run list (addModes).
 	at map[string]int
 	// leaf maps a job's trace tenant (JobSpec.Queue as read) to its leaf
@@ -149,13 +150,13 @@ func vcTenancy(jobs []sim.JobSpec, cluster accel.Cluster) (*tenancy, error) {
 		names = append(names, otherTenant)
 		weights = append(weights, other)
 	}
-	queues := make([]scheduler.Queue, len(names))
+	queues := make([]quota.Queue, len(names))
 	for i, n := range names {
-		queues[i] = scheduler.Queue{Name: n, Weight: 1}
+		queues[i] = quota.Queue{Name: n, Weight: 1}
 	}
 	for _, t := range cluster.Types() {
 		for i, q := range apportion(cluster.Count(t), weights) {
-			queues[i].Quotas = append(queues[i].Quotas, scheduler.Quota{Type: t, Nominal: q})
+			queues[i].Quotas = append(queues[i].Quotas, quota.Quota{Type: t, Nominal: q})
 		}
 	}
 	own := map[string]bool{}
@@ -195,7 +196,7 @@ func vcTenancy(jobs []sim.JobSpec, cluster accel.Cluster) (*tenancy, error) {
 // an error. The "borrow" mode runs the tree as written; "static" sets
 // every quota's borrowing and lending limits to 0.
 type quotasFile struct {
-	Queues  []scheduler.Queue `json:"queues"`
+	Queues  []quota.Queue     `json:"queues"`
 	Tenants map[string]string `json:"tenants"`
 	Default string            `json:"default"`
 }
@@ -247,7 +248,7 @@ func parseQuotasFile(data []byte, cluster accel.Cluster) (*tenancy, error) {
 
 // checkQueues validates a queue tree with the scheduler: one round with
 // no jobs.
-func checkQueues(qs []scheduler.Queue, cluster accel.Cluster) error {
+func checkQueues(qs []quota.Queue, cluster accel.Cluster) error {
 	s, err := scheduler.New(scheduler.Config{Policy: scheduler.FIFO{}})
 	if err != nil {
 		return err
@@ -365,7 +366,7 @@ func (t *tenancy) mode(c sim.Config, mode string) sim.Config {
 
 // staticQueues is qs with every quota's borrowing and lending limits 0:
 // each queue only ever has its own quota.
-func staticQueues(qs []scheduler.Queue) []scheduler.Queue {
+func staticQueues(qs []quota.Queue) []quota.Queue {
 	out := slices.Clone(qs)
 	for i := range out {
 		out[i].Quotas = slices.Clone(out[i].Quotas)

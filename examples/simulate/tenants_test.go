@@ -15,6 +15,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/quota"
 	"github.com/goodsched/goodsched/scheduler/sim"
 )
 
@@ -272,7 +273,7 @@ func TestRunTenantsBadInput(t *testing.T) {
 
 // TestTenancyModes checks the three configs built from the shared one.
 func TestTenancyModes(t *testing.T) {
-	ten := &tenancy{queues: []scheduler.Queue{{Name: "a", Quotas: []scheduler.Quota{{Type: "t4", Nominal: 2}}}}}
+	ten := &tenancy{queues: []quota.Queue{{Name: "a", Quotas: []quota.Quota{{Type: "t4", Nominal: 2}}}}}
 	base := sim.Config{Policy: scheduler.Pollux{}}
 	cfgs, labels, err := ten.addModes([]sim.Config{base}, []string{"goodput/philly"}, registry()["goodput"])
 	if err != nil {
@@ -310,7 +311,7 @@ func FuzzParseQuotasFile(f *testing.F) {
 			t.Fatal("no queues accepted")
 		}
 		// Whatever it accepted, the scheduler accepts in every mode.
-		for _, qs := range [][]scheduler.Queue{ten.queues, staticQueues(ten.queues)} {
+		for _, qs := range [][]quota.Queue{ten.queues, staticQueues(ten.queues)} {
 			if err := checkQueues(qs, c); err != nil {
 				t.Fatalf("accepted a tree the scheduler refuses: %v", err)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/gavel"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 // TestQueuesCapGavel: Gavel knows nothing of queues, so the Scheduler
@@ -26,9 +27,9 @@ func TestQueuesCapGavel(t *testing.T) {
 	}
 	zero := 0
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	in := scheduler.Input{Cluster: cl, Now: now, Queues: []scheduler.Queue{
-		{Name: "small", Quotas: []scheduler.Quota{{Type: "v100", Nominal: 2, BorrowingLimit: &zero}}},
-		{Name: "big", Quotas: []scheduler.Quota{{Type: "v100", Nominal: 6}}},
+	in := scheduler.Input{Cluster: cl, Now: now, Queues: []quota.Queue{
+		{Name: "small", Quotas: []quota.Quota{{Type: "v100", Nominal: 2, BorrowingLimit: &zero}}},
+		{Name: "big", Quotas: []quota.Quota{{Type: "v100", Nominal: 6}}},
 	}}
 	for k := range 6 {
 		q := "small"

@@ -58,7 +58,7 @@
 //
 // # Tenants
 //
-// With Config.Queues the simulator passes a quota tree (scheduler.Queue)
+// With Config.Queues the simulator passes a quota tree (quota.Queue)
 // to the scheduler every round and submits each job to the leaf queue its
 // JobSpec.Queue names (ReadPhilly fills it from the trace's virtual
 // cluster); Result.Tenants then reports per leaf queue its JCT, queueing

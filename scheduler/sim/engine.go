@@ -15,6 +15,7 @@ import (
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 // Faults configures injected node failures. The zero value injects none.
@@ -136,7 +137,7 @@ type Config struct {
 	// every round: each job is submitted to the leaf queue its
 	// JobSpec.Queue names (required then), and Result.Tenants reports per
 	// leaf queue (see TenantResult). Default none: one pool, no quotas.
-	Queues []scheduler.Queue
+	Queues []quota.Queue
 	// IgnoreQueues shows the scheduler no queues (one shared pool) while
 	// Result.Tenants still accounts against Queues' quotas, for comparing
 	// a shared pool with quotas (requires Queues).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 // TenantResult is one tenant's figures in a simulation with
@@ -125,7 +126,7 @@ func (c *Config) validateQueues() error {
 
 // leafQueues returns the names of the queues no queue names as its
 // parent, sorted.
-func leafQueues(qs []scheduler.Queue) ([]string, error) {
+func leafQueues(qs []quota.Queue) ([]string, error) {
 	parent := make(map[string]bool, len(qs))
 	seen := make(map[string]bool, len(qs))
 	for i, q := range qs {

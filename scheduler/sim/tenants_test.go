@@ -11,6 +11,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 // TestReadPhillyTenants reads the virtual-cluster column of a synthetic
@@ -55,8 +56,8 @@ func TestReadWorkloadQueueColumn(t *testing.T) {
 	}
 }
 
-func quota(typ string, nominal int) []scheduler.Quota {
-	return []scheduler.Quota{{Type: accel.TypeKey(typ), Nominal: nominal}}
+func quotas(typ string, nominal int) []quota.Quota {
+	return []quota.Quota{{Type: accel.TypeKey(typ), Nominal: nominal}}
 }
 
 // TestTenantsHandComputed checks the per-tenant accounting on a shared
@@ -77,7 +78,7 @@ func TestTenantsHandComputed(t *testing.T) {
 			{Name: "a0", Application: "toy", Replicas: 2, BatchSize: 10, Queue: "A"},
 			{Name: "b0", Submit: 60 * time.Second, Application: "toy", Replicas: 1, BatchSize: 10, Queue: "B"},
 		},
-		Queues:       []scheduler.Queue{{Name: "B", Quotas: quota("t4", 1)}, {Name: "A", Quotas: quota("t4", 1)}},
+		Queues:       []quota.Queue{{Name: "B", Quotas: quotas("t4", 1)}, {Name: "A", Quotas: quotas("t4", 1)}},
 		IgnoreQueues: true,
 	}
 	res, err := Run(context.Background(), cfg)
@@ -130,7 +131,7 @@ func TestTenantsQueuesReachScheduler(t *testing.T) {
 	for _, kind := range []scheduler.Kind{scheduler.Rigid, scheduler.Adaptive} {
 		res, err := Run(context.Background(), Config{
 			Cluster: cluster(t, "2x2:t4"), Apps: apps, Policy: scheduler.Pollux{}, Kind: kind, Jobs: jobs,
-			Queues: []scheduler.Queue{{Name: "org"}, {Name: "x", Parent: "org", Quotas: quota("t4", 2)}, {Name: "y", Parent: "org", Quotas: quota("t4", 2)}},
+			Queues: []quota.Queue{{Name: "org"}, {Name: "x", Parent: "org", Quotas: quotas("t4", 2)}, {Name: "y", Parent: "org", Quotas: quotas("t4", 2)}},
 		})
 		if err != nil {
 			t.Fatalf("kind %v: %v", kind, err)
@@ -148,7 +149,7 @@ func TestTenantsValidation(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
 	good := Config{Cluster: cluster(t, "1x2:t4"), Apps: apps, Policy: scheduler.FIFO{},
 		Jobs:   []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10, Queue: "leaf"}},
-		Queues: []scheduler.Queue{{Name: "root"}, {Name: "leaf", Parent: "root"}}}
+		Queues: []quota.Queue{{Name: "root"}, {Name: "leaf", Parent: "root"}}}
 	if _, err := Run(context.Background(), good); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
@@ -156,13 +157,13 @@ func TestTenantsValidation(t *testing.T) {
 		"job without queue":       func(c *Config) { c.Jobs[0].Queue = "" },
 		"job in a cohort":         func(c *Config) { c.Jobs[0].Queue = "root" },
 		"unknown queue":           func(c *Config) { c.Jobs[0].Queue = "nope" },
-		"duplicate queue":         func(c *Config) { c.Queues = append(c.Queues, scheduler.Queue{Name: "leaf"}) },
-		"unnamed queue":           func(c *Config) { c.Queues = append(c.Queues, scheduler.Queue{}) },
+		"duplicate queue":         func(c *Config) { c.Queues = append(c.Queues, quota.Queue{Name: "leaf"}) },
+		"unnamed queue":           func(c *Config) { c.Queues = append(c.Queues, quota.Queue{}) },
 		"IgnoreQueues, no Queues": func(c *Config) { c.Queues, c.IgnoreQueues, c.Jobs[0].Queue = nil, true, "" },
 	} {
 		c := good
 		c.Jobs = append([]JobSpec(nil), good.Jobs...)
-		c.Queues = append([]scheduler.Queue(nil), good.Queues...)
+		c.Queues = append([]quota.Queue(nil), good.Queues...)
 		edit(&c)
 		if _, err := Run(context.Background(), c); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
@@ -211,7 +212,7 @@ func TestTenantsBorrowKeepsGuarantees(t *testing.T) {
 	}
 	res, err := Run(context.Background(), Config{
 		Cluster: cluster(t, "2x4:t4"), Apps: apps, Policy: scheduler.Pollux{}, Kind: scheduler.Adaptive, Jobs: jobs,
-		Queues: []scheduler.Queue{{Name: "x", Quotas: quota("t4", 4)}, {Name: "y", Quotas: quota("t4", 4)}},
+		Queues: []quota.Queue{{Name: "x", Quotas: quotas("t4", 4)}, {Name: "y", Quotas: quotas("t4", 4)}},
 	})
 	if err != nil {
 		t.Fatal(err)

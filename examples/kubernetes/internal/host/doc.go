@@ -29,7 +29,7 @@
 //
 // With Config.QueuesConfigMap, tenants share the cluster by the library's
 // queues and quotas: the ConfigMap's QueuesConfigKey holds a QueueConfig
-// (the scheduler.Queue tree, a namespace → queue map and a default), and
+// (the quota.Queue tree, a namespace → queue map and a default), and
 // each job's leaf queue is its LabelQueue label, else its namespace's
 // queue (see QueueConfig.QueueOf).
 //

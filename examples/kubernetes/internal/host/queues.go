@@ -19,10 +19,11 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 // Queues: tenants share the cluster by queues with quotas (the library's
-// scheduler.Queue tree, as Kueue's ClusterQueues and cohorts). The tree
+// quota.Queue tree, as Kueue's ClusterQueues and cohorts). The tree
 // comes from a ConfigMap (Config.QueuesConfigMap), and each job's leaf
 // queue from a label or its namespace.
 const (
@@ -40,7 +41,7 @@ var ErrQueueConfig = errors.New("host: malformed queue configuration")
 
 // QueueConfig is the content of the queue ConfigMap's queues.yaml key:
 //
-//	queues:                  # the quota tree: scheduler.Queue's fields
+//	queues:                  # the quota tree: quota.Queue's fields
 //	- name: research         # a cohort (it has children)
 //	- name: vision
 //	  parent: research       # absent = a root (the cluster is the roots' cohort)
@@ -67,7 +68,7 @@ var ErrQueueConfig = errors.New("host: malformed queue configuration")
 // is.
 type QueueConfig struct {
 	// Queues is the quota tree (validated by the library's scheduler).
-	Queues []scheduler.Queue `json:"queues"`
+	Queues []quota.Queue `json:"queues"`
 	// Namespaces maps namespaces to leaf queues.
 	Namespaces map[string]string `json:"namespaces,omitempty"`
 	// Default is the leaf queue of jobs nothing else maps ("" = none).

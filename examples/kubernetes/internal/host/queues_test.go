@@ -16,7 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/goodsched/goodsched/accel"
-	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
 const sampleQueues = `queues:
@@ -209,7 +209,7 @@ func TestRoundWithQueues(t *testing.T) {
 	if strings.Join(bound, ",") != "small-0,small-1" && strings.Join(bound, ",") != "small-1,small-0" {
 		t.Errorf("bound %v, want small's two pods only; round %+v", bound, r)
 	}
-	var nsUsage *scheduler.QueueUsage
+	var nsUsage *quota.Usage
 	for i, u := range r.Plan.Queues {
 		if u.Queue == "ns" && u.Type == accel.TypeKey("a100-40gb") {
 			nsUsage = &r.Plan.Queues[i]
