@@ -38,10 +38,11 @@
 //     ClusterEnvelope gives the devices per slot that flexible work may
 //     use. The scheduler package reads both: hand it the forecast as
 //     scheduler.Input.Carbon and the envelope's current cap as
-//     scheduler.Input.Envelope, and its CarbonAware policy plans each
-//     delay-tolerant job with a deadline (Plan, on the job's goodput
-//     speedup curve) and caps it per round, Pollux's goodput objective
-//     deciding among the jobs that run; scheduler.PowerModel.Account
+//     scheduler.Input.Envelope, and scheduler/carbonaware's policy plans
+//     each delay-tolerant job with a deadline (Plan, on the job's goodput
+//     speedup curve) and caps it per round, any policy (Pollux's goodput
+//     objective by default) deciding among the jobs that run;
+//     energy.PowerModel.Account
 //     charges each round's busy and idle devices through Emissions.
 //  6. Account what ran: EnergyFromPower or EnergyFromCounters (wraps and
 //     resets handled explicitly), then Emissions with the true intensity

@@ -11,7 +11,7 @@ import (
 // provisioning). A host honours it by capping its delay-tolerant jobs'
 // allocations at Devices[i] during slot i: with goodsched's scheduler,
 // pass the cap in force as scheduler.Input.Envelope (per device type) and
-// schedule with scheduler.CarbonAware. It is a plain value.
+// schedule with scheduler/carbonaware.Policy. It is a plain value.
 type Envelope struct {
 	// Start and Step locate the slots.
 	Start time.Time

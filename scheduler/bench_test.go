@@ -130,25 +130,3 @@ func BenchmarkQueues50x2000x8192(b *testing.B) {
 func BenchmarkQueuesFIFO50x2000x8192(b *testing.B) {
 	benchSchedule(b, FIFO{}, queued50(genInput(1, shape2000x8)))
 }
-
-// BenchmarkCarbonRound2000x8192 times, on the same input (every elastic
-// job delay-tolerant with a deadline), a round of Pollux, a round of
-// CarbonAware (faster when it defers jobs: Pollux then allocates fewer),
-// and the carbon planning alone (every job's plan, on a built Round): the
-// planner adds at most plan/pollux to a round (target ≤ 10%).
-func BenchmarkCarbonRound2000x8192(b *testing.B) {
-	in := carbonBenchInput()
-	b.Run("pollux", func(b *testing.B) { benchSchedule(b, Pollux{}, in) })
-	b.Run("carbon", func(b *testing.B) { benchSchedule(b, CarbonAware{CarbonWeight: 1}, in) })
-	b.Run("plan", func(b *testing.B) {
-		r := mustRound(b, in)
-		c := CarbonAware{CarbonWeight: 1}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for b.Loop() {
-			if _, _, err := c.caps(r); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}

@@ -62,7 +62,7 @@ type Job struct {
 	Restarts int
 	// RemainingWork is an estimate of the work left, in seconds on one
 	// device of its best type (used by the Optimus oracle and by
-	// CarbonAware); 0 = unknown.
+	// carbonaware.Policy); 0 = unknown.
 	RemainingWork float64
 	// Queue is the leaf queue (Input.Queues) the job belongs to. It must
 	// name a leaf queue when Input.Queues is set, and be "" when it is
@@ -73,7 +73,7 @@ type Job struct {
 	Deadline time.Time
 	// DelayTolerant says the job's work may be shifted in time (run
 	// narrower, or not at all, now) as long as it meets its Deadline:
-	// CarbonAware moves such work to cleaner hours.
+	// carbonaware.Policy moves such work to cleaner hours.
 	DelayTolerant bool
 }
 
@@ -120,14 +120,14 @@ type Input struct {
 	// Carbon is the grid's carbon-intensity forecast from Now on (at
 	// least until the jobs' deadlines), fetched by the host, for example
 	// with a carbon.Forecaster: Schedule itself reads no clock and calls
-	// no service. The zero Series means none. CarbonAware plans with it;
+	// no service. The zero Series means none. Package scheduler/carbonaware plans with it;
 	// other policies ignore it.
 	Carbon carbon.Series
 	// Envelope caps, per device type, how many devices delay-tolerant
 	// jobs with a deadline may hold together this round (a carbon
 	// envelope such as carbon.ClusterEnvelope's, or a provider's virtual
 	// capacity curve); a type it does not list is not capped, and nil
-	// caps nothing. CarbonAware honours it; other policies ignore it.
+	// caps nothing. carbonaware.Policy honours it; other policies ignore it.
 	Envelope map[accel.TypeKey]int
 }
 

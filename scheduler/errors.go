@@ -12,7 +12,7 @@ var (
 	// devices of two types, a bad Config (a typed nil policy, a negative
 	// or oversized knob), a nil *Scheduler, a Deadline before Submitted,
 	// an unusable Input.Carbon or a negative Input.Envelope entry, a bad
-	// CarbonAware or PowerModel setting.
+	// setting of a built-in policy (carbonaware.Policy's included).
 	ErrInvalid = errors.New("scheduler: invalid input")
 	// ErrUnknownType reports a job that asks for a device type the
 	// cluster does not have, or whose Speedup keys a cluster type by

@@ -74,7 +74,7 @@ const (
 	ReasonReclaimed
 	// ReasonCarbon: a delay-tolerant job runs narrower than it could, or
 	// not at all, so that its work lands in cleaner hours before its
-	// deadline (CarbonAware), or the round's Envelope left it no room.
+	// deadline (carbonaware.Policy), or the round's Envelope left it no room.
 	ReasonCarbon
 	// ReasonDeadline: the job's deadline can no longer be met (or the
 	// forecast does not reach it), so it runs at full goodput.

@@ -189,3 +189,14 @@ func (r *Round) Entitlement(queue string, t accel.TypeKey) (int, bool) {
 	}
 	return r.quota.Entitled(i, ti), true
 }
+
+// joinNote appends more to a target's note.
+func joinNote(note, more string) string {
+	switch {
+	case note == "":
+		return more
+	case more == "":
+		return note
+	}
+	return note + "; " + more
+}

@@ -596,3 +596,72 @@ func appendCopy(buf *[]string, devs []string) []string {
 	*buf = append(*buf, devs...)
 	return (*buf)[n:len(*buf):len(*buf)]
 }
+
+// Limit narrows one job of a restricted Round (Round.Restrict).
+type Limit struct {
+	// Job is the job's ID.
+	Job string
+	// Out leaves the job out of the restricted Round: a policy called
+	// with it sees no such job, so the job gets nothing.
+	Out bool
+	// Max, when positive, lowers the job's maximum device count
+	// (RoundJob.Max) to at most Max; it must be at least the job's Min.
+	Max int
+	// Type, when set, is the only device type the job may use; it must
+	// be one of the job's Types.
+	Type accel.TypeKey
+}
+
+// Restrict returns a view of r in which each limited job is narrowed:
+// left out, capped, or held to one type. Everything else (the Input, the
+// cluster, the other jobs, the queues' entitlements, Place and Offer) is
+// r's. A policy that wraps another restricts the Round and calls the
+// inner policy with the view: carbon-awareness, a maintenance window or
+// a tenant's cap then compose with any policy. It fails with ErrPolicy for
+// an unknown job, a job limited twice, a Max below the job's Min or a
+// Type the job may not use.
+func (r *Round) Restrict(limits []Limit) (*Round, error) {
+	lim := make([]*Limit, len(r.jobs))
+	for k := range limits {
+		l := &limits[k]
+		i, ok := r.byID[l.Job]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: limits[%d]: unknown job %q", ErrPolicy, k, l.Job)
+		case lim[i] != nil:
+			return nil, fmt.Errorf("%w: limits[%d]: job %q limited twice", ErrPolicy, k, l.Job)
+		case l.Out:
+		case l.Max > 0 && l.Max < r.jobs[i].Min:
+			return nil, fmt.Errorf("%w: limits[%d]: job %q: Max %d below its minimum %d", ErrPolicy, k, l.Job, l.Max, r.jobs[i].Min)
+		case l.Type != "" && !slices.Contains(r.jobs[i].Types, l.Type):
+			return nil, fmt.Errorf("%w: limits[%d]: job %q may not use type %q", ErrPolicy, k, l.Job, l.Type)
+		}
+		lim[i] = l
+	}
+	sub := *r
+	sub.jobs = make([]jobInfo, 0, len(r.jobs))
+	sub.byID = make(map[string]int, len(r.jobs))
+	kept := make([]int, 0, len(r.jobs)) // positions in r of the view's jobs
+	for i, ji := range r.jobs {
+		if l := lim[i]; l != nil {
+			if l.Out {
+				continue
+			}
+			if l.Max > 0 {
+				ji.Max = min(ji.Max, l.Max)
+			}
+			if l.Type != "" {
+				t, _ := r.cluster.TypeIndex(l.Type)
+				ji.allowed, ji.Types = []int{t}, []accel.TypeKey{l.Type}
+			}
+		}
+		kept = append(kept, i)
+		sub.byID[ji.Job.ID] = len(sub.jobs)
+		sub.jobs = append(sub.jobs, ji)
+	}
+	if r.quota != nil {
+		// The same entitlements; only the jobs' positions change.
+		sub.quota = r.quota.Subset(kept)
+	}
+	return &sub, nil
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/goodsched/goodsched/carbon"
 	"github.com/goodsched/goodsched/carbon/carbondata"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/carbonaware"
 )
 
 // loadCarbon reads -carbon: "embedded" (California 2022, Electricity
@@ -79,7 +80,7 @@ func parseWeights(v string) ([]float64, error) {
 func carbonSpec(w float64) policySpec {
 	return policySpec{
 		about: fmt.Sprintf("goodput policy made carbon-aware (weight %g): delay-tolerant jobs with deadlines run in clean hours", w),
-		build: func() (scheduler.Policy, error) { return scheduler.CarbonAware{CarbonWeight: w}, nil },
+		build: func() (scheduler.Policy, error) { return carbonaware.Policy{CarbonWeight: w}, nil },
 		kind:  scheduler.Adaptive, perType: true,
 	}
 }

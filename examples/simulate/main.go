@@ -95,6 +95,7 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/energy"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
@@ -293,7 +294,7 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 				Interval: o.interval, Interference: o.interference, Explore: o.explore,
 				Faults:   sim.Faults{MTBF: o.mtbf, Seed: o.seed},
 				Progress: func(sim.Status) { rounds.Add(1) },
-				Carbon:   grid.series, Start: grid.start, Slack: o.slack, PUE: o.pue,
+				Carbon:   grid.series, Start: grid.start, Slack: o.slack, Power: energy.PowerModel{PUE: o.pue},
 			})
 			labels = append(labels, n+"/"+w.Name)
 		}

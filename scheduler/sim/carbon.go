@@ -2,10 +2,10 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/goodsched/goodsched/carbon"
+	"github.com/goodsched/goodsched/energy"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
 )
@@ -18,16 +18,13 @@ const ForecastHorizon = 7 * 24 * time.Hour
 // grid is the engine's carbon state: deadlines and the running account.
 type grid struct {
 	deadline map[int]float64 // job index → deadline, seconds on the workload clock
-	energy   scheduler.Energy
+	energy   energy.Totals
 }
 
 // checkGrid validates the carbon settings of c.
 func (c *Config) checkGrid() error {
 	if c.Slack < 0 {
 		return fmt.Errorf("%w: Slack %v is negative", ErrInvalid, c.Slack)
-	}
-	if p := c.PUE; math.IsNaN(p) || math.IsInf(p, 0) || (p != 0 && p < 1) {
-		return fmt.Errorf("%w: PUE %v must be 0 (= 1) or at least 1", ErrInvalid, c.PUE)
 	}
 	if err := c.Power.Validate(); err != nil {
 		return fmt.Errorf("%w: Power: %w", ErrInvalid, err)
@@ -136,7 +133,7 @@ func (e *engine) account(dt float64) error {
 	m := int((end.Sub(s.Start) + s.Step - 1) / s.Step)
 	win := s
 	win.Start, win.Values, win.Estimated = s.TimeAt(k), s.Values[k:m], nil
-	en, err := e.cfg.Power.Account(e.cluster, busy, from, d, win, e.cfg.PUE)
+	en, err := e.cfg.Power.Account(e.cluster, busy, from, d, win)
 	if err != nil {
 		return fmt.Errorf("sim: energy at %v: %w", dur(e.now), err)
 	}

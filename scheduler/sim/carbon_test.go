@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/carbon"
+	"github.com/goodsched/goodsched/energy"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/carbonaware"
 )
 
 var carbonStart = time.Date(2022, 6, 1, 0, 0, 0, 0, time.UTC)
@@ -35,7 +37,7 @@ func TestEnergyAccount(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
 	ci := daily(2, 200, 200)
 	cfg := Config{Cluster: cluster(t, "1x1:t4"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}},
-		Apps: apps, Policy: scheduler.FIFO{}, Start: carbonStart, Carbon: ci, PUE: 1.2}
+		Apps: apps, Policy: scheduler.FIFO{}, Start: carbonStart, Carbon: ci, Power: energy.PowerModel{PUE: 1.2}}
 	r, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +75,7 @@ func TestCarbonAwareSim(t *testing.T) {
 		}
 		return r
 	}
-	g, c := run(scheduler.Pollux{}), run(scheduler.CarbonAware{CarbonWeight: 1})
+	g, c := run(scheduler.Pollux{}), run(carbonaware.Policy{CarbonWeight: 1})
 	if c.DeadlineMisses != 0 || c.Completed != len(jobs) {
 		t.Errorf("carbon-aware: %d deadline misses, %d of %d completed", c.DeadlineMisses, c.Completed, len(jobs))
 	}
@@ -97,7 +99,7 @@ func TestCarbonConfigInvalid(t *testing.T) {
 		mod         func(*Config)
 	}{
 		{"negative slack", "Slack", func(c *Config) { c.Slack = -time.Hour }},
-		{"PUE below 1", "PUE", func(c *Config) { c.PUE = 0.9 }},
+		{"PUE below 1", "PUE", func(c *Config) { c.Power.PUE = 0.9 }},
 		{"start outside", "Start", func(c *Config) { c.Start = carbonStart.Add(-time.Hour) }},
 		{"NaN intensity", "Carbon", func(c *Config) { c.Carbon.Values = []float64{math.NaN()} }},
 		{"run past the series", "Carbon series", func(c *Config) { c.Carbon = daily(1, 1, 1); c.Start = carbonStart.Add(23*time.Hour + 59*time.Minute) }},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/carbon"
+	"github.com/goodsched/goodsched/energy"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
@@ -121,10 +122,9 @@ type Config struct {
 	// that outlasts the series fails with ErrInvalid.
 	Carbon carbon.Series
 	// Power is the power model of the devices; the zero value is the
-	// accel catalog's TDPs (see scheduler.PowerModel).
-	Power scheduler.PowerModel
-	// PUE multiplies IT energy into facility energy; 0 = 1.
-	PUE float64
+	// accel catalog's TDPs at PUE 1 (see energy.PowerModel; its PUE
+	// multiplies IT energy into facility energy).
+	Power energy.PowerModel
 	// Slack, when positive, gives every job a deadline, its submission
 	// plus its isolated run time (JobResult.Isolated) plus Slack, and
 	// makes it delay-tolerant; the policy also sees its remaining work

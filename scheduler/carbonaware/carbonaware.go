@@ -1,27 +1,29 @@
-package scheduler
+package carbonaware
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/carbon"
+	"github.com/goodsched/goodsched/energy"
+	"github.com/goodsched/goodsched/scheduler"
 )
 
-// CarbonAware is the goodput policy made carbon-aware: delay-tolerant jobs
-// with a deadline are scaled, down to zero when their deadline allows, so
-// that their work lands in the cleanest hours of the round's forecast
+// Policy makes any policy carbon-aware: delay-tolerant jobs with a
+// deadline are scaled, down to zero when their deadline allows, so that
+// their work lands in the cleanest hours of the round's forecast
 // (Input.Carbon) that still meet the deadline, and they share the round's
-// Envelope; then Pollux's goodput objective (Goodput) decides who gets what
-// among the jobs that run. Jobs without a deadline, or not delay-tolerant,
-// are treated exactly as under Pollux (they may get more because flexible
-// work waits).
+// Envelope; then the wrapped policy (Inner, Pollux's goodput objective by
+// default) decides who gets what among the jobs that run, on a Round
+// restricted with scheduler.Round.Restrict. Jobs without a deadline, or
+// not delay-tolerant, are treated exactly as under Inner (they may get
+// more because flexible work waits).
 //
 // Per flexible job and round: its curve is its Speedup on its best type
 // (the allowed type with the highest speedup at its largest count), in
@@ -48,22 +50,20 @@ import (
 // when the forecast ends before the deadline the plan must finish by the
 // forecast's end. A pinned (running non-preemptible) job is never capped.
 //
-// CarbonWeight 0 is carbon-agnostic: Allocate is then Goodput.Allocate,
+// CarbonWeight 0 is carbon-agnostic: Allocate is then Inner.Allocate,
 // plan for plan (Input.Carbon and Input.Envelope are ignored).
 //
-// CarbonAware is a plain value: safe for concurrent use.
-type CarbonAware struct {
-	// Goodput is the objective among the jobs that run.
-	Goodput Pollux
+// Policy is a plain value: safe for concurrent use when Inner is.
+type Policy struct {
+	// Inner decides among the jobs that run; nil = scheduler.Pollux{}.
+	Inner scheduler.Policy
 	// CarbonWeight in [0, 1] trades carbon against delay (see the cost
 	// above); 0 = carbon-agnostic (exactly Goodput), 1 = carbon only.
 	CarbonWeight float64
-	// Power gives the watts per device the planner charges; the zero
-	// value is the accel catalog's TDPs.
-	Power PowerModel
-	// PUE multiplies IT energy into facility energy in the plan (it
-	// scales every slot alike, so it changes costs, not choices); 0 = 1.
-	PUE float64
+	// Power gives the watts per device the planner charges, and the PUE
+	// (it scales every slot alike, so it changes costs, not choices); the
+	// zero value is the accel catalog's TDPs at PUE 1.
+	Power energy.PowerModel
 	// Headroom inflates each job's remaining work when planning, against
 	// estimation error and rounds lost to contention; 0 = 0.25, negative
 	// (or NaN) is an error.
@@ -76,56 +76,84 @@ type CarbonAware struct {
 	DeadlineMargin time.Duration
 }
 
-var _ Policy = CarbonAware{}
+var _ scheduler.Policy = Policy{}
 
-// Validate checks the policy's settings (New and Allocate call it).
-func (c CarbonAware) Validate() error {
+// Validate checks the policy's settings, and Inner's when it has a
+// Validate method (scheduler.New and Allocate call it). Errors wrap
+// scheduler.ErrInvalid.
+func (c Policy) Validate() error {
 	if w := c.CarbonWeight; math.IsNaN(w) || w < 0 || w > 1 {
-		return fmt.Errorf("%w: CarbonAware.CarbonWeight %v: must be in [0, 1]", ErrInvalid, c.CarbonWeight)
-	}
-	if p := c.PUE; math.IsNaN(p) || math.IsInf(p, 0) || (p != 0 && p < 1) {
-		return fmt.Errorf("%w: CarbonAware.PUE %v: must be 0 (= 1) or at least 1", ErrInvalid, c.PUE)
+		return fmt.Errorf("%w: carbonaware.Policy.CarbonWeight %v: must be in [0, 1]", scheduler.ErrInvalid, c.CarbonWeight)
 	}
 	if h := c.Headroom; math.IsNaN(h) || math.IsInf(h, 0) || h < 0 {
-		return fmt.Errorf("%w: CarbonAware.Headroom %v: must be finite and not negative", ErrInvalid, c.Headroom)
+		return fmt.Errorf("%w: carbonaware.Policy.Headroom %v: must be finite and not negative", scheduler.ErrInvalid, c.Headroom)
 	}
 	if c.DeadlineMargin < 0 {
-		return fmt.Errorf("%w: CarbonAware.DeadlineMargin %v is negative", ErrInvalid, c.DeadlineMargin)
+		return fmt.Errorf("%w: carbonaware.Policy.DeadlineMargin %v is negative", scheduler.ErrInvalid, c.DeadlineMargin)
 	}
 	if err := c.Power.Validate(); err != nil {
-		return fmt.Errorf("CarbonAware.Power: %w", err)
+		return fmt.Errorf("%w: carbonaware.Policy.Power: %w", scheduler.ErrInvalid, err)
 	}
-	return c.Goodput.Validate()
+	if v, ok := c.inner().(interface{ Validate() error }); ok {
+		return v.Validate()
+	}
+	return nil
+}
+
+// inner returns Inner, or its default.
+func (c Policy) inner() scheduler.Policy {
+	if c.Inner == nil {
+		return scheduler.Pollux{}
+	}
+	return c.Inner
 }
 
 // jobCap is the carbon plan's verdict for one job this round.
 type jobCap struct {
 	capped bool // Max lowered to count (0: the job waits)
 	count  int
-	typ    int // the one type the job may use (an Envelope is set), or -1
-	reason Reason
+	typ    accel.TypeKey // the one type the job may use (an Envelope is set), or ""
+	reason scheduler.Reason
 	note   string
 }
 
-// Allocate implements Policy: it plans each flexible job's device count
-// for now, then lets Goodput allocate among the jobs that run, each within
-// its cap.
-func (c CarbonAware) Allocate(ctx context.Context, r *Round) ([]Target, error) {
+// Allocate implements scheduler.Policy: it plans each flexible job's
+// device count for now, then lets Inner allocate among the jobs that run,
+// each within its cap (a Round restricted with Round.Restrict).
+func (c Policy) Allocate(ctx context.Context, r *scheduler.Round) ([]scheduler.Target, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	inner := c.inner()
 	if c.CarbonWeight == 0 {
-		return c.Goodput.Allocate(ctx, r)
+		return inner.Allocate(ctx, r)
 	}
-	caps, some, err := c.caps(r)
+	jobs := r.Jobs()
+	caps, some, err := c.caps(r, jobs)
 	if err != nil {
 		return nil, err
 	}
 	if !some {
-		return c.Goodput.Allocate(ctx, r)
+		return inner.Allocate(ctx, r)
 	}
-	sub := r.restrict(caps)
-	tg, err := c.Goodput.Allocate(ctx, sub)
+	var limits []scheduler.Limit
+	for i, jc := range caps {
+		l := scheduler.Limit{Job: jobs[i].Job.ID, Type: jc.typ}
+		switch {
+		case jc.capped && jc.count == 0:
+			l.Out = true
+		case jc.capped:
+			l.Max = jc.count
+		}
+		if l.Out || l.Max > 0 || l.Type != "" {
+			limits = append(limits, l)
+		}
+	}
+	sub, err := r.Restrict(limits)
+	if err != nil {
+		return nil, err
+	}
+	tg, err := inner.Allocate(ctx, sub)
 	if err != nil {
 		return nil, err
 	}
@@ -133,24 +161,24 @@ func (c CarbonAware) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 	for k := range tg {
 		seen[tg[k].Job] = k
 	}
-	for i := range r.jobs {
+	for i := range jobs {
 		jc := caps[i]
-		if jc.reason == ReasonUnchanged && jc.note == "" {
+		if jc.reason == scheduler.ReasonUnchanged && jc.note == "" {
 			continue
 		}
-		id := r.jobs[i].Job.ID
+		id := jobs[i].Job.ID
 		k, ok := seen[id]
 		if !ok {
-			tg = append(tg, Target{Job: id})
+			tg = append(tg, scheduler.Target{Job: id})
 			k = len(tg) - 1
 		}
 		t := &tg[k]
 		switch {
-		case jc.reason == ReasonDeadline:
-			t.Reason, t.Note = ReasonDeadline, joinNote(jc.note, t.Note)
+		case jc.reason == scheduler.ReasonDeadline:
+			t.Reason, t.Note = scheduler.ReasonDeadline, joinNote(jc.note, t.Note)
 		case jc.capped && (jc.count == 0 || t.Count == jc.count):
 			// The cap binds: carbon, not the objective, set the count.
-			t.Reason, t.Note = ReasonCarbon, joinNote(jc.note, t.Note)
+			t.Reason, t.Note = scheduler.ReasonCarbon, joinNote(jc.note, t.Note)
 		default:
 			t.Note = joinNote(t.Note, jc.note)
 		}
@@ -168,14 +196,11 @@ func joinNote(a, b string) string {
 	return a + "; " + b
 }
 
-// caps plans every flexible job of r; the bool reports whether some job is
-// capped or annotated.
-func (c CarbonAware) caps(r *Round) ([]jobCap, bool, error) {
-	caps := make([]jobCap, len(r.jobs))
-	for i := range caps {
-		caps[i].typ = -1
-	}
-	in := r.in
+// caps plans every flexible job of r (jobs: r.Jobs()); the bool reports
+// whether some job is capped or annotated.
+func (c Policy) caps(r *scheduler.Round, jobs []scheduler.RoundJob) ([]jobCap, bool, error) {
+	caps := make([]jobCap, len(jobs))
+	in := r.Input()
 	var fc *forecast
 	if len(in.Carbon.Values) > 0 {
 		f, err := newForecast(in.Carbon, in.Now, c.CarbonWeight)
@@ -189,13 +214,13 @@ func (c CarbonAware) caps(r *Round) ([]jobCap, bool, error) {
 	}
 	some := false
 	var flexible []int // jobs that honour the envelope, by deadline
-	for i := range r.jobs {
-		j := &r.jobs[i]
+	for i := range jobs {
+		j := &jobs[i]
 		if !j.Job.DelayTolerant || j.Job.Deadline.IsZero() || j.Pinned {
 			continue
 		}
 		if !j.Job.Deadline.After(in.Now) {
-			caps[i] = jobCap{typ: -1, reason: ReasonDeadline,
+			caps[i] = jobCap{reason: scheduler.ReasonDeadline,
 				note: fmt.Sprintf("deadline %s passed %v ago: full goodput", j.Job.Deadline.UTC().Format(time.RFC3339), in.Now.Sub(j.Job.Deadline).Round(time.Second))}
 			some = true
 			continue
@@ -206,15 +231,15 @@ func (c CarbonAware) caps(r *Round) ([]jobCap, bool, error) {
 				return nil, false, err
 			}
 			caps[i] = jc
-			some = some || jc.capped || jc.reason != ReasonUnchanged || jc.note != ""
-			if jc.reason == ReasonDeadline {
+			some = some || jc.capped || jc.reason != scheduler.ReasonUnchanged || jc.note != ""
+			if jc.reason == scheduler.ReasonDeadline {
 				continue
 			}
 		}
 		flexible = append(flexible, i)
 	}
 	if in.Envelope != nil && len(flexible) > 0 {
-		c.envelope(r, flexible, caps)
+		c.envelope(r, jobs, flexible, caps)
 		some = true
 	}
 	return caps, some, nil
@@ -243,7 +268,7 @@ func newForecast(s carbon.Series, now time.Time, w float64) (*forecast, error) {
 	case carbon.LbsPerMWh:
 		f = carbon.GPerKWhPerLbsPerMWh
 	default:
-		return nil, fmt.Errorf("%w: Input.Carbon.Unit %q is not convertible to g/kWh (set it)", ErrInvalid, s.Unit)
+		return nil, fmt.Errorf("%w: Input.Carbon.Unit %q is not convertible to g/kWh (set it)", scheduler.ErrInvalid, s.Unit)
 	}
 	ci := make([]float64, len(s.Values)-k)
 	for i := range ci {
@@ -276,16 +301,18 @@ func (f *forecast) series(n int) carbon.Series {
 const maxLevels = 16
 
 // planJob plans job j against fc and returns its cap for now.
-func (c CarbonAware) planJob(r *Round, j *jobInfo, fc *forecast) (jobCap, error) {
-	jc := jobCap{typ: -1}
+func (c Policy) planJob(r *scheduler.Round, j *scheduler.RoundJob, fc *forecast) (jobCap, error) {
+	var jc jobCap
 	// Best type: the highest speedup at the largest count it may use.
-	best, bestK, bestV := -1, 0, -1.0
-	for _, t := range j.allowed {
-		k := min(j.Max, r.cap[t])
+	var best accel.TypeKey
+	bestK, bestV := 0, -1.0
+	for _, t := range j.Types {
+		usable, _, _ := r.Cluster().Usable(t)
+		k := min(j.Max, usable)
 		if k < j.Min || k < 1 {
 			continue
 		}
-		v, err := r.speedup(j, t, r.packedNodes(t, k), k)
+		v, err := r.Speedup(j.Job.ID, t, packedNodes(r, t, k), k)
 		if err != nil {
 			return jc, err
 		}
@@ -293,21 +320,21 @@ func (c CarbonAware) planJob(r *Round, j *jobInfo, fc *forecast) (jobCap, error)
 			best, bestK, bestV = t, k, v
 		}
 	}
-	if best < 0 || bestV <= 0 {
-		return jc, nil // cannot run anywhere: Pollux says why
+	if best == "" || bestV <= 0 {
+		return jc, nil // cannot run anywhere: the inner policy says why
 	}
 	unit := (bestK + maxLevels - 1) / maxLevels
 	levels := bestK / unit
 	sp := make([]float64, levels)
 	for l := range sp {
 		k := (l + 1) * unit
-		v, err := r.speedup(j, best, r.packedNodes(best, k), k)
+		v, err := r.Speedup(j.Job.ID, best, packedNodes(r, best, k), k)
 		if err != nil {
 			return jc, err
 		}
 		sp[l] = v
 	}
-	pw, err := c.Power.Power(r.types[best])
+	pw, err := c.Power.Power(best)
 	if err != nil {
 		return jc, err
 	}
@@ -344,7 +371,7 @@ func (c CarbonAware) planJob(r *Round, j *jobInfo, fc *forecast) (jobCap, error)
 	dl := fc.start.Add(time.Duration(n) * fc.step)
 	var s carbon.Schedule
 	if n >= 1 {
-		s, err = carbon.Plan(fc.series(n), curve, work, dl, carbon.PlanOptions{MinScale: minScale, PUE: c.PUE, Method: carbon.Greedy})
+		s, err = carbon.Plan(fc.series(n), curve, work, dl, carbon.PlanOptions{MinScale: minScale, PUE: c.Power.PUE, Method: carbon.Greedy})
 	} else {
 		err = &carbon.InfeasibleError{Need: work}
 	}
@@ -357,7 +384,7 @@ func (c CarbonAware) planJob(r *Round, j *jobInfo, fc *forecast) (jobCap, error)
 			jc.note = fmt.Sprintf("forecast ends %s, before the deadline, and too soon to plan: not shifted", dl.UTC().Format(time.RFC3339))
 			return jc, nil
 		}
-		jc.reason = ReasonDeadline
+		jc.reason = scheduler.ReasonDeadline
 		jc.note = fmt.Sprintf("deadline %s cannot be met (%.0f of %.0f device-seconds fit): full goodput",
 			j.Job.Deadline.UTC().Format(time.RFC3339), inf.Fits, work)
 		return jc, nil
@@ -378,7 +405,7 @@ func (c CarbonAware) planJob(r *Round, j *jobInfo, fc *forecast) (jobCap, error)
 	if count == 0 {
 		jc.note = fmt.Sprintf("waits for cleaner hours (now %.0f g/kWh; plan finishes by %s)", fc.ci[0], s.Finish().UTC().Format(time.RFC3339))
 	} else {
-		jc.note = fmt.Sprintf("carbon plan caps it at %d×%s now (%.0f g/kWh)", count, r.types[best], fc.ci[0])
+		jc.note = fmt.Sprintf("carbon plan caps it at %d×%s now (%.0f g/kWh)", count, best, fc.ci[0])
 	}
 	return jc, nil
 }
@@ -387,20 +414,21 @@ func (c CarbonAware) planJob(r *Round, j *jobInfo, fc *forecast) (jobCap, error)
 // deadline first: each gets one type (the allowed one with the most room
 // left; a type the envelope does not list has unbounded room) and at most
 // the room left on it.
-func (c CarbonAware) envelope(r *Round, flexible []int, caps []jobCap) {
-	room := make([]int, len(r.types))
-	for t, tk := range r.types {
+func (c Policy) envelope(r *scheduler.Round, jobs []scheduler.RoundJob, flexible []int, caps []jobCap) {
+	types := r.Cluster().Types()
+	room := make([]int, len(types))
+	for t, tk := range types {
 		room[t] = math.MaxInt
-		if n, ok := r.in.Envelope[tk]; ok {
+		if n, ok := r.Input().Envelope[tk]; ok {
 			room[t] = n
 		}
 	}
 	slices.SortStableFunc(flexible, func(a, b int) int {
-		ja, jb := r.jobs[a].Job, r.jobs[b].Job
+		ja, jb := jobs[a].Job, jobs[b].Job
 		return cmp.Or(ja.Deadline.Compare(jb.Deadline), cmp.Compare(ja.ID, jb.ID))
 	})
 	for _, i := range flexible {
-		j := &r.jobs[i]
+		j := &jobs[i]
 		jc := &caps[i]
 		want := j.Max
 		if jc.capped {
@@ -410,7 +438,8 @@ func (c CarbonAware) envelope(r *Round, flexible []int, caps []jobCap) {
 			continue
 		}
 		best := -1
-		for _, t := range j.allowed {
+		for _, tk := range j.Types {
+			t, _ := r.Cluster().TypeIndex(tk)
 			if best < 0 || room[t] > room[best] {
 				best = t
 			}
@@ -422,59 +451,21 @@ func (c CarbonAware) envelope(r *Round, flexible []int, caps []jobCap) {
 		if room[best] != math.MaxInt {
 			room[best] -= got
 		}
-		jc.typ = best
+		jc.typ = types[best]
 		if got < want {
 			jc.capped, jc.count = true, got
-			jc.note = joinNote(jc.note, fmt.Sprintf("envelope leaves %d×%s", got, r.types[best]))
+			jc.note = joinNote(jc.note, fmt.Sprintf("envelope leaves %d×%s", got, types[best]))
 		}
 	}
 }
 
-// restrict returns a view of r in which capped jobs may use at most their
-// cap (jobs capped at zero are left out) and envelope-bound jobs only
-// their type. It shares r's placements, so targets placed or offered on it
-// are realised by Schedule without placing them again.
-func (r *Round) restrict(caps []jobCap) *Round {
-	sub := *r
-	sub.jobs = make([]jobInfo, 0, len(r.jobs))
-	sub.byID = make(map[string]int, len(r.jobs))
-	kept := make([]int, 0, len(r.jobs)) // positions in r of the sub-round's jobs
-	for i, ji := range r.jobs {
-		jc := caps[i]
-		if jc.capped && jc.count == 0 {
-			continue
-		}
-		kept = append(kept, i)
-		if jc.capped {
-			ji.Max = min(ji.Max, jc.count)
-		}
-		if jc.typ >= 0 {
-			ji.allowed = []int{jc.typ}
-			ji.Types = []accel.TypeKey{r.types[jc.typ]}
-		}
-		sub.byID[ji.Job.ID] = len(sub.jobs)
-		sub.jobs = append(sub.jobs, ji)
+// packedNodes is the consolidated node count of count devices of type t:
+// ceil(count / devices per node), what a consolidating placement achieves.
+func packedNodes(r *scheduler.Round, t accel.TypeKey, count int) int {
+	if count <= 0 {
+		return 0
 	}
-	if r.quota != nil {
-		// The same entitlements; only the jobs' positions change.
-		sub.quota = r.quota.Subset(kept)
-	}
-	return &sub
-}
-
-// checkGrid validates what the grid allows this round (Input.Carbon and
-// Input.Envelope).
-func checkGrid(in *Input) error {
-	s := in.Carbon
-	if len(s.Values) > 0 || s.Step != 0 || !s.Start.IsZero() {
-		if err := s.Validate(); err != nil {
-			return fmt.Errorf("%w: Input.Carbon: %w", ErrInvalid, err)
-		}
-	}
-	for _, t := range slices.Sorted(maps.Keys(in.Envelope)) {
-		if n := in.Envelope[t]; n < 0 {
-			return fmt.Errorf("%w: Input.Envelope[%q] = %d is negative", ErrInvalid, t, n)
-		}
-	}
-	return nil
+	_, perNode, _ := r.Cluster().Usable(t)
+	d := max(perNode, 1)
+	return (count + d - 1) / d
 }

@@ -1,6 +1,7 @@
-package scheduler
+package energy
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -10,6 +11,14 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/carbon"
 	"github.com/goodsched/goodsched/placement"
+)
+
+// ErrInvalid reports a bad PowerModel setting or Account argument;
+// ErrUnknownType a device type with no power figure. Both are wrapped
+// with the field at fault.
+var (
+	ErrInvalid     = errors.New("energy: invalid input")
+	ErrUnknownType = errors.New("energy: unknown device type")
 )
 
 // DefaultIdleFraction is the idle draw of a device as a fraction of its
@@ -43,12 +52,20 @@ type PowerModel struct {
 	// Measured uses a busy device's accel.Device.PowerWatts (an NVML
 	// reading) instead of the model when it is positive.
 	Measured bool
+	// PUE (power usage effectiveness) multiplies IT energy into facility
+	// energy: the one setting for it, read by Account and by the carbon
+	// planning of policies that use this model; 0 = 1, otherwise at
+	// least 1.
+	PUE float64
 }
 
 // Validate checks the model's settings.
 func (m PowerModel) Validate() error {
 	if f := m.IdleFraction; math.IsNaN(f) || f < 0 || f > 1 {
 		return fmt.Errorf("%w: PowerModel.IdleFraction %v: must be in [0, 1]", ErrInvalid, m.IdleFraction)
+	}
+	if p := m.PUE; math.IsNaN(p) || math.IsInf(p, 0) || (p != 0 && p < 1) {
+		return fmt.Errorf("%w: PowerModel.PUE %v: must be 0 (= 1) or at least 1", ErrInvalid, m.PUE)
 	}
 	for _, t := range slices.Sorted(maps.Keys(m.Types)) {
 		p := m.Types[t]
@@ -84,8 +101,8 @@ func (m PowerModel) Power(t accel.TypeKey) (DevicePower, error) {
 	return DevicePower{ActiveWatts: prod.TDPWatts, IdleWatts: f * prod.TDPWatts}, nil
 }
 
-// Energy is the energy and emissions of a cluster over an interval.
-type Energy struct {
+// Totals are the energy and emissions of a cluster over an interval.
+type Totals struct {
 	// BusyJoules and IdleJoules are the IT energy of devices held by a job
 	// and of the others (unhealthy devices included: they stay powered).
 	BusyJoules, IdleJoules float64
@@ -97,8 +114,8 @@ type Energy struct {
 }
 
 // Add returns the sum of e and o.
-func (e Energy) Add(o Energy) Energy {
-	return Energy{BusyJoules: e.BusyJoules + o.BusyJoules, IdleJoules: e.IdleJoules + o.IdleJoules, KWh: e.KWh + o.KWh,
+func (e Totals) Add(o Totals) Totals {
+	return Totals{BusyJoules: e.BusyJoules + o.BusyJoules, IdleJoules: e.IdleJoules + o.IdleJoules, KWh: e.KWh + o.KWh,
 		BusyG: e.BusyG + o.BusyG, IdleG: e.IdleG + o.IdleG, CarbonG: e.CarbonG + o.CarbonG}
 }
 
@@ -106,21 +123,19 @@ func (e Energy) Add(o Energy) Energy {
 // from+d) with the busy assignments held throughout (a round's plan:
 // Plan.Assignments), every other device idle. Emissions use
 // carbon.Emissions against intensity ci, which must cover the interval,
-// with PUE pue (0 = 1); a zero ci (no values) accounts energy only. Busy
+// with the model's PUE; a zero ci (no values) accounts energy only. Busy
 // devices that are not in c fail with ErrInvalid.
-func (m PowerModel) Account(c accel.Cluster, busy []placement.Assignment, from time.Time, d time.Duration, ci carbon.Series, pue float64) (Energy, error) {
-	var e Energy
+func (m PowerModel) Account(c accel.Cluster, busy []placement.Assignment, from time.Time, d time.Duration, ci carbon.Series) (Totals, error) {
+	var e Totals
 	if err := m.Validate(); err != nil {
 		return e, err
 	}
 	if d <= 0 {
 		return e, fmt.Errorf("%w: Account: duration %v must be positive", ErrInvalid, d)
 	}
+	pue := m.PUE
 	if pue == 0 {
 		pue = 1
-	}
-	if math.IsNaN(pue) || math.IsInf(pue, 0) || pue < 1 {
-		return e, fmt.Errorf("%w: Account: PUE %v must be at least 1", ErrInvalid, pue)
 	}
 	held := make(map[string]bool)
 	for _, a := range busy {
@@ -137,7 +152,7 @@ func (m PowerModel) Account(c accel.Cluster, busy []placement.Assignment, from t
 			if !ok {
 				var err error
 				if p, err = m.Power(dev.Type); err != nil {
-					return Energy{}, err
+					return Totals{}, err
 				}
 				powers[dev.Type] = p
 			}
@@ -154,7 +169,7 @@ func (m PowerModel) Account(c accel.Cluster, busy []placement.Assignment, from t
 		}
 	}
 	if found != len(held) {
-		return Energy{}, fmt.Errorf("%w: Account: %d busy devices are not in the cluster", ErrInvalid, len(held)-found)
+		return Totals{}, fmt.Errorf("%w: Account: %d busy devices are not in the cluster", ErrInvalid, len(held)-found)
 	}
 	e.KWh = (e.BusyJoules + e.IdleJoules) * pue / carbon.JoulesPerKWh
 	if len(ci.Values) == 0 {
@@ -164,7 +179,7 @@ func (m PowerModel) Account(c accel.Cluster, busy []placement.Assignment, from t
 	for k, j := range [2]float64{e.BusyJoules, e.IdleJoules} {
 		r, err := carbon.Emissions([]carbon.EnergyInterval{{Start: from, End: to, Joules: j}}, ci, carbon.AccountOptions{PUE: pue})
 		if err != nil {
-			return Energy{}, fmt.Errorf("%w: Account: %w", ErrInvalid, err)
+			return Totals{}, fmt.Errorf("%w: Account: %w", ErrInvalid, err)
 		}
 		if k == 0 {
 			e.BusyG = r.OperationalG

@@ -1,4 +1,4 @@
-package scheduler
+package carbonaware
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/carbon"
+	"github.com/goodsched/goodsched/energy"
 	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
@@ -24,8 +26,8 @@ func hourly(v ...float64) carbon.Series {
 // flexJob is an elastic, delay-tolerant job on up to 4 devices with a
 // linear speedup, whose planned work (RemainingWork × 1.25, the default
 // headroom) is hours × 4 devices × 3600 s.
-func flexJob(id string, hours float64, deadline time.Duration) Job {
-	return Job{ID: id, Submitted: t0, Kind: Elastic, MinReplicas: 1, MaxReplicas: 4,
+func flexJob(id string, hours float64, deadline time.Duration) scheduler.Job {
+	return scheduler.Job{ID: id, Submitted: t0, Kind: scheduler.Elastic, MinReplicas: 1, MaxReplicas: 4,
 		RemainingWork: hours * 4 * 3600 / 1.25, Deadline: t0.Add(deadline), DelayTolerant: true}
 }
 
@@ -38,23 +40,23 @@ func flexJob(id string, hours float64, deadline time.Duration) Job {
 func TestCarbonAwareCleanestSlots(t *testing.T) {
 	ci := hourly(300, 250, 100, 100, 300, 300, 300, 300)
 	cl := testCluster(group{1, 4, "t4"})
-	pol := CarbonAware{CarbonWeight: 1}
+	pol := Policy{CarbonWeight: 1}
 	for _, tc := range []struct {
 		deadline time.Duration
 		now      time.Duration
 		want     int
-		reason   Reason
+		reason   scheduler.Reason
 	}{
-		{5 * time.Hour, 0, 0, ReasonCarbon},
-		{5 * time.Hour, 2 * time.Hour, 4, ReasonObjective},
-		{4 * time.Hour, 0, 0, ReasonCarbon},
-		{3 * time.Hour, 0, 4, ReasonObjective},
+		{5 * time.Hour, 0, 0, scheduler.ReasonCarbon},
+		{5 * time.Hour, 2 * time.Hour, 4, scheduler.ReasonObjective},
+		{4 * time.Hour, 0, 0, scheduler.ReasonCarbon},
+		{3 * time.Hour, 0, 4, scheduler.ReasonObjective},
 	} {
 		j := flexJob("a", 2, tc.deadline)
 		if tc.now > 0 {
 			j.RemainingWork = 2 * 4 * 3600 / 1.25 // nothing done yet: the whole work is left
 		}
-		in := Input{Cluster: cl, Jobs: []Job{j}, Now: t0.Add(tc.now), Carbon: ci}
+		in := scheduler.Input{Cluster: cl, Jobs: []scheduler.Job{j}, Now: t0.Add(tc.now), Carbon: ci}
 		d := scheduleOnce(t, pol, in).Decisions[0]
 		if d.To != tc.want || d.Reason != tc.reason {
 			t.Errorf("deadline %v, now +%v: got %d devices (%v: %s), want %d (%v)", tc.deadline, tc.now, d.To, d.Reason, d.Message, tc.want, tc.reason)
@@ -68,14 +70,14 @@ func TestCarbonAwareCleanestSlots(t *testing.T) {
 func TestCarbonAwareDeadlineMet(t *testing.T) {
 	ci := hourly(300, 280, 90, 100, 120, 300, 300, 300, 300, 300)
 	cl := testCluster(group{1, 4, "t4"})
-	pol := CarbonAware{CarbonWeight: 1}
+	pol := Policy{CarbonWeight: 1}
 	left := 3 * 4 * 3600.0 // three full-width hours
 	var ran []int
 	var cur []placement.Assignment
 	for h := 0; h < 7 && left > 1e-6; h++ {
-		j := Job{ID: "a", Submitted: t0, Kind: Elastic, MinReplicas: 1, MaxReplicas: 4,
+		j := scheduler.Job{ID: "a", Submitted: t0, Kind: scheduler.Elastic, MinReplicas: 1, MaxReplicas: 4,
 			RemainingWork: left * 0.8, Deadline: t0.Add(6 * time.Hour), DelayTolerant: true}
-		p := scheduleOnce(t, pol, Input{Cluster: cl, Jobs: []Job{j}, Now: t0.Add(time.Duration(h) * time.Hour), Carbon: ci, Current: cur})
+		p := scheduleOnce(t, pol, scheduler.Input{Cluster: cl, Jobs: []scheduler.Job{j}, Now: t0.Add(time.Duration(h) * time.Hour), Carbon: ci, Current: cur})
 		d := p.Decisions[0]
 		if d.To > 0 {
 			ran = append(ran, h)
@@ -107,10 +109,10 @@ func equalInts(a, b []int) bool {
 // at full goodput and the decision says why.
 func TestCarbonAwareInfeasible(t *testing.T) {
 	cl := testCluster(group{1, 4, "t4"})
-	for _, j := range []Job{flexJob("late", 10, 3*time.Hour), flexJob("past", 1, 0)} {
-		in := Input{Cluster: cl, Jobs: []Job{j}, Now: t0.Add(time.Minute), Carbon: hourly(300, 100, 100, 100, 100)}
-		d := scheduleOnce(t, CarbonAware{CarbonWeight: 1}, in).Decisions[0]
-		if d.To != 4 || d.Reason != ReasonDeadline || !strings.Contains(d.Message, "deadline") {
+	for _, j := range []scheduler.Job{flexJob("late", 10, 3*time.Hour), flexJob("past", 1, 0)} {
+		in := scheduler.Input{Cluster: cl, Jobs: []scheduler.Job{j}, Now: t0.Add(time.Minute), Carbon: hourly(300, 100, 100, 100, 100)}
+		d := scheduleOnce(t, Policy{CarbonWeight: 1}, in).Decisions[0]
+		if d.To != 4 || d.Reason != scheduler.ReasonDeadline || !strings.Contains(d.Message, "deadline") {
 			t.Errorf("%s: got %d devices, %v: %s; want 4, deadline", j.ID, d.To, d.Reason, d.Message)
 		}
 	}
@@ -122,10 +124,10 @@ func TestCarbonAwareInfeasible(t *testing.T) {
 func TestCarbonAwareNoDeadlineIsPollux(t *testing.T) {
 	ci := hourly(300, 250, 100, 100, 300, 300, 300, 300)
 	for seed := uint64(1); seed <= 4; seed++ {
-		in := genInput(seed, shape160x64)
+		in := genInput(seed)
 		in.Carbon = carbon.Series{Start: in.Now.Truncate(time.Hour), Step: time.Hour, Values: ci.Values, Unit: carbon.GPerKWh}
-		want := marshalPlan(t, scheduleOnce(t, Pollux{}, in))
-		if got := marshalPlan(t, scheduleOnce(t, CarbonAware{CarbonWeight: 1}, in)); got != want {
+		want := marshalPlan(t, scheduleOnce(t, scheduler.Pollux{}, in))
+		if got := marshalPlan(t, scheduleOnce(t, Policy{CarbonWeight: 1}, in)); got != want {
 			t.Errorf("seed %d: no job has a deadline, yet the plan differs from Pollux's", seed)
 		}
 		for i := range in.Jobs {
@@ -134,16 +136,16 @@ func TestCarbonAwareNoDeadlineIsPollux(t *testing.T) {
 				in.Jobs[i].RemainingWork = 3600
 			}
 		}
-		if got := marshalPlan(t, scheduleOnce(t, CarbonAware{}, in)); got != want {
+		if got := marshalPlan(t, scheduleOnce(t, Policy{}, in)); got != want {
 			t.Errorf("seed %d: CarbonWeight 0 differs from Pollux", seed)
 		}
-		if marshalPlan(t, scheduleOnce(t, CarbonAware{CarbonWeight: 1}, in)) == want {
+		if marshalPlan(t, scheduleOnce(t, Policy{CarbonWeight: 1}, in)) == want {
 			t.Errorf("seed %d: CarbonWeight 1 with deadlines changed nothing", seed)
 		}
 	}
 }
 
-func marshalPlan(t *testing.T, p Plan) string {
+func marshalPlan(t *testing.T, p scheduler.Plan) string {
 	t.Helper()
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -157,94 +159,51 @@ func marshalPlan(t *testing.T, p Plan) string {
 func TestCarbonAwareEnvelope(t *testing.T) {
 	cl := testCluster(group{2, 4, "t4"})
 	a, b := flexJob("a", 1, 9*time.Hour), flexJob("b", 1, 8*time.Hour)
-	plain := Job{ID: "c", Submitted: t0, Kind: Elastic, MinReplicas: 1, MaxReplicas: 2}
-	in := Input{Cluster: cl, Jobs: []Job{a, b, plain}, Now: t0, Envelope: map[accel.TypeKey]int{"t4": 4}}
-	p := scheduleOnce(t, CarbonAware{CarbonWeight: 1}, in)
+	plain := scheduler.Job{ID: "c", Submitted: t0, Kind: scheduler.Elastic, MinReplicas: 1, MaxReplicas: 2}
+	in := scheduler.Input{Cluster: cl, Jobs: []scheduler.Job{a, b, plain}, Now: t0, Envelope: map[accel.TypeKey]int{"t4": 4}}
+	p := scheduleOnce(t, Policy{CarbonWeight: 1}, in)
 	da, _ := p.Decision("a")
 	db, _ := p.Decision("b")
 	dc, _ := p.Decision("c")
-	if da.To != 0 || da.Reason != ReasonCarbon || db.To != 4 || dc.To != 2 {
+	if da.To != 0 || da.Reason != scheduler.ReasonCarbon || db.To != 4 || dc.To != 2 {
 		t.Errorf("a %d (%v: %s), b %d, c %d; want a 0 (carbon), b 4, c 2", da.To, da.Reason, da.Message, db.To, dc.To)
 	}
 }
 
-// TestCarbonAwareInvalid: bad settings and input fail with ErrInvalid
+// TestCarbonAwareInvalid: bad settings and input fail with scheduler.ErrInvalid
 // naming the field.
 func TestCarbonAwareInvalid(t *testing.T) {
 	cl := testCluster(group{1, 4, "t4"})
 	for _, tc := range []struct {
 		name  string
-		pol   CarbonAware
-		in    Input
+		pol   Policy
+		in    scheduler.Input
 		field string
 	}{
-		{"negative weight", CarbonAware{CarbonWeight: -1}, Input{Cluster: cl}, "CarbonWeight"},
-		{"NaN weight", CarbonAware{CarbonWeight: math.NaN()}, Input{Cluster: cl}, "CarbonWeight"},
-		{"weight above 1", CarbonAware{CarbonWeight: 2}, Input{Cluster: cl}, "CarbonWeight"},
-		{"negative headroom", CarbonAware{CarbonWeight: 1, Headroom: -0.1}, Input{Cluster: cl}, "Headroom"},
-		{"PUE below 1", CarbonAware{CarbonWeight: 1, PUE: 0.5}, Input{Cluster: cl}, "PUE"},
-		{"NaN watts", CarbonAware{CarbonWeight: 1, Power: PowerModel{Types: map[accel.TypeKey]DevicePower{"t4": {ActiveWatts: math.NaN()}}}}, Input{Cluster: cl}, "PowerModel.Types"},
-		{"deadline before submission", CarbonAware{CarbonWeight: 1},
-			Input{Cluster: cl, Now: t0, Jobs: []Job{{ID: "a", Submitted: t0, Deadline: t0.Add(-time.Second)}}}, "Deadline"},
-		{"NaN intensity", CarbonAware{CarbonWeight: 1}, Input{Cluster: cl, Carbon: hourly(100, math.NaN())}, "Input.Carbon"},
-		{"negative envelope", CarbonAware{CarbonWeight: 1}, Input{Cluster: cl, Envelope: map[accel.TypeKey]int{"t4": -1}}, "Input.Envelope"},
+		{"negative weight", Policy{CarbonWeight: -1}, scheduler.Input{Cluster: cl}, "CarbonWeight"},
+		{"NaN weight", Policy{CarbonWeight: math.NaN()}, scheduler.Input{Cluster: cl}, "CarbonWeight"},
+		{"weight above 1", Policy{CarbonWeight: 2}, scheduler.Input{Cluster: cl}, "CarbonWeight"},
+		{"negative headroom", Policy{CarbonWeight: 1, Headroom: -0.1}, scheduler.Input{Cluster: cl}, "Headroom"},
+		{"PUE below 1", Policy{CarbonWeight: 1, Power: energy.PowerModel{PUE: 0.5}}, scheduler.Input{Cluster: cl}, "PUE"},
+		{"NaN watts", Policy{CarbonWeight: 1, Power: energy.PowerModel{Types: map[accel.TypeKey]energy.DevicePower{"t4": {ActiveWatts: math.NaN()}}}}, scheduler.Input{Cluster: cl}, "PowerModel.Types"},
+		{"deadline before submission", Policy{CarbonWeight: 1},
+			scheduler.Input{Cluster: cl, Now: t0, Jobs: []scheduler.Job{{ID: "a", Submitted: t0, Deadline: t0.Add(-time.Second)}}}, "Deadline"},
+		{"NaN intensity", Policy{CarbonWeight: 1}, scheduler.Input{Cluster: cl, Carbon: hourly(100, math.NaN())}, "Input.Carbon"},
+		{"negative envelope", Policy{CarbonWeight: 1}, scheduler.Input{Cluster: cl, Envelope: map[accel.TypeKey]int{"t4": -1}}, "Input.Envelope"},
 	} {
 		if tc.in.Jobs == nil {
-			tc.in.Jobs = []Job{{ID: "a", Submitted: t0}}
+			tc.in.Jobs = []scheduler.Job{{ID: "a", Submitted: t0}}
 			tc.in.Now = t0
 		}
-		_, err := New(Config{Policy: tc.pol})
+		_, err := scheduler.New(scheduler.Config{Policy: tc.pol})
 		if err == nil {
-			var s *Scheduler
-			s, _ = New(Config{Policy: tc.pol})
+			var s *scheduler.Scheduler
+			s, _ = scheduler.New(scheduler.Config{Policy: tc.pol})
 			_, err = s.Schedule(context.Background(), tc.in)
 		}
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("%s: got %v, want ErrInvalid naming %s", tc.name, err, tc.field)
+		if !errors.Is(err, scheduler.ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: got %v, want scheduler.ErrInvalid naming %s", tc.name, err, tc.field)
 		}
-	}
-}
-
-// TestAccount: 2 of 4 T4 busy for one hour, half at 100 and half at
-// 200 g/kWh, PUE 1.5. Busy: 2 × 70 W × 3600 s = 504 kJ = 0.14 kWh; idle:
-// 2 × 10.5 W × 3600 s = 75.6 kJ. Facility kWh (0.14 + 0.021) × 1.5 =
-// 0.2415; busy carbon 0.21 kWh × (100 + 200)/2 = 31.5 g, idle 4.725 g.
-func TestAccount(t *testing.T) {
-	cl := testCluster(group{1, 4, "t4"})
-	busy := []placement.Assignment{{Job: "a", Devices: []string{"t4-0-000/0", "t4-0-000/1"}}}
-	ci := carbon.Series{Start: t0, Step: 30 * time.Minute, Values: []float64{100, 200, 999}, Unit: carbon.GPerKWh}
-	e, err := PowerModel{}.Account(cl, busy, t0, time.Hour, ci, 1.5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
-	if !near(e.BusyJoules, 504000) || !near(e.IdleJoules, 75600) || !near(e.KWh, 0.2415) ||
-		!near(e.BusyG, 31.5) || !near(e.IdleG, 4.725) || !near(e.CarbonG, 36.225) {
-		t.Errorf("got %+v", e)
-	}
-	// Two half-hour rounds sum to the hour.
-	h1, _ := PowerModel{}.Account(cl, busy, t0, 30*time.Minute, ci, 1.5)
-	h2, _ := PowerModel{}.Account(cl, busy, t0.Add(30*time.Minute), 30*time.Minute, ci, 1.5)
-	if s := h1.Add(h2); !near(s.CarbonG, e.CarbonG) || !near(s.KWh, e.KWh) {
-		t.Errorf("halves sum to %+v, the hour is %+v", s, e)
-	}
-	// Measured readings replace the model for busy devices.
-	cl.Nodes[0].Devices[0].PowerWatts = 50
-	m, err := PowerModel{Measured: true, Types: map[accel.TypeKey]DevicePower{"t4": {ActiveWatts: 70, IdleWatts: 10}}}.Account(cl, busy, t0, time.Hour, carbon.Series{}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !near(m.BusyJoules, 120*3600) || !near(m.IdleJoules, 20*3600) || m.CarbonG != 0 {
-		t.Errorf("measured: got %+v", m)
-	}
-	if _, err := (PowerModel{}).Account(cl, busy, t0, 2*time.Hour, hourly(1), 1); err == nil {
-		t.Error("an intensity series that does not cover the hour was accepted")
-	}
-	if _, err := (PowerModel{}).Power("no-such-gpu"); !errors.Is(err, ErrUnknownType) {
-		t.Errorf("unknown type: %v", err)
-	}
-	if p, err := (PowerModel{}).Power("a100"); err != nil || p.ActiveWatts != 400 {
-		t.Errorf("alias a100: %+v, %v", p, err)
 	}
 }
 
@@ -256,19 +215,19 @@ func TestAccount(t *testing.T) {
 func TestCarbonAwareWeight(t *testing.T) {
 	ci := hourly(300, 250, 100, 100, 300, 300, 300, 300)
 	cl := testCluster(group{1, 4, "t4"})
-	in := Input{Cluster: cl, Jobs: []Job{flexJob("a", 2, 5*time.Hour)}, Now: t0, Carbon: ci}
+	in := scheduler.Input{Cluster: cl, Jobs: []scheduler.Job{flexJob("a", 2, 5*time.Hour)}, Now: t0, Carbon: ci}
 	for _, tc := range []struct {
 		w    float64
 		want int
 	}{{1, 0}, {0.05, 4}} {
-		if d := scheduleOnce(t, CarbonAware{CarbonWeight: tc.w}, in).Decisions[0]; d.To != tc.want {
+		if d := scheduleOnce(t, Policy{CarbonWeight: tc.w}, in).Decisions[0]; d.To != tc.want {
 			t.Errorf("weight %v: %d devices (%s), want %d", tc.w, d.To, d.Message, tc.want)
 		}
 	}
 }
 
 // FuzzCarbonAware: random delay-tolerant jobs, intensities and envelopes
-// never make CarbonAware fail other than with the package's sentinels,
+// never make Policy fail other than with the package's sentinels,
 // and the envelope holds for the jobs it binds.
 func FuzzCarbonAware(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8}, []byte{30, 20, 10, 5}, uint8(4), 0.5)
@@ -277,7 +236,7 @@ func FuzzCarbonAware(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data, ci []byte, env uint8, w float64) {
 		cl := testCluster(group{2, 4, "t4"})
 		now := t0.Add(90 * time.Minute)
-		in := Input{Cluster: cl, Now: now}
+		in := scheduler.Input{Cluster: cl, Now: now}
 		if len(ci) > 0 {
 			in.Carbon = carbon.Series{Start: t0, Step: time.Hour, Unit: carbon.GPerKWh}
 			for _, v := range ci {
@@ -288,21 +247,21 @@ func FuzzCarbonAware(f *testing.F) {
 			in.Envelope = map[accel.TypeKey]int{"t4": int(env % 9)}
 		}
 		for k := 0; k+3 < len(data) && len(in.Jobs) < 10; k += 4 {
-			in.Jobs = append(in.Jobs, Job{ID: fmt.Sprintf("j%d", k), Submitted: t0, Kind: Elastic,
+			in.Jobs = append(in.Jobs, scheduler.Job{ID: fmt.Sprintf("j%d", k), Submitted: t0, Kind: scheduler.Elastic,
 				MinReplicas: int(data[k] % 3), MaxReplicas: int(data[k]%3) + int(data[k+1]%6),
 				Deadline: t0.Add(time.Duration(data[k+2]) * 10 * time.Minute), DelayTolerant: data[k+3]%2 == 0,
 				RemainingWork: float64(data[k+3]) * 60, Speedup: fakeSpeedup{alpha: 0.2, node: 0.9}})
 		}
-		s, err := New(Config{Policy: CarbonAware{CarbonWeight: w}})
+		s, err := scheduler.New(scheduler.Config{Policy: Policy{CarbonWeight: w}})
 		if err != nil {
-			if !errors.Is(err, ErrInvalid) {
+			if !errors.Is(err, scheduler.ErrInvalid) {
 				t.Fatalf("New: %v", err)
 			}
 			return
 		}
 		p, err := s.Schedule(context.Background(), in)
 		if err != nil {
-			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrUnknownType) && !errors.Is(err, ErrBadSpeedup) {
+			if !errors.Is(err, scheduler.ErrInvalid) && !errors.Is(err, scheduler.ErrUnknownType) && !errors.Is(err, scheduler.ErrBadSpeedup) {
 				t.Fatalf("Schedule: %v", err)
 			}
 			return
@@ -311,7 +270,7 @@ func FuzzCarbonAware(f *testing.F) {
 		for _, d := range p.Decisions {
 			used += d.To
 			j := in.Jobs[slicesIndexJob(in.Jobs, d.Job)]
-			if in.Envelope != nil && j.DelayTolerant && j.Deadline.After(now) && d.Reason != ReasonDeadline {
+			if in.Envelope != nil && j.DelayTolerant && j.Deadline.After(now) && d.Reason != scheduler.ReasonDeadline {
 				bound += d.To
 			}
 		}
@@ -324,7 +283,7 @@ func FuzzCarbonAware(f *testing.F) {
 	})
 }
 
-func slicesIndexJob(js []Job, id string) int {
+func slicesIndexJob(js []scheduler.Job, id string) int {
 	for i := range js {
 		if js[i].ID == id {
 			return i
@@ -346,11 +305,11 @@ func TestCarbonAwareMargin(t *testing.T) {
 	}
 	v[0], v[18] = 50, 10
 	cl := testCluster(group{1, 4, "t4"})
-	in := Input{Cluster: cl, Jobs: []Job{flexJob("a", 1, 20*time.Hour)}, Now: t0, Carbon: hourly(v...)}
-	if d := scheduleOnce(t, CarbonAware{CarbonWeight: 1}, in).Decisions[0]; d.To != 4 {
+	in := scheduler.Input{Cluster: cl, Jobs: []scheduler.Job{flexJob("a", 1, 20*time.Hour)}, Now: t0, Carbon: hourly(v...)}
+	if d := scheduleOnce(t, Policy{CarbonWeight: 1}, in).Decisions[0]; d.To != 4 {
 		t.Errorf("default margin: %d devices (%s), want 4 now", d.To, d.Message)
 	}
-	if d := scheduleOnce(t, CarbonAware{CarbonWeight: 1, DeadlineMargin: time.Hour}, in).Decisions[0]; d.To != 0 {
+	if d := scheduleOnce(t, Policy{CarbonWeight: 1, DeadlineMargin: time.Hour}, in).Decisions[0]; d.To != 0 {
 		t.Errorf("1 h margin: %d devices (%s), want 0 (it waits for hour 18)", d.To, d.Message)
 	}
 }
@@ -366,17 +325,17 @@ func TestCarbonAwareKeepsQueues(t *testing.T) {
 		{Name: "a", Quotas: []quota.Quota{{Type: "t4", Nominal: 6}}},
 		{Name: "b", Quotas: []quota.Quota{{Type: "t4", Nominal: 2, BorrowingLimit: ip(0)}}},
 	}
-	var jobs []Job
+	var jobs []scheduler.Job
 	for _, id := range []string{"a1", "a2", "a3"} {
 		j := flexJob(id, 1, 8*time.Hour)
 		j.Queue = "a"
 		jobs = append(jobs, j)
 	}
 	for _, id := range []string{"b1", "b2"} {
-		jobs = append(jobs, Job{ID: id, Queue: "b", Submitted: t0, Kind: Elastic, MinReplicas: 1, MaxReplicas: 4})
+		jobs = append(jobs, scheduler.Job{ID: id, Queue: "b", Submitted: t0, Kind: scheduler.Elastic, MinReplicas: 1, MaxReplicas: 4})
 	}
-	in := Input{Cluster: cl, Jobs: jobs, Queues: queues, Now: t0, Carbon: hourly(400, 400, 100, 100, 100, 400, 400, 400, 400, 400)}
-	plan := scheduleOnce(t, CarbonAware{CarbonWeight: 1}, in)
+	in := scheduler.Input{Cluster: cl, Jobs: jobs, Queues: queues, Now: t0, Carbon: hourly(400, 400, 100, 100, 100, 400, 400, 400, 400, 400)}
+	plan := scheduleOnce(t, Policy{CarbonWeight: 1}, in)
 	used := map[string]int{}
 	for _, d := range plan.Decisions {
 		used[d.Job[:1]] += d.To
@@ -384,8 +343,8 @@ func TestCarbonAwareKeepsQueues(t *testing.T) {
 			t.Errorf("%s runs on %d devices in a dirty hour: %s", d.Job, d.To, d.Message)
 		}
 		// Pollux's search itself keeps b within its cap: had it read b's
-		// jobs as a's, the Scheduler would have had to trim them (quota).
-		if d.Job[0] == 'b' && d.Reason != ReasonObjective {
+		// jobs as a's, the scheduler.Scheduler would have had to trim them (quota).
+		if d.Job[0] == 'b' && d.Reason != scheduler.ReasonObjective {
 			t.Errorf("%s: %v (%s), want the objective's decision within b's cap", d.Job, d.Reason, d.Message)
 		}
 	}
