@@ -164,6 +164,15 @@ type Placer interface {
 	Place(ctx context.Context, in PlaceInput) (PlaceResult, error)
 }
 
+// StateUser is an optional interface of a Placer: one whose UsesState
+// returns false never reads PlaceInput.State (it works from Cluster and
+// Current), so the Round builds no placement.State for it and passes nil.
+// A Placer without the method gets a State.
+type StateUser interface {
+	// UsesState reports whether Place reads PlaceInput.State.
+	UsesState() bool
+}
+
 // PlaceInput is what a Placer is asked to realise.
 type PlaceInput struct {
 	// Cluster is the round's cluster index (the Scheduler builds one per
@@ -171,7 +180,8 @@ type PlaceInput struct {
 	Cluster *placement.Index
 	// Current holds the assignments in effect, in job order (jobs absent
 	// from Targets release their devices); State is the same usage as a
-	// placement state, a copy the Placer may modify.
+	// placement state, a copy the Placer may modify (nil for a Placer
+	// whose StateUser.UsesState reports false).
 	Current []placement.Assignment
 	State   *placement.State
 	// Targets are the targets to realise, with positive counts, in job

@@ -80,7 +80,14 @@ func (p RoundPlacer) Place(ctx context.Context, in PlaceInput) (PlaceResult, err
 // safe for concurrent use.
 type Packer struct{}
 
-var _ Placer = Packer{}
+var (
+	_ Placer    = Packer{}
+	_ StateUser = Packer{}
+)
+
+// UsesState implements StateUser: Packer works from the index and the
+// current assignments only.
+func (Packer) UsesState() bool { return false }
 
 // Place implements Placer.
 func (Packer) Place(ctx context.Context, in PlaceInput) (PlaceResult, error) {

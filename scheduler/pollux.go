@@ -172,6 +172,9 @@ func (g Pollux) Fitness(in Input, plan Plan) (float64, error) {
 	return e.Fitness(allocs)
 }
 
+// memoKey is the key of the Pollux engine's speedup memo in Round.Carry.
+type memoKey struct{}
+
 // search builds the engine's problem for round r: its jobs sorted by ID
 // (order[k] is the position in r.jobs of the engine's job k).
 func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
@@ -179,7 +182,8 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 		return nil, nil, err
 	}
 	p := pollux.Problem{Cluster: &r.in.Cluster, Index: r.cluster, Exponent: g.Exponent, Geometric: g.Geometric,
-		RestartDelay: g.RestartDelay, Interference: !r.allowInterference, Memo: r.memo, Parallel: g.Parallel}
+		RestartDelay: g.RestartDelay, Interference: !r.AllowInterference(), Parallel: g.Parallel}
+	p.Memo, _ = r.Carry(memoKey{}, func() any { return new(pollux.Memo) }).(*pollux.Memo)
 	if p.Exponent == 0 {
 		p.Exponent = -1
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
-	"github.com/goodsched/goodsched/scheduler/pollux"
 	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
@@ -47,9 +46,9 @@ type Round struct {
 	// quota is the round's quota tree and entitlements (nil without
 	// Input.Queues).
 	quota *quota.Entitlements
-	// memo carries the Pollux engine's speedup evaluations between the
-	// rounds of one Scheduler (nil: none).
-	memo *pollux.Memo
+	// carried holds what policies carry over between the rounds of one
+	// Scheduler (Carry; nil: nothing is kept).
+	carried map[any]any
 }
 
 // RoundJob is one job of a Round: its Job and what validation derived
@@ -177,6 +176,27 @@ func (r *Round) Place(ctx context.Context, targets []Target) (PlaceResult, error
 	return ps.res, nil
 }
 
+// Carry returns the value a policy keeps under key between the rounds of
+// one Scheduler: what an earlier round stored there, or fresh(), stored
+// for the rounds to come. Values are kept only when the policy's
+// Allocate succeeds, and a round that runs while another holds them
+// starts afresh, so they must not change the plan (caches of pure
+// evaluations: the Pollux policy keeps its speedup memo there). Keys
+// follow context.Context's rule: an unexported type of the policy's
+// package. Carry returns nil when the Round keeps nothing (NewRound, the
+// zero Scheduler).
+func (r *Round) Carry(key any, fresh func() any) any {
+	if r.carried == nil {
+		return nil
+	}
+	v, ok := r.carried[key]
+	if !ok {
+		v = fresh()
+		r.carried[key] = v
+	}
+	return v
+}
+
 // TakesOffers reports whether the Scheduler accepts placements that the
 // policy computed itself (Offer): true when it was built without a
 // Placer of the host's choosing.
@@ -238,7 +258,7 @@ func (r *Round) place(ctx context.Context, tg []Target) (*placedSet, error) {
 		return nil, err
 	}
 	var st *placement.State
-	if _, packer := r.placer.(Packer); !packer { // Packer reads no State: skip building one
+	if su, ok := r.placer.(StateUser); !ok || su.UsesState() {
 		if r.state == nil {
 			built, err := r.cluster.NewState(r.current)
 			if err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
-	"github.com/goodsched/goodsched/scheduler/pollux"
 )
 
 // Config configures a Scheduler. The zero value is valid: the Pollux
@@ -40,10 +39,11 @@ type Config struct {
 // A Scheduler holds no decision state between rounds (the host passes the
 // assignments in effect as Input.Current); it only remembers the index of
 // the last cluster it validated, so that an unchanged cluster is not
-// validated and indexed again, and, for the Pollux policy, the speedups
-// its last round evaluated for jobs whose Speedup is a *goodput.Curve
-// (immutable), so that a job that keeps its ID and curve is not evaluated
-// again on the same allocation (the plan is the same either way). It is
+// validated and indexed again, and what its policy carries over between
+// rounds (Round.Carry: the Pollux policy keeps the speedups it evaluated
+// for jobs whose Speedup is a *goodput.Curve, immutable, so that a job
+// that keeps its ID and curve is not evaluated again on the same
+// allocation; the plan is the same either way). It is
 // safe for concurrent use as long as its Policy and Placer are.
 type Scheduler struct {
 	policy            Policy
@@ -53,7 +53,7 @@ type Scheduler struct {
 	// own placement when that places better than the Placer.
 	takesOffers bool
 	clusters    *clusterCache
-	memos       *memoSlot
+	carried     *carrySlot
 }
 
 // New returns a Scheduler for cfg. It fails with ErrInvalid for a nil
@@ -72,7 +72,7 @@ func New(cfg Config) (*Scheduler, error) {
 			}
 		}
 	}
-	s := &Scheduler{policy: cfg.Policy, placer: cfg.Placer, allowInterference: cfg.AllowInterference, clusters: &clusterCache{}, memos: &memoSlot{}}
+	s := &Scheduler{policy: cfg.Policy, placer: cfg.Placer, allowInterference: cfg.AllowInterference, clusters: &clusterCache{}, carried: &carrySlot{}}
 	if s.policy == nil {
 		s.policy = Pollux{}
 	}
@@ -111,12 +111,12 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	r.memo = s.memos.take()
+	r.carried = s.carried.take()
 	tg, err := r.allocate(ctx, s.policy)
 	if err != nil {
 		return Plan{}, err
 	}
-	s.memos.put(r.memo)
+	s.carried.put(r.carried)
 	ps, err := r.place(ctx, tg)
 	if err != nil {
 		return Plan{}, err
@@ -489,39 +489,39 @@ func (cc *clusterCache) index(c *accel.Cluster) (*placement.Index, error) {
 	return idx, nil
 }
 
-// memoSlot keeps the Pollux engine's speedup evaluations from one round
-// to the next (pollux.Memo). A round takes the memo and gives it back when
-// its policy has allocated without error; a round that runs meanwhile
-// finds none and starts an empty one.
-type memoSlot struct {
+// carrySlot keeps what policies carry over from one round to the next
+// (Round.Carry). A round takes the values and gives them back when its
+// policy has allocated without error; a round that runs meanwhile finds
+// none and starts afresh.
+type carrySlot struct {
 	mu sync.Mutex
-	m  *pollux.Memo
+	m  map[any]any
 }
 
-// take returns the kept memo, or an empty one when there is none; nil on
-// the zero Scheduler (nothing is kept).
-func (ms *memoSlot) take() *pollux.Memo {
-	if ms == nil {
+// take returns the kept values, or an empty map when there are none; nil
+// on the zero Scheduler (nothing is kept).
+func (cs *carrySlot) take() map[any]any {
+	if cs == nil {
 		return nil
 	}
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	m := ms.m
-	ms.m = nil
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	m := cs.m
+	cs.m = nil
 	if m == nil {
-		m = new(pollux.Memo)
+		m = make(map[any]any)
 	}
 	return m
 }
 
 // put keeps m for the next round.
-func (ms *memoSlot) put(m *pollux.Memo) {
-	if ms == nil || m == nil {
+func (cs *carrySlot) put(m map[any]any) {
+	if cs == nil || m == nil {
 		return
 	}
-	ms.mu.Lock()
-	ms.m = m
-	ms.mu.Unlock()
+	cs.mu.Lock()
+	cs.m = m
+	cs.mu.Unlock()
 }
 
 // indexCluster validates c and indexes it.
