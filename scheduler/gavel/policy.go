@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/internal/nodeset"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
-	"github.com/goodsched/goodsched/scheduler/internal/nodeset"
 )
 
 // ThroughputFunc returns a job's throughput (steps per second, or any unit

@@ -3,7 +3,7 @@ package nodeset_test
 import (
 	"fmt"
 
-	"github.com/goodsched/goodsched/scheduler/internal/nodeset"
+	"github.com/goodsched/goodsched/internal/nodeset"
 )
 
 // Nodes 3, 70 and 4000 have free devices: the first at or after 4 is 70,

@@ -1,4 +1,4 @@
-package scheduler
+package placement
 
 import (
 	"cmp"
@@ -10,28 +10,27 @@ import (
 	"testing"
 
 	"github.com/goodsched/goodsched/accel"
-	"github.com/goodsched/goodsched/placement"
 )
 
-// scanPacker is Packer as it was, scanning every node per gang.
-type scanPacker struct{}
-
-// Place is Packer.Place as it was before the pools (after the same
-// keepCurrent): the oracle.
-func (scanPacker) Place(ctx context.Context, in PlaceInput) (PlaceResult, error) {
+// scanConsolidate is Consolidate as it was before the pools, scanning
+// every node per gang (after the same keepCurrent): the oracle.
+func scanConsolidate(ctx context.Context, x *Index, current []Assignment, targets []Target) ([]Assignment, []Unplaced, error) {
 	if err := ctx.Err(); err != nil {
-		return PlaceResult{}, err
+		return nil, nil, err
 	}
-	kept, used, todo := keepCurrent(in)
-	res := PlaceResult{Assignments: kept}
+	kept, used, todo := keepCurrent(x, current, targets)
+	res := struct {
+		Assignments []Assignment
+		Unplaced    []Unplaced
+	}{Assignments: kept}
 	// Free usable devices per (type, node), lowest index first.
 	type slot struct {
 		node string
 		free []string
 	}
 	slots := make(map[accel.TypeKey][]*slot)
-	for ni := range in.Cluster.Nodes() {
-		node, devs := in.Cluster.Node(ni)
+	for ni := range x.Nodes() {
+		node, devs := x.Node(ni)
 		byType := make(map[accel.TypeKey]*slot)
 		for _, d := range devs {
 			if !d.Usable() || used[d.ID] {
@@ -53,7 +52,7 @@ func (scanPacker) Place(ctx context.Context, in PlaceInput) (PlaceResult, error)
 	for k, t := range todo {
 		if k&63 == 0 {
 			if err := ctx.Err(); err != nil {
-				return PlaceResult{}, err
+				return nil, nil, err
 			}
 		}
 		ss := slots[t.Type]
@@ -67,7 +66,7 @@ func (scanPacker) Place(ctx context.Context, in PlaceInput) (PlaceResult, error)
 			}
 		}
 		if total < t.Count {
-			res.Unplaced = append(res.Unplaced, unplaced(t, placement.ReasonCapacity, fmt.Sprintf("only %d free %s devices for %d", total, t.Type, t.Count)))
+			res.Unplaced = append(res.Unplaced, unplaced(t, ReasonCapacity, fmt.Sprintf("only %d free %s devices for %d", total, t.Type, t.Count)))
 			continue
 		}
 		var pick []string
@@ -91,7 +90,7 @@ func (scanPacker) Place(ctx context.Context, in PlaceInput) (PlaceResult, error)
 				}
 			}
 			if t.MaxNodes > 0 && nodes > t.MaxNodes {
-				res.Unplaced = append(res.Unplaced, unplaced(t, placement.ReasonFragmented, fmt.Sprintf("%d %s devices span %d nodes, more than %d", t.Count, t.Type, nodes, t.MaxNodes)))
+				res.Unplaced = append(res.Unplaced, unplaced(t, ReasonFragmented, fmt.Sprintf("%d %s devices span %d nodes, more than %d", t.Count, t.Type, nodes, t.MaxNodes)))
 				continue
 			}
 			need = t.Count
@@ -105,17 +104,17 @@ func (scanPacker) Place(ctx context.Context, in PlaceInput) (PlaceResult, error)
 				need -= k
 			}
 		}
-		res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: pick})
+		res.Assignments = append(res.Assignments, Assignment{Job: t.Job, Devices: pick})
 	}
-	slices.SortFunc(res.Assignments, func(a, b placement.Assignment) int { return cmp.Compare(a.Job, b.Job) })
-	slices.SortFunc(res.Unplaced, func(a, b placement.Unplaced) int { return cmp.Compare(a.Target.Job, b.Target.Job) })
-	return res, nil
+	slices.SortFunc(res.Assignments, func(a, b Assignment) int { return cmp.Compare(a.Job, b.Job) })
+	slices.SortFunc(res.Unplaced, func(a, b Unplaced) int { return cmp.Compare(a.Target.Job, b.Target.Job) })
+	return res.Assignments, res.Unplaced, nil
 }
 
-// Packer's pools choose exactly what the node scan chose, on random
+// Consolidate's pools choose exactly what the node scan chose, on random
 // clusters (mixed types, unhealthy devices), current assignments and
 // targets (some with MaxNodes).
-func TestPackerMatchesScan(t *testing.T) {
+func TestConsolidateMatchesScan(t *testing.T) {
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 11))
 		var c accel.Cluster
@@ -129,11 +128,11 @@ func TestPackerMatchesScan(t *testing.T) {
 			}
 			c.Nodes = append(c.Nodes, node)
 		}
-		ix, err := placement.NewIndex(c)
+		ix, err := NewIndex(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var current []placement.Assignment
+		var current []Assignment
 		var targets []Target
 		free := map[string]bool{}
 		for _, n := range c.Nodes {
@@ -155,7 +154,7 @@ func TestPackerMatchesScan(t *testing.T) {
 					}
 				}
 				if len(devs) > 0 {
-					current = append(current, placement.Assignment{Job: id, Devices: devs})
+					current = append(current, Assignment{Job: id, Devices: devs})
 					if rng.IntN(2) == 0 {
 						typ = ""
 						d, _ := ix.Device(devs[0])
@@ -170,11 +169,10 @@ func TestPackerMatchesScan(t *testing.T) {
 			}
 			targets = append(targets, tg)
 		}
-		in := PlaceInput{Cluster: ix, Current: current, Targets: targets}
-		want, err1 := scanPacker{}.Place(context.Background(), in)
-		got, err2 := Packer{}.Place(context.Background(), in)
-		if err1 != nil || err2 != nil || !reflect.DeepEqual(got, want) {
-			t.Fatalf("seed %d: got %+v (%v)\nwant %+v (%v)", seed, got, err2, want, err1)
+		wantA, wantU, err1 := scanConsolidate(context.Background(), ix, current, targets)
+		gotA, gotU, err2 := Consolidate(context.Background(), ix, current, targets)
+		if err1 != nil || err2 != nil || !reflect.DeepEqual(gotA, wantA) || !reflect.DeepEqual(gotU, wantU) {
+			t.Fatalf("seed %d: got %+v %+v (%v)\nwant %+v %+v (%v)", seed, gotA, gotU, err2, wantA, wantU, err1)
 		}
 	}
 }
