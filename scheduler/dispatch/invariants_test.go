@@ -107,6 +107,10 @@ func (d *Dispatcher[T]) check() error {
 					return fmt.Errorf("copy %d serving but worker %d disagrees", 2*s+k, c.worker)
 				}
 				alive++
+			case cHeld:
+				if o := sl.copies[1-k].state; sl.scan != scanPending || (o != cServing && o != cQueued) {
+					return fmt.Errorf("copy %d held, but its task's scan state is %d and its sibling's state %d", 2*s+k, sl.scan, sl.copies[1-k].state)
+				}
 			}
 		}
 		if alive == 0 {
