@@ -40,6 +40,8 @@ var (
 	ErrRisk = errors.New("dispatch: invalid risk")
 	// ErrRejected reports a Complete (or a verdict) for a task that a scan
 	// found bad and rejected: it never ran, so there is nothing to report.
+	// (A task rejected before the latest rejection that reused its
+	// internal slot is reported as ErrCompleted: it is over either way.)
 	ErrRejected = errors.New("dispatch: task was rejected by its scan")
 	// ErrScanOrder reports a Complete of a task whose scan has no verdict
 	// yet (it must not run before the scan clears it), or a verdict for a

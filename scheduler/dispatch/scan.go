@@ -26,19 +26,25 @@ const (
 	// paying for each bad one. It is unstable once the arrival rate times
 	// E[Work + Probability·BadRecovery] exceeds the workers' capacity.
 	ScanNone ScanPolicy = iota
-	// ScanRobust scans a task exactly when scanning lowers the worker time
-	// the task is expected to cost (see Decide): the decision that keeps
-	// the drift of the paper's objective — the sum over workers of the
-	// squared backlog — smallest, because a task's contribution to that
-	// drift is its worker's backlog times the task's expected cost. With
-	// it, queues stay bounded whenever
+	// ScanRobust is the paper's robust framework: tasks go to workers by
+	// an objective function over the workers' queues, and the scan
+	// decision is the one that keeps that objective's drift smallest.
+	// This package takes the objective to be the sum over workers of the
+	// squared backlog (in worker time); a task's first-order contribution
+	// to its drift is its worker's backlog times the worker time the task
+	// is expected to cost, so the rule scans a task exactly when scanning
+	// lowers that expected cost (see Decide), whatever the backlog. The
+	// standard drift argument then bounds the queues whenever
 	//
 	//	arrival rate × E[min(ScanCost + (1−p)·Work, Work + p·BadRecovery)] < workers
 	//
 	// (p the task's Probability, expectation over tasks, workers of unit
-	// speed), the paper's stability condition for its rule. The left side
-	// is at most both baselines', so the robust policy is stable wherever
-	// either is, and also at loads where neither is.
+	// speed): the stability condition. Its left side is at most both
+	// baselines', so the robust policy is stable wherever either is, and
+	// also at loads where neither is — the paper's claim. The paper's own
+	// objective and constants may differ in detail; the rule and the
+	// condition above are this package's, derived as stated, and
+	// examples/dispatch checks the condition against simulated queues.
 	ScanRobust
 	// ScanAll scans every task: the naive baseline that catches every bad
 	// task but pays the scan cost on every good one. It is unstable once

@@ -169,3 +169,40 @@ func TestScanOff(t *testing.T) {
 		t.Fatalf("complete: %+v %v", out, err)
 	}
 }
+
+// FuzzRisk: SubmitRisk accepts exactly the risks Validate accepts; a
+// rejected one changes nothing; an accepted one is scanned exactly when
+// Decide says so.
+func FuzzRisk(f *testing.F) {
+	f.Add(0.5, int64(time.Millisecond), int64(time.Millisecond), int64(10*time.Millisecond), uint8(1))
+	f.Add(-0.0, int64(-1), int64(0), int64(0), uint8(2))
+	f.Add(math.NaN(), int64(0), int64(-5), int64(1), uint8(0))
+	f.Fuzz(func(t *testing.T, p float64, scan, work, recovery int64, pol uint8) {
+		cfg := Config{Workers: 2, Scan: ScanPolicy(pol % uint8(numScanPolicies)), BadRecovery: time.Duration(recovery)}
+		d, err := New[int](cfg)
+		if recovery < 0 {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("BadRecovery %d: %v", recovery, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := Risk{Probability: p, ScanCost: time.Duration(scan), Work: time.Duration(work)}
+		valid := p >= 0 && p <= 1 && scan >= 0 && work >= 0
+		if (r.Validate() == nil) != valid {
+			t.Fatalf("Validate(%+v) = %v", r, r.Validate())
+		}
+		pl, err := d.SubmitRisk(1, t0, r)
+		if !valid {
+			if !errors.Is(err, ErrRisk) || d.Stats() != (Stats{Live: 2}) {
+				t.Fatalf("SubmitRisk(%+v): %v, stats %+v", r, err, d.Stats())
+			}
+			return
+		}
+		if err != nil || pl.Scan != cfg.Scan.Decide(r, cfg.BadRecovery) {
+			t.Fatalf("SubmitRisk(%+v): %+v, %v", r, pl, err)
+		}
+	})
+}
