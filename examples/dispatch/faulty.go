@@ -25,6 +25,9 @@ const (
 	faultySafeP     = 0.02                   // the others with this one
 )
 
+// evScanDone marks the end of a worker's scan of a task.
+const evScanDone = evHedge + 1
+
 // faultyRisk is the risk the host declares for a task from a risky source
 // or not; the task is bad with exactly that probability.
 func faultyRisk(risky bool) dispatch.Risk {
@@ -117,8 +120,8 @@ func SimulateFaulty(cfg FaultyConfig) (FaultyResult, error) {
 		e.seq = seq
 		heap.Push(&h, e)
 	}
-	// A worker's events: evHedge marks the end of a scan (this scenario
-	// never hedges), evDone the end of a run (and of a recovery).
+	// A worker's events: evScanDone ends a scan, evDone a run (and its
+	// recovery).
 	start := func(w int32) error {
 		t, ok, err := d.Next(dispatch.WorkerID(w))
 		if err != nil {
@@ -131,7 +134,7 @@ func SimulateFaulty(cfg FaultyConfig) (FaultyResult, error) {
 		ws[w].epoch++
 		if t.Scan {
 			res.Scans++
-			push(event{atNs: nowNs + int64(faultyScanCost), kind: evHedge, worker: w, id: t.ID, task: t.Payload})
+			push(event{atNs: nowNs + int64(faultyScanCost), kind: evScanDone, worker: w, id: t.ID, task: t.Payload})
 			return nil
 		}
 		push(runEvent(nowNs, w, t.ID, t.Payload, tasks))
@@ -199,7 +202,7 @@ func faultyStep(d *dispatch.Dispatcher[int32], e event, res *FaultyResult, tasks
 	start func(int32) error, push func(event), nowNs int64) error {
 	w := dispatch.WorkerID(e.worker)
 	switch e.kind {
-	case evHedge: // a scan ended
+	case evScanDone:
 		v := dispatch.ScanVerdict{Bad: tasks[e.task].bad, Reason: "scan: faulty or malicious"}
 		sr, err := d.Scanned(e.id, w, v)
 		if err != nil {
@@ -211,7 +214,7 @@ func faultyStep(d *dispatch.Dispatcher[int32], e event, res *FaultyResult, tasks
 		}
 		push(runEvent(nowNs, e.worker, e.id, e.task, tasks))
 		return nil
-	case evDone: // a run (and its recovery) ended
+	case evDone:
 		if tasks[e.task].bad {
 			res.BadRun++
 		}

@@ -68,5 +68,7 @@
 // addressed by index. Task slots are recycled through a free list, so in
 // steady state no call allocates. Hedged's adaptive delay costs amortised
 // O(1) per completion (a quickselect over a window every window/8
-// completions).
+// completions). Scanning adds O(1) to SubmitRisk and Scanned; a copy that
+// Next holds back while its sibling is scanned is held once at most, so
+// Next stays amortised O(1).
 package dispatch
