@@ -182,7 +182,10 @@ type Config struct {
 	// after its run: the time the worker is lost recovering. Zero means
 	// the damage is only that the run's result is discarded. ScanRobust
 	// weighs it against the scan cost (ScanPolicy.Decide); the host
-	// applies it (the Dispatcher cannot tell a bad task that ran).
+	// applies it (the Dispatcher cannot tell a bad task that ran): the
+	// worker reports the task with Complete once it has recovered, so
+	// that no new copy reaches it meanwhile. (Fail would re-queue the bad
+	// task elsewhere.)
 	BadRecovery time.Duration
 }
 
