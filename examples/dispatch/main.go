@@ -8,6 +8,14 @@
 // Load is the offered primary work only: arrival rate × mean service time ÷
 // workers. Duplicates, and the partial work of cancelled copies, come on
 // top (see the utilization column).
+//
+// With -faulty it runs the faulty-work scenario instead (Abdulazeez et al.,
+// IEEE EDGE 2017): part of the work is bad, scanning costs worker time, and
+// the robust scan rule is compared with scan-all and scan-none at each load
+// for -arrivals arrivals. It prints each policy's queue-length trend and
+// scans per bad task caught, writes an SVG of queue length over time, and
+// with -json prints {"faulty":[{"policy","load","queue_slope",
+// "scans_per_bad_caught",...}]}.
 package main
 
 import (
@@ -35,6 +43,8 @@ type options struct {
 	svg      string
 	json     bool
 	tied     bool
+	faulty   bool
+	arrivals int
 	// tty: stderr is a terminal, so progress may redraw one line with \r;
 	// otherwise (a log, a pipe, CI) each service gets one plain line.
 	tty bool
@@ -54,6 +64,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.svg, "svg", "dispatch_p99.svg", "SVG file for p99 against load (empty: none; with -json, none unless set)")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of a table")
 	fs.BoolVar(&o.tied, "purge-on-start", false, "also purge a queued sibling when a copy starts (tied requests)")
+	fs.BoolVar(&o.faulty, "faulty", false, "run the faulty-work scenario (robust, scan-all and scan-none scanning) instead; -loads defaults to 0.3,0.8 and -svg to dispatch_faulty.svg")
+	fs.IntVar(&o.arrivals, "arrivals", 1000000, "arrivals per (scan policy, load) point of the -faulty scenario")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, "usage: dispatch [flags]\n\n"+
@@ -65,10 +77,22 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		}
 		return o, err
 	}
-	svgSet := false
-	fs.Visit(func(f *flag.Flag) { svgSet = svgSet || f.Name == "svg" })
+	svgSet, loadsSet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		svgSet = svgSet || f.Name == "svg"
+		loadsSet = loadsSet || f.Name == "loads"
+	})
+	if o.faulty && !svgSet {
+		o.svg = "dispatch_faulty.svg"
+	}
+	if o.faulty && !loadsSet {
+		*loads = "0.3,0.8"
+	}
 	if o.json && !svgSet {
 		o.svg = "" // -json is for machines: write no file they did not ask for
+	}
+	if o.arrivals < 1000 || o.arrivals > 1<<26 {
+		return o, fmt.Errorf("-arrivals %d: want 1000..%d", o.arrivals, 1<<26)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -130,6 +154,9 @@ func main() {
 }
 
 func run(o options, stdout, stderr io.Writer) error {
+	if o.faulty {
+		return runFaulty(o, stdout, stderr)
+	}
 	var results []SimResult
 	n := len(o.services) * len(o.loads) * len(o.policies)
 	for _, svc := range o.services {
@@ -189,6 +216,49 @@ func printTable(w io.Writer, o options, results []SimResult) error {
 		}
 		fmt.Fprintf(tw, "%s\t%.0f%%\t%s\t%.2f\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t\n",
 			r.Service, 100*r.Load, r.Policy, r.P50Ms, r.P99Ms, r.P999Ms, ratio, r.Utilization, r.DupPerTask)
+	}
+	return tw.Flush()
+}
+
+// runFaulty runs the faulty-work scenario: every scan policy at every load.
+func runFaulty(o options, stdout, stderr io.Writer) error {
+	var results []FaultyResult
+	n := len(o.loads) * len(dispatch.ScanPolicies())
+	for _, load := range o.loads {
+		for _, p := range []dispatch.ScanPolicy{dispatch.ScanRobust, dispatch.ScanAll, dispatch.ScanNone} {
+			fmt.Fprintf(stderr, "dispatch: [%d/%d] faulty load %.2f %s: %d arrivals …\n", len(results)+1, n, load, p, o.arrivals)
+			r, err := SimulateFaulty(FaultyConfig{Workers: o.workers, Load: load, Scan: p, Choice: o.choice, Arrivals: o.arrivals, Seed: o.seed, Samples: 500})
+			if err != nil {
+				return fmt.Errorf("faulty load %.2f %s: %w", load, p, err)
+			}
+			results = append(results, r)
+		}
+	}
+	if o.svg != "" {
+		if err := plotQueues(o.svg, o, results); err != nil {
+			return err
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", " ")
+		return enc.Encode(struct {
+			Faulty []FaultyResult `json:"faulty"`
+		}{results})
+	}
+	fmt.Fprintf(stdout, "%d workers, %s placement, %d arrivals per point; a task runs %v on average (exponential), a scan takes %v,\n"+
+		"%.0f%% of tasks are bad with probability %.2f and the rest with %.2f, and a bad task run unscanned costs its worker %v more.\n"+
+		"load = arrival rate × mean run time ÷ workers; predicted = the stability condition's load under the policy (bounded iff < 1)\n",
+		o.workers, o.choice, o.arrivals, faultyMeanWork, faultyScanCost, 100*faultyRiskyFrac, faultyRiskyP, faultySafeP, faultyRecovery)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "load\tpolicy\tpredicted\tqueue slope /1e6 arrivals\tmean queue\tfinal queue\tbad\tscans\tcaught\tran bad\tscans/caught\t")
+	for _, r := range results {
+		per := "-"
+		if r.ScansPerBadCaught != nil {
+			per = strconv.FormatFloat(*r.ScansPerBadCaught, 'f', 2, 64)
+		}
+		fmt.Fprintf(tw, "%.0f%%\t%s\t%.3f\t%.0f\t%.1f\t%d\t%d\t%d\t%d\t%d\t%s\t\n",
+			100*r.Load, r.Policy, r.PredictedLoad, r.QueueSlope, r.MeanQueue, r.FinalQueue, r.Bad, r.Scans, r.BadCaught, r.BadRun, per)
 	}
 	return tw.Flush()
 }

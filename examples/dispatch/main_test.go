@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -21,6 +23,7 @@ func TestParseErrors(t *testing.T) {
 		{"-policies", "das,clone"},
 		{"-service", "lognormal"},
 		{"-choice", "random"},
+		{"-faulty", "-arrivals", "10"},
 		{"extra"},
 		{"-nosuchflag"},
 	} {
@@ -164,5 +167,90 @@ func TestFirstContact(t *testing.T) {
 	parse([]string{"-h"}, &help)
 	if !strings.HasPrefix(help.String(), "usage: dispatch [flags]\n\ndispatch simulates") {
 		t.Errorf("-h header:\n%s", help.String())
+	}
+}
+
+// TestFaultyClaims checks issue 52's numbers on 100,000 arrivals per point
+// (the default run has 10⁶). At load 0.8 scan-all and scan-none are over
+// capacity (the stability condition's load exceeds 1) and their queues grow
+// at the fluid-limit rate, 1 − 1/load tasks per arrival, an oracle outside
+// the simulation; the robust rule's load is below 1 and its queue shows no
+// trend. At load 0.3 the robust rule scans only the risky tasks.
+func TestFaultyClaims(t *testing.T) {
+	sim := func(p dispatch.ScanPolicy, load float64) FaultyResult {
+		r, err := SimulateFaulty(FaultyConfig{Workers: 16, Load: load, Scan: p, Arrivals: 100000, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	robust := sim(dispatch.ScanRobust, 0.8)
+	if robust.PredictedLoad >= 1 || math.Abs(robust.QueueSlope) > 1000 {
+		t.Errorf("robust at 0.8: predicted load %.3f, slope %.0f tasks per 10⁶ arrivals", robust.PredictedLoad, robust.QueueSlope)
+	}
+	for _, p := range []dispatch.ScanPolicy{dispatch.ScanAll, dispatch.ScanNone} {
+		r := sim(p, 0.8)
+		fluid := (1 - 1/r.PredictedLoad) * 1e6
+		if r.PredictedLoad <= 1 || math.Abs(r.QueueSlope-fluid) > 0.05*fluid {
+			t.Errorf("%s at 0.8: predicted load %.3f, slope %.0f, fluid limit %.0f", p, r.PredictedLoad, r.QueueSlope, fluid)
+		}
+		t.Logf("%s at 0.8: slope %.0f (fluid limit %.0f)", p, r.QueueSlope, fluid)
+	}
+	light, all := sim(dispatch.ScanRobust, 0.3), sim(dispatch.ScanAll, 0.3)
+	meanRisk := faultyRiskyFrac*faultyRiskyP + (1-faultyRiskyFrac)*faultySafeP
+	if light.ScansPerBadCaught == nil || *light.ScansPerBadCaught > 1.1/faultyRiskyP {
+		t.Errorf("robust at 0.3: scans per bad caught %v, want about 1/%.2f", light.ScansPerBadCaught, faultyRiskyP)
+	}
+	if all.ScansPerBadCaught == nil || math.Abs(*all.ScansPerBadCaught-1/meanRisk) > 0.1/meanRisk {
+		t.Errorf("scan-all at 0.3: scans per bad caught %v, want about %.2f", all.ScansPerBadCaught, 1/meanRisk)
+	}
+	if none := sim(dispatch.ScanNone, 0.3); none.ScansPerBadCaught != nil || none.Scans != 0 {
+		t.Errorf("scan-none scanned: %+v", none)
+	}
+	t.Logf("0.8: robust slope %.0f, predicted %.3f; 0.3: scans per bad caught robust %.2f, scan-all %.2f",
+		robust.QueueSlope, robust.PredictedLoad, *light.ScansPerBadCaught, *all.ScansPerBadCaught)
+}
+
+func TestFaultyJSONDeterministic(t *testing.T) {
+	cfg := FaultyConfig{Workers: 4, Load: 0.6, Scan: dispatch.ScanRobust, Choice: dispatch.ChoicePowerOfTwo, Arrivals: 5000, Seed: 2, Samples: 50}
+	a, err := SimulateFaulty(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := SimulateFaulty(cfg); !reflect.DeepEqual(a, b) {
+		t.Fatal("two runs differ")
+	}
+	svg := filepath.Join(t.TempDir(), "faulty.svg")
+	o, err := parse([]string{"-faulty", "-json", "-arrivals", "2000", "-loads", "0.5", "-workers", "4", "-svg", svg}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(o, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Faulty []map[string]any `json:"faulty"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range doc.Faulty {
+		names = append(names, r["policy"].(string))
+		for _, k := range []string{"queue_slope", "scans_per_bad_caught"} {
+			if _, ok := r[k]; !ok {
+				t.Fatalf("result lacks %q: %v", k, r)
+			}
+		}
+	}
+	if !reflect.DeepEqual(names, []string{"robust", "scan-all", "scan-none"}) {
+		t.Fatalf("policies %q", names)
+	}
+	if b, err := os.ReadFile(svg); err != nil || !strings.Contains(string(b), "scan-none") {
+		t.Fatalf("svg: %v", err)
+	}
+	if o, _ := parse([]string{"-faulty"}, io.Discard); o.svg != "dispatch_faulty.svg" || len(o.loads) != 2 {
+		t.Fatalf("-faulty defaults: svg %q, loads %v", o.svg, o.loads)
 	}
 }

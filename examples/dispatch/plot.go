@@ -47,6 +47,11 @@ func plotP99(path string, o options, results []SimResult) error {
 		}
 		row = append(row, p)
 	}
+	return writeRow(path, row)
+}
+
+// writeRow writes plots side by side to an SVG file.
+func writeRow(path string, row []*plot.Plot) error {
 	const wPanel, hPanel = 14 * vg.Centimeter, 10 * vg.Centimeter
 	img := vgsvg.New(wPanel*vg.Length(len(row)), hPanel)
 	dc := draw.New(img)
@@ -63,4 +68,41 @@ func plotP99(path string, o options, results []SimResult) error {
 		return err
 	}
 	return f.Close()
+}
+
+// plotQueues writes one panel per load: tasks in the system (log scale)
+// against arrivals, one line per scan policy.
+func plotQueues(path string, o options, results []FaultyResult) error {
+	var row []*plot.Plot
+	for _, load := range o.loads {
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("faulty work, load %.2f, %d workers", load, o.workers)
+		p.X.Label.Text = "arrivals (thousands)"
+		p.Y.Label.Text = "tasks in system (log)"
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Legend.Top = true
+		p.Legend.Left = true
+		i := 0
+		for _, r := range results {
+			if r.Load != load || len(r.Series) == 0 {
+				continue
+			}
+			pts := make(plotter.XYs, len(r.Series))
+			for k, q := range r.Series {
+				pts[k] = plotter.XY{X: float64(q.Arrivals) / 1000, Y: max(1, float64(q.Tasks))}
+			}
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return err
+			}
+			l.Color = plotutil.Color(i)
+			l.Dashes = plotutil.Dashes(i)
+			p.Add(l)
+			p.Legend.Add(r.Policy, l)
+			i++
+		}
+		row = append(row, p)
+	}
+	return writeRow(path, row)
 }

@@ -35,6 +35,18 @@ var (
 	// ErrTimeOrder reports a Complete whose time is before the task's
 	// Submit: its latency would be negative.
 	ErrTimeOrder = errors.New("dispatch: completion before submission")
+	// ErrRisk reports an invalid Risk field (a probability outside [0, 1],
+	// a negative scan cost or work).
+	ErrRisk = errors.New("dispatch: invalid risk")
+	// ErrRejected reports a Complete (or a verdict) for a task that a scan
+	// found bad and rejected: it never ran, so there is nothing to report.
+	// (A task rejected before the latest rejection that reused its
+	// internal slot is reported as ErrCompleted: it is over either way.)
+	ErrRejected = errors.New("dispatch: task was rejected by its scan")
+	// ErrScanOrder reports a Complete of a task whose scan has no verdict
+	// yet (it must not run before the scan clears it), or a verdict for a
+	// task that awaits no scan.
+	ErrScanOrder = errors.New("dispatch: scan verdict out of order")
 )
 
 // Policy says whether and how a task is duplicated. The zero value is
@@ -162,6 +174,19 @@ type Config struct {
 	// but no second chance once the started copy straggles. Default false:
 	// purge only on completion, as in DAS.
 	PurgeOnStart bool
+	// Scan says which tasks are scanned before they run (see ScanPolicy
+	// and SubmitRisk). Zero = ScanNone: nothing is scanned, and the
+	// Dispatcher behaves exactly as without scanning.
+	Scan ScanPolicy
+	// BadRecovery is what a bad task that runs unscanned costs its worker
+	// after its run: the time the worker is lost recovering. Zero means
+	// the damage is only that the run's result is discarded. ScanRobust
+	// weighs it against the scan cost (ScanPolicy.Decide); the host
+	// applies it (the Dispatcher cannot tell a bad task that ran): the
+	// worker reports the task with Complete once it has recovered, so
+	// that no new copy reaches it meanwhile. (Fail would re-queue the bad
+	// task elsewhere.)
+	BadRecovery time.Duration
 }
 
 // maxWorkers bounds worker IDs so they fit the int32 indices used inside.
@@ -176,6 +201,12 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.Choice >= numChoices {
 		return c, fmt.Errorf("%w: Choice = %d", ErrConfig, uint8(c.Choice))
+	}
+	if c.Scan >= numScanPolicies {
+		return c, fmt.Errorf("%w: Scan = %d", ErrConfig, uint8(c.Scan))
+	}
+	if c.BadRecovery < 0 {
+		return c, fmt.Errorf("%w: BadRecovery = %v (want >= 0)", ErrConfig, c.BadRecovery)
 	}
 	if c.HedgeDelay < 0 {
 		return c, fmt.Errorf("%w: HedgeDelay = %v (want >= 0)", ErrConfig, c.HedgeDelay)

@@ -32,6 +32,9 @@ type Task[T any] struct {
 	// for a duplicate promoted to sole copy after its primary's worker
 	// failed or left).
 	Duplicate bool
+	// Scan is true when the worker must scan this copy before running it
+	// and report the verdict with Scanned (Config.Scan, SubmitRisk).
+	Scan bool
 }
 
 // Placement says where Submit (or Hedge) put a task's copies, so that the
@@ -43,6 +46,8 @@ type Placement struct {
 	Primary WorkerID
 	// Duplicate is the worker holding the duplicate, or NoWorker.
 	Duplicate WorkerID
+	// Scan is true when the task must be scanned before it runs.
+	Scan bool
 }
 
 // Outcome is the result of Complete.
@@ -87,7 +92,14 @@ type Stats struct {
 	// Dropped counts redundant copies discarded then because no other
 	// worker could take them while their sibling was alive.
 	Requeued, Dropped uint64
-	// InFlight is the number of tasks submitted and not yet completed.
+	// Scans counts scan verdicts reported; Rejected counts tasks a scan
+	// found bad (they never ran, and are not Completed).
+	Scans, Rejected uint64
+	// Held counts copies held back from a worker because their task's
+	// scan was under way on another worker.
+	Held uint64
+	// InFlight is the number of tasks submitted and neither completed nor
+	// rejected.
 	InFlight int
 	// Live is the number of live workers.
 	Live int
@@ -104,6 +116,7 @@ const (
 	cPending              // hedged duplicate not yet issued
 	cQueued               // in a worker's (or the orphan) queue
 	cServing              // handed out by Next
+	cHeld                 // held back while the task's scan is under way
 )
 
 // worker states
@@ -129,6 +142,10 @@ type slot[T any] struct {
 	gen      uint32
 	nextFree int32
 	live     bool
+	scan     uint8 // scanNo, scanPending or scanCleared
+	// rejectedGen is the generation of the last task in this slot that a
+	// scan rejected, so that a late Complete of it says ErrRejected.
+	rejectedGen uint32
 }
 
 type worker struct {
@@ -425,10 +442,15 @@ func (d *Dispatcher[T]) idOf(s int32) TaskID {
 // worker. now is the submission time, used for latency and hedging (any
 // consistent clock; only differences are used). It returns where the copies
 // went so the host can wake those workers. It fails only when no worker is
-// live (ErrNoWorkers).
+// live (ErrNoWorkers). Under Config.Scan it is SubmitRisk with a zero Risk
+// (ScanAll scans it; the others do not).
 func (d *Dispatcher[T]) Submit(payload T, now time.Time) (Placement, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.submit(payload, now, d.cfg.Scan == ScanAll)
+}
+
+func (d *Dispatcher[T]) submit(payload T, now time.Time, scan bool) (Placement, error) {
 	if len(d.live) == 0 {
 		return Placement{}, fmt.Errorf("%w: Submit", ErrNoWorkers)
 	}
@@ -436,7 +458,10 @@ func (d *Dispatcher[T]) Submit(payload T, now time.Time) (Placement, error) {
 	sl := &d.slots[s]
 	sl.payload = payload
 	sl.submit = now
-	pl := Placement{ID: d.idOf(s), Duplicate: NoWorker}
+	pl := Placement{ID: d.idOf(s), Duplicate: NoWorker, Scan: scan}
+	if scan {
+		sl.scan = scanPending
+	}
 	p := d.pick(-1)
 	d.enqueue(2*s, p, high)
 	pl.Primary = WorkerID(p)
@@ -482,6 +507,7 @@ func (d *Dispatcher[T]) release(s int32) {
 	var zero T
 	sl.payload = zero
 	sl.live = false
+	sl.scan = scanNo
 	sl.gen++
 	if sl.gen == 0 {
 		sl.gen = 1
@@ -518,15 +544,25 @@ func (d *Dispatcher[T]) Next(w WorkerID) (task Task[T], ok bool, err error) {
 		}
 		wk.serving, wk.cancelled, wk.cur = false, false, 0
 	}
-	ci := wk.head[high]
-	if ci < 0 {
-		ci = wk.head[low]
+	var ci int32
+	for {
+		ci = wk.head[high]
+		if ci < 0 {
+			ci = wk.head[low]
+		}
+		if ci < 0 {
+			d.touch(int32(w))
+			return task, false, nil
+		}
+		d.detach(ci)
+		if d.slots[ci>>1].scan != scanPending || d.copyAt(ci^1).state != cServing {
+			break
+		}
+		// The sibling is being scanned elsewhere: hold this copy back
+		// until the verdict (Scanned re-queues it on a clean one).
+		d.copyAt(ci).state = cHeld
+		d.stats.Held++
 	}
-	if ci < 0 {
-		d.touch(int32(w))
-		return task, false, nil
-	}
-	d.detach(ci)
 	c := d.copyAt(ci)
 	c.state, c.worker = cServing, int32(w)
 	wk.serving, wk.cur, wk.curCopy = true, d.idOf(ci>>1), ci
@@ -537,7 +573,7 @@ func (d *Dispatcher[T]) Next(w WorkerID) (task Task[T], ok bool, err error) {
 		d.unlink(ci ^ 1)
 		d.stats.Purged++
 	}
-	return Task[T]{ID: wk.cur, Payload: sl.payload, Duplicate: dup}, true, nil
+	return Task[T]{ID: wk.cur, Payload: sl.payload, Duplicate: dup, Scan: sl.scan == scanPending}, true, nil
 }
 
 // Cancelled reports whether the copy worker w is serving has been cancelled
@@ -586,6 +622,9 @@ func (d *Dispatcher[T]) Complete(id TaskID, w WorkerID, now time.Time) (Outcome,
 	ci := wk.curCopy
 	s := ci >> 1
 	sl := &d.slots[s]
+	if sl.scan == scanPending {
+		return out, fmt.Errorf("%w: Complete of task %#x before its scan's verdict", ErrScanOrder, uint64(id))
+	}
 	if now.Before(sl.submit) {
 		return out, fmt.Errorf("%w: Complete of task %#x at %v, submitted at %v", ErrTimeOrder, uint64(id), now, sl.submit)
 	}
@@ -637,6 +676,9 @@ func (d *Dispatcher[T]) taskError(id TaskID, w WorkerID) error {
 	sl := &d.slots[s]
 	if gen > sl.gen || (gen == sl.gen && !sl.live) {
 		return fmt.Errorf("%w: task %#x", ErrUnknownTask, uint64(id))
+	}
+	if gen == sl.rejectedGen {
+		return fmt.Errorf("%w: task %#x (reported by worker %d)", ErrRejected, uint64(id), w)
 	}
 	if gen < sl.gen {
 		return fmt.Errorf("%w: task %#x (reported by worker %d)", ErrCompleted, uint64(id), w)

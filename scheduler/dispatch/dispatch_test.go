@@ -509,6 +509,7 @@ func TestOpsProperty(t *testing.T) {
 			cfg.HedgeDelay = 3 * time.Millisecond
 		}
 		cfg.PurgeOnStart = trial%4 == 1
+		cfg.Scan, cfg.BadRecovery = ScanPolicy(trial/int(numPolicies)%int(numScanPolicies)), 5*time.Millisecond
 		runOps(t, cfg, data)
 	}
 }

@@ -38,12 +38,27 @@
 //     return the idle workers that received copies: wake them. No task is
 //     lost; with no live worker left, copies wait for the next Join (call
 //     Next on the new worker).
+//  7. Optionally, scan work that may be faulty or malicious (Abdulazeez,
+//     Garncarek, Kowalski and Wong, IEEE EDGE 2017, arXiv 1705.02671): set
+//     Config.Scan (ScanRobust, or the baselines ScanAll and ScanNone) and
+//     Config.BadRecovery, and submit with SubmitRisk, giving each task's
+//     Risk. A copy Next hands out with Task.Scan set is scanned by its
+//     worker first, which reports the verdict with Scanned: a bad task is
+//     rejected (never run, its other copy purged), a clean one runs and is
+//     completed as usual. No other copy of the task runs before the
+//     verdict. A bad task that ran unscanned costs its worker what the
+//     host says (BadRecovery); the Dispatcher cannot see it.
+//
+// Every task ends exactly once — won by one Complete, or rejected by one
+// Scanned — through any sequence of failures, leaves and joins
+// (Srinivasrao et al., IJDPS 2013, ask this of failover; the tests check it
+// over millions of random operations with duplication and scanning on).
 //
 // Bad calls — an unknown task or worker, completing twice, a worker that
 // left or failed, Next while still serving — return errors wrapping the
 // package's sentinels (ErrUnknownTask, ErrCompleted, ErrNotServing,
 // ErrUnknownWorker, ErrWorkerGone, ErrBusy, ErrNoWorkers, ErrTooManyWorkers,
-// ErrConfig).
+// ErrConfig, ErrTimeOrder, ErrRisk, ErrRejected, ErrScanOrder).
 //
 // # Cost
 //
@@ -53,5 +68,7 @@
 // addressed by index. Task slots are recycled through a free list, so in
 // steady state no call allocates. Hedged's adaptive delay costs amortised
 // O(1) per completion (a quickselect over a window every window/8
-// completions).
+// completions). Scanning adds O(1) to SubmitRisk and Scanned; a copy that
+// Next holds back while its sibling is scanned is held once at most, so
+// Next stays amortised O(1).
 package dispatch

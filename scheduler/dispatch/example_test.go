@@ -49,3 +49,41 @@ func Example() {
 	// late copy won: false
 	// true
 }
+
+// ExampleDispatcher_SubmitRisk shows the robust scan decision: a task whose
+// expected damage exceeds its scan cost is scanned before it runs, and
+// rejected when the scan finds it bad; a low-risk task runs at once.
+func ExampleDispatcher_SubmitRisk() {
+	d, err := dispatch.New[string](dispatch.Config{
+		Workers:     2,
+		Policy:      dispatch.PolicyNone,
+		Choice:      dispatch.ChoiceRoundRobin,
+		Scan:        dispatch.ScanRobust,
+		BadRecovery: 10 * time.Millisecond, // an unscanned bad task costs its worker 10 ms
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	t0 := time.Unix(0, 0)
+	risky := dispatch.Risk{Probability: 0.8, ScanCost: 500 * time.Microsecond, Work: time.Millisecond}
+	safe := dispatch.Risk{Probability: 0.02, ScanCost: 500 * time.Microsecond, Work: time.Millisecond}
+	a, _ := d.SubmitRisk("upload from a new tenant", t0, risky)
+	b, _ := d.SubmitRisk("nightly report", t0, safe)
+	fmt.Println("scan risky:", a.Scan, "scan safe:", b.Scan)
+
+	task, _, _ := d.Next(a.Primary)
+	res, _ := d.Scanned(task.ID, a.Primary, dispatch.ScanVerdict{Bad: true, Reason: "payload matches a known exploit"})
+	fmt.Printf("rejected=%v (%s)\n", res.Rejected, res.Reason)
+	_, err = d.Complete(task.ID, a.Primary, t0)
+	fmt.Println(errors.Is(err, dispatch.ErrRejected))
+
+	task, _, _ = d.Next(b.Primary)
+	out, _ := d.Complete(task.ID, b.Primary, t0.Add(time.Millisecond))
+	fmt.Println("safe task won:", out.Won)
+	// Output:
+	// scan risky: true scan safe: false
+	// rejected=true (payload matches a known exploit)
+	// true
+	// safe task won: true
+}

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -107,6 +108,10 @@ func (d *Dispatcher[T]) check() error {
 					return fmt.Errorf("copy %d serving but worker %d disagrees", 2*s+k, c.worker)
 				}
 				alive++
+			case cHeld:
+				if o := sl.copies[1-k].state; sl.scan != scanPending || (o != cServing && o != cQueued) {
+					return fmt.Errorf("copy %d held, but its task's scan state is %d and its sibling's state %d", 2*s+k, sl.scan, sl.copies[1-k].state)
+				}
 			}
 		}
 		if alive == 0 {
@@ -126,13 +131,16 @@ func (d *Dispatcher[T]) check() error {
 // opRunner interprets bytes as a sequence of dispatcher calls and checks
 // the invariants after each; it also checks every task is won exactly once.
 type opRunner struct {
-	t     testing.TB
-	d     *Dispatcher[int]
-	now   time.Time
-	won   map[int]int
-	ids   []TaskID
-	subs  int
-	steps int
+	t   testing.TB
+	d   *Dispatcher[int]
+	now time.Time
+	won map[int]int
+	// rejected counts scan rejections per payload: a task is bad when its
+	// payload is a multiple of 3.
+	rejected map[int]int
+	ids      []TaskID
+	subs     int
+	steps    int
 }
 
 func newOpRunner(t testing.TB, cfg Config) *opRunner {
@@ -140,7 +148,7 @@ func newOpRunner(t testing.TB, cfg Config) *opRunner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &opRunner{t: t, d: d, now: time.Unix(0, 0), won: map[int]int{}}
+	return &opRunner{t: t, d: d, now: time.Unix(0, 0), won: map[int]int{}, rejected: map[int]int{}}
 }
 
 func (r *opRunner) worker(b byte) WorkerID {
@@ -157,7 +165,8 @@ func (r *opRunner) step(op, arg byte) {
 	r.now = r.now.Add(time.Duration(arg%7) * time.Millisecond)
 	switch op % 8 {
 	case 0, 1:
-		pl, err := d.Submit(r.subs, r.now)
+		risk := Risk{Probability: float64(arg%5) / 4, ScanCost: time.Millisecond, Work: time.Millisecond}
+		pl, err := d.SubmitRisk(r.subs, r.now, risk)
 		if err != nil {
 			if len(d.live) != 0 {
 				t.Fatalf("submit: %v", err)
@@ -187,13 +196,7 @@ func (r *opRunner) step(op, arg byte) {
 			if !d.workers[w].cancelled {
 				p = r.payloadOf(id)
 			}
-			out, err := d.Complete(id, w, r.now)
-			if err != nil {
-				t.Fatalf("complete served task: %v", err)
-			}
-			if out.Won {
-				r.won[p]++
-			}
+			r.finish(id, w, p)
 		} else if len(r.ids) > 0 {
 			_, err := d.Complete(r.ids[int(arg)%len(r.ids)], w, r.now)
 			if err == nil {
@@ -235,12 +238,33 @@ func (r *opRunner) payloadOf(id TaskID) int {
 }
 
 func (r *opRunner) complete(task Task[int], w WorkerID) {
-	out, err := r.d.Complete(task.ID, w, r.now)
+	r.finish(task.ID, w, task.Payload)
+}
+
+// finish ends worker w's copy of task id (payload p, or -1 when the copy
+// was cancelled): first the scan verdict when the task awaits one, then,
+// unless the scan rejected it, the completion.
+func (r *opRunner) finish(id TaskID, w WorkerID, p int) {
+	d := r.d
+	if p >= 0 && d.slots[uint32(id)].scan == scanPending {
+		if _, err := d.Complete(id, w, r.now); !errors.Is(err, ErrScanOrder) {
+			r.t.Fatalf("complete before the scan's verdict: %v", err)
+		}
+		res, err := d.Scanned(id, w, ScanVerdict{Bad: p%3 == 0})
+		if err != nil {
+			r.t.Fatalf("scanned: %v", err)
+		}
+		if res.Rejected {
+			r.rejected[p]++
+			return
+		}
+	}
+	out, err := d.Complete(id, w, r.now)
 	if err != nil {
 		r.t.Fatalf("complete: %v", err)
 	}
 	if out.Won {
-		r.won[task.Payload]++
+		r.won[p]++
 	}
 }
 
@@ -263,13 +287,7 @@ func (r *opRunner) drain() {
 				if !d.workers[w].cancelled {
 					p = r.payloadOf(id)
 				}
-				out, err := d.Complete(id, wid, r.now)
-				if err != nil {
-					r.t.Fatalf("drain complete: %v", err)
-				}
-				if out.Won {
-					r.won[p]++
-				}
+				r.finish(id, wid, p)
 				progress = true
 				continue
 			}
@@ -294,8 +312,8 @@ func (r *opRunner) drain() {
 		r.t.Fatalf("%d tasks never completed", st.InFlight)
 	}
 	for i := range r.subs {
-		if r.won[i] != 1 {
-			r.t.Fatalf("task %d won %d times", i, r.won[i])
+		if r.won[i]+r.rejected[i] != 1 || (r.rejected[i] == 1 && i%3 != 0) {
+			r.t.Fatalf("task %d won %d times, rejected %d times", i, r.won[i], r.rejected[i])
 		}
 	}
 }
@@ -326,7 +344,8 @@ func FuzzOps(f *testing.F) {
 		if len(data) > 2048 {
 			data = data[:2048]
 		}
-		cfg := Config{Workers: 3, Policy: Policy(pol % uint8(numPolicies)), Choice: Choice(choice % uint8(numChoices)), Seed: 7, HedgeWindow: 16, PurgeOnStart: choice&4 != 0}
+		cfg := Config{Workers: 3, Policy: Policy(pol % uint8(numPolicies)), Choice: Choice(choice % uint8(numChoices)), Seed: 7, HedgeWindow: 16, PurgeOnStart: choice&4 != 0,
+			Scan: ScanPolicy(pol / uint8(numPolicies) % uint8(numScanPolicies)), BadRecovery: 5 * time.Millisecond}
 		runOps(t, cfg, data)
 	})
 }

@@ -102,21 +102,71 @@ func stress(t *testing.T, cfg Config, total int) {
 
 // TestStressChurn: 8 goroutines serve and submit while each now and then
 // fails or leaves its worker (sometimes in the middle of serving a copy)
-// and joins a new one. Every task must still complete exactly once.
+// and joins a new one. Every task must still complete exactly once. With
+// scanning on, a task ends exactly once by winning or by being rejected by
+// its scan, and only bad tasks are rejected.
 func TestStressChurn(t *testing.T) {
 	total := 200_000
 	if testing.Short() {
 		total = 40_000
 	}
-	const goroutines = 8
+	cfg := Config{Workers: 8, Policy: PolicyDAS, Choice: ChoicePowerOfTwo, Seed: 9}
+	t.Run("das", func(t *testing.T) { stressChurn(t, cfg, total) })
+	cfg.Scan, cfg.BadRecovery = ScanRobust, 10*time.Millisecond
+	t.Run("das/robust", func(t *testing.T) { stressChurn(t, cfg, total/2) })
+}
+
+// churnRisk: one task in four is risky (and scanned under ScanRobust); one
+// in eight is bad, all of them risky ones.
+func churnRisk(payload int32) (Risk, bool) {
+	p := 0.01
+	if payload%4 == 0 {
+		p = 0.9
+	}
+	return Risk{Probability: p, ScanCost: time.Millisecond, Work: time.Millisecond}, payload%8 == 0
+}
+
+func stressChurn(t *testing.T, cfg Config, total int) {
+	goroutines := cfg.Workers
 	perG := total / goroutines
 	total = perG * goroutines
-	d, err := New[int32](Config{Workers: goroutines, Policy: PolicyDAS, Choice: ChoicePowerOfTwo, Seed: 9})
+	d, err := New[int32](cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wins := make([]atomic.Int32, total)
-	var completed atomic.Int64
+	wins := make([]atomic.Int32, total) // wins and rejections
+	var completed, rejected atomic.Int64
+	// finish scans (if asked) and completes task on worker w.
+	finish := func(task Task[int32], w WorkerID, now time.Time) error {
+		if task.Scan {
+			_, bad := churnRisk(task.Payload)
+			res, err := d.Scanned(task.ID, w, ScanVerdict{Bad: bad, Reason: "stress"})
+			if err != nil {
+				return err
+			}
+			if res.Rejected {
+				if !bad {
+					return fmt.Errorf("task %d rejected but good", task.Payload)
+				}
+				wins[task.Payload].Add(1)
+				completed.Add(1)
+				rejected.Add(1)
+				return nil
+			}
+		}
+		out, err := d.Complete(task.ID, w, now)
+		if err != nil {
+			return err
+		}
+		if out.Won {
+			if _, bad := churnRisk(task.Payload); bad && cfg.Scan == ScanRobust {
+				return fmt.Errorf("bad task %d ran", task.Payload)
+			}
+			wins[task.Payload].Add(1)
+			completed.Add(1)
+		}
+		return nil
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
 	for g := range goroutines {
@@ -138,7 +188,8 @@ func TestStressChurn(t *testing.T) {
 			for submitted < perG || completed.Load() < int64(total) {
 				iter++
 				if submitted < perG {
-					_, err := d.Submit(int32(g*perG+submitted), now)
+					risk, _ := churnRisk(int32(g*perG + submitted))
+					_, err := d.SubmitRisk(int32(g*perG+submitted), now, risk)
 					if err != nil && !errors.Is(err, ErrNoWorkers) {
 						errs <- err
 						return
@@ -178,28 +229,18 @@ func TestStressChurn(t *testing.T) {
 						errs <- err
 						return
 					}
-					out, err := d.Complete(task.ID, w, now)
-					if err != nil {
+					if err := finish(task, w, now); err != nil {
 						errs <- err
 						return
-					}
-					if out.Won {
-						wins[task.Payload].Add(1)
-						completed.Add(1)
 					}
 					if !rejoin() {
 						return
 					}
 					continue
 				}
-				out, err := d.Complete(task.ID, w, now)
-				if err != nil {
+				if err := finish(task, w, now); err != nil {
 					errs <- err
 					return
-				}
-				if out.Won {
-					wins[task.Payload].Add(1)
-					completed.Add(1)
 				}
 			}
 		}()
@@ -207,8 +248,11 @@ func TestStressChurn(t *testing.T) {
 	wg.Wait()
 	checkWonOnce(t, errs, wins)
 	st := d.Stats()
-	if st.Completed != uint64(total) || st.InFlight != 0 {
+	if st.Completed+st.Rejected != uint64(total) || st.Rejected != uint64(rejected.Load()) || st.InFlight != 0 {
 		t.Fatalf("stats %+v", st)
+	}
+	if cfg.Scan == ScanRobust && st.Rejected != uint64(total/8) {
+		t.Fatalf("%d rejected, want the %d bad tasks", st.Rejected, total/8)
 	}
 	if err := d.check(); err != nil {
 		t.Fatal(err)
