@@ -9,21 +9,25 @@ import (
 // the tokens per request, turns the forecast into replicas with the
 // service's Profile, and provisions for the whole start-up horizon:
 //
-//   - Forecast: per Bucket, Holt's linear smoothing (level, damped trend) of
-//     the arrival rate, a one-step residual spread σ, and, once the history
-//     covers two Season periods, a multiplicative seasonal factor from the
-//     same phase of earlier periods. A burst term, the arrival rate of the
-//     last BurstWindow, answers a surge before the bucket ends.
-//   - Capacity: the largest per-replica rate λ whose modelled p90 TPOT and
-//     p90 TTFT stay within Headroom of the SLO, where a replica spends
-//     λ·prefill(ISL) of its time in prefill (decode stalls meanwhile) and
-//     decodes a batch B = λ·OSL·TPOT at step time decode(B, ISL+OSL/2); the
-//     model is multiplied by correction factors, observed p90 over modelled
-//     value at the observed load, learned like Dynamo's.
-//   - Decision: the most replicas any forecast rate (upper bound: + Z·σ)
-//     needs from now to now + Startup + Bucket, held for DownDelay (the
-//     start-up lag) before a scale-down, because a replica released now
-//     cannot be back sooner.
+//   - Forecast: per Bucket, Holt's linear smoothing (level, damped trend)
+//     of three series, requests/s, prompt tokens/s and output tokens/s, each
+//     with its one-step residual spread σ and, once the history covers two
+//     Season periods, a multiplicative seasonal factor from the same phase
+//     of earlier periods. Tokens per request ahead are the token forecasts
+//     over the request forecast. A burst term, the arrival rate of the last
+//     BurstWindow, answers a surge before the bucket ends.
+//   - Capacity: the largest per-replica rate λ whose modelled TPOT and TTFT
+//     stay within Headroom of the SLO, where a replica spends λ·prefill(ISL)
+//     of its time in prefill (decode stalls meanwhile) and decodes a batch
+//     B = λ·OSL·TPOT at step time decode(B, ISL+OSL/2); the model is
+//     multiplied by correction factors, observed p90 over modelled value at
+//     the observed load (learned like Dynamo's, but against the p90 the SLO
+//     names rather than the mean).
+//   - Decision: the most replicas any step from now to now + Startup +
+//     Bucket needs, at the upper bound of the request rate or of the
+//     prompt-token rate (forecast + Z·σ, σ growing with the steps ahead),
+//     held for DownDelay (the start-up lag) before a scale-down, because a
+//     replica released now cannot be back sooner.
 //
 // Before the profile has points it keeps the current count. A Predictive is
 // not safe for concurrent use.
@@ -38,7 +42,7 @@ type Predictive struct {
 	// the history holds two periods.
 	Season time.Duration
 	// Headroom is the fraction of each SLO target the model aims at; 0
-	// means 0.85.
+	// means 0.92.
 	Headroom float64
 	// Z is the forecast's upper bound in residual standard deviations; 0
 	// means 1.28 (a one-sided 90% bound).
