@@ -17,7 +17,8 @@
 // sweep, then every iteration.
 //
 // Output (-json): {"scale", "kpa_target", "autoscalers": [{"name",
-// "slo_attainment", "gpu_hours", "peak_replicas", "violating_windows"}]}.
+// "slo_attainment", "gpu_hours", "peak_replicas", "violating_windows"}]};
+// -windows adds each window, -plot DIR writes replicas.svg and tpot.svg.
 package main
 
 import (
@@ -48,6 +49,7 @@ type config struct {
 	seed        uint64
 	json        bool
 	windows     bool
+	plotDir     string
 }
 
 type autoscalerResult struct {
@@ -57,6 +59,7 @@ type autoscalerResult struct {
 	PeakReplicas     int          `json:"peak_replicas"`
 	ViolatingWindows int          `json:"violating_windows"`
 	Windows          []sim.Window `json:"windows,omitempty"`
+	windows          []sim.Window
 }
 
 type output struct {
@@ -104,6 +107,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the rate scaling")
 	fs.BoolVar(&cfg.json, "json", false, "print JSON")
 	fs.BoolVar(&cfg.windows, "windows", false, "include every window in the JSON")
+	fs.StringVar(&cfg.plotDir, "plot", "", "write replicas.svg and tpot.svg to this folder")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -205,11 +209,17 @@ func run(ctx context.Context, cfg config, progress io.Writer) (output, error) {
 				r.ViolatingWindows++
 			}
 		}
+		r.windows = res.Windows
 		if cfg.windows {
 			r.Windows = res.Windows
 		}
 		fmt.Fprintf(progress, "serve: %-9s attainment %.4f  GPU-hours %.2f  peak %d replicas\n", name, res.SLOAttainment, res.GPUHours, res.PeakReplicas)
 		out.Autoscalers = append(out.Autoscalers, r)
+	}
+	if cfg.plotDir != "" {
+		if err := writePlots(cfg.plotDir, out, cfg.tpot.Seconds()*1000); err != nil {
+			return out, err
+		}
 	}
 	return out, nil
 }

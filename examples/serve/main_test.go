@@ -45,7 +45,8 @@ func abs(v float64) float64 {
 // TestJSONContract runs the three autoscalers on a small trace and checks
 // the keys scripts rely on.
 func TestJSONContract(t *testing.T) {
-	cfg, err := parse([]string{"-trace", writeTrace(t, ""), "-peak-replicas", "3", "-startup", "30s", "-autoscalers", "kpa,dynamo,goodsched", "-json"}, io.Discard)
+	plots := t.TempDir()
+	cfg, err := parse([]string{"-trace", writeTrace(t, ""), "-peak-replicas", "3", "-startup", "30s", "-autoscalers", "kpa,dynamo,goodsched", "-json", "-plot", plots}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +63,11 @@ func TestJSONContract(t *testing.T) {
 	}
 	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
 		t.Fatal(err)
+	}
+	for _, name := range []string{"replicas.svg", "tpot.svg"} {
+		if b, err := os.ReadFile(filepath.Join(plots, name)); err != nil || !bytes.Contains(b, []byte("<svg")) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 	if len(m.Autoscalers) != 3 {
 		t.Fatalf("%d autoscalers", len(m.Autoscalers))
