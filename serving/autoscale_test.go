@@ -336,3 +336,33 @@ func FuzzProfile(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAutoscalersMetrics: whatever Metrics arrive, every autoscaler either
+// returns ErrInvalidReport or a count within the service's bounds.
+func FuzzAutoscalersMetrics(f *testing.F) {
+	f.Add(int64(2e9), 4, 1, 20, 20000, 4000, 30.0, 0.5, 20, int64(4e9), 20, int64(8e8))
+	f.Add(int64(0), -1, 0, 0, 0, 0, math.NaN(), 0.0, 0, int64(-1), 0, int64(0))
+	f.Fuzz(func(t *testing.T, interval int64, ready, starting, arrivals, prompt, output int, conc, kv float64, first int, ttft int64, finished int, tpot int64) {
+		s := svc
+		s.MaxReplicas = 50
+		p := splitwiseProfile(t)
+		for _, a := range []serving.Autoscaler{&serving.KPA{Service: s}, &serving.Dynamo{Service: s, Profile: p}, &serving.Predictive{Service: s, Profile: p}} {
+			for i := 1; i <= 40; i++ {
+				m := serving.Metrics{Now: t0.Add(time.Duration(i) * time.Duration(max(interval, 1))), Interval: time.Duration(interval),
+					Ready: ready, Starting: starting, Arrivals: arrivals, PromptTokens: prompt, OutputTokens: output,
+					Concurrency: conc, KVUsage: kv, FirstTokens: first, TTFTSum: time.Duration(ttft), TTFTP90: time.Duration(ttft),
+					Finished: finished, TPOTSum: time.Duration(tpot), TPOTP90: time.Duration(tpot)}
+				n, err := a.Desired(m)
+				if err != nil {
+					if !errors.Is(err, serving.ErrInvalidReport) {
+						t.Fatalf("%s: %v", a.Name(), err)
+					}
+					continue
+				}
+				if n < 1 || n > 50 {
+					t.Fatalf("%s: %d replicas outside [1, 50]", a.Name(), n)
+				}
+			}
+		}
+	})
+}
