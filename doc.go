@@ -37,6 +37,15 @@
 //     inside them). PowerModel accounts a round's energy and emissions.
 //     scheduler/dispatch is a separate request-level path (duplication-aware
 //     dispatch); scheduler/sim replays workloads through any policy.
+//   - serving: inference services (model, accelerator type, GPUs per
+//     replica, start-up lag, p90 TTFT and TPOT objectives), per (model, type)
+//     performance profiles fitted online from replica reports, and
+//     autoscalers that turn a service's metrics into replicas: Knative's KPA
+//     and a Dynamo-style SLA planner re-implemented, and goodsched's own,
+//     which forecasts load and provisions ahead of the start-up lag.
+//     serving/sim replays a request trace at token level (continuous
+//     batching on published Llama-2-70B timings); serving/servingdata embeds
+//     the Azure LLM inference conversation trace. It imports only accel.
 //
 // One round, as the host drives it:
 //

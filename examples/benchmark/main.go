@@ -12,6 +12,8 @@
 //	maxmin_2048x4_ms             Gavel max-min fairness (scheduler/gavel.Solve), 2,048 jobs × 4 types, ms
 //	maxmin_gap                   its proven relative gap (bound − objective) / bound
 //	maxmin_10000x4_ms            the same solve at 10,000 jobs × 4 types, ms
+//	autoscale_1000_services_ms   one tick of 1,000 services' serving.Predictive decisions
+//	                             (after ten minutes of ticks), ms for all 1,000
 //
 // The planet-scale part (issue 19; -planet=false skips it) adds, each
 // measured in the same run, with scheduler.Config{} (the Pollux policy):
@@ -349,6 +351,12 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 			add(key, ms, "ms", "")
 		}
 	}
+	fmt.Fprintln(log, "serving: one autoscaler tick of 1,000 services …")
+	autoMS, err := autoscaleFigure(clk, cfg.reps)
+	if err != nil {
+		return nil, err
+	}
+	add("autoscale_1000_services_ms", autoMS, "ms", "≤ 1000")
 	if cfg.planet {
 		if err := planetFigures(ctx, cfg, clk, planet(cfg.quick, big), bigMS, log, add); err != nil {
 			return nil, err
