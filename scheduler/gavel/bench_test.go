@@ -157,3 +157,18 @@ func benchPolicyRound(b *testing.B, n int, spec string, schedule bool) {
 		b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 	}
 }
+
+// BenchmarkWaterFilling is leximin water-filling at the default tolerance on
+// the reference instance with 200 and 1,000 jobs on 4 and 6 types: every
+// level's bottleneck jobs are proven by LPs, so it costs tens of max-min
+// solves.
+func BenchmarkWaterFilling(b *testing.B) {
+	for _, n := range []int{200, 1000} {
+		for _, k := range []int{4, 6} {
+			p := benchProblem(n, k)
+			b.Run(fmt.Sprintf("jobs=%d/types=%d", n, k), func(b *testing.B) {
+				benchSolve(b, p, MaxMinFairness{WaterFilling: true}, nil)
+			})
+		}
+	}
+}

@@ -565,6 +565,18 @@ func (e *engine) run(ctx context.Context, init []column, o cgOptions) (cgResult,
 		if err := ms.solve(); err != nil {
 			return res, err
 		}
+		if ms.negativePrice() {
+			// A slack the master set aside (an unsafe pivot) would still
+			// improve it, so its duals are no prices: solve it again from
+			// the slack basis, with every column.
+			fresh := newMaster(e.capac, ms.cols[0])
+			for _, c := range ms.cols[1:] {
+				fresh.add(c)
+			}
+			if err := fresh.solve(); err == nil && fresh.value() >= ms.value()-1e-12*ms.scale {
+				ms = fresh
+			}
+		}
 		res.iters = it
 		res.lb = ms.value()
 		sigma := ms.prices(lambda)

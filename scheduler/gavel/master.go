@@ -299,6 +299,17 @@ func (ms *master) value() float64 {
 	return v
 }
 
+// negativePrice reports whether a capacity dual is below zero beyond
+// rounding: the slack of that row would enter, so the basis is not optimal.
+func (ms *master) negativePrice() bool {
+	for j := range ms.k {
+		if ms.y[j] < -1e-9*max(ms.scale, 1) {
+			return true
+		}
+	}
+	return false
+}
+
 // prices returns the capacity duals (clipped at 0) and the convexity dual.
 func (ms *master) prices(lambda []float64) (sigma float64) {
 	for j := range ms.k {

@@ -361,12 +361,17 @@ func pop(ctx context.Context, in *instance, d []float64, parts int, s Settings) 
 // exceed θ while every other job keeps its floor, and raises the rest.
 //
 // Which jobs can rise is decided by LPs, not by reading prices: maximise
-// Σ share over a candidate set C with every job held at its floor. If some
-// job of C ends above its floor it can rise (leave C, repeat); if none
-// does, no job of C can rise (were one able to, a small step towards an
-// allocation where it does would raise the sum), so C is frozen. Each
-// level freezes at least one job. Every allocation kept meets all floors,
-// so X's smallest share is the reported Objective.
+// the mean share over a candidate set C with every job held at its floor.
+// If some job of C ends above its floor it can rise (leave C, repeat); if
+// none does and the LP's proven bound says the mean cannot exceed θ, no job
+// of C can rise (were one able to, a small step towards an allocation where
+// it does would raise the mean), so C is frozen: an exact certificate per
+// level. When every candidate rises, the level was not yet the maximum (a
+// column-generation run stopped short): the mean of the allocations that
+// raised them lifts every active job above θ, and the level is solved
+// again from there, so no job is ever frozen below what it can reach.
+// Every allocation kept meets all floors, so X's smallest share is the
+// reported Objective.
 func waterFill(ctx context.Context, in *instance, d []float64, first Solution, s Settings) (Solution, error) {
 	n, k := in.n, in.k
 	sol := first
@@ -391,28 +396,29 @@ func waterFill(ctx context.Context, in *instance, d []float64, first Solution, s
 	}
 	const rise = 1e-7 // relative margin above the floor that counts as rising
 	tol := min(s.Tolerance, 1e-9)
+	opts := cgOptions{tol: tol, maxIter: s.MaxIterations, stopAbove: math.Inf(1), stopBelow: math.Inf(-1)}
 	f := make([]float64, n)   // floors of frozen jobs (throughput)
 	dd := slices.Clone(ds)    // demands of active jobs (0 = frozen)
 	th := level(in, x, f, dd) // ≥ 1 up to rounding
 	zero := make([]float64, n)
 	active := n
-	for lvl := 1; active > 0; lvl++ {
+	lvl, solveLevel := 1, false // the first level is solved
+	for retries := 0; active > 0; {
 		if err := ctx.Err(); err != nil {
 			return Solution{}, err
 		}
-		if lvl > 1 {
+		if solveLevel {
 			e := newEngine(n, k, in.a, in.scale, in.capac, nil, f, dd, true)
-			res, err := e.run(ctx, []column{e.explicitColumn(x, level(in, x, f, dd))},
-				cgOptions{tol: tol, maxIter: s.MaxIterations, stopAbove: math.Inf(1), stopBelow: math.Inf(-1)})
+			res, iters, err := e.runProved(ctx, x, level(in, x, f, dd), opts)
 			if err != nil {
 				return Solution{}, err
 			}
-			sol.Iterations += res.iters
-			sol.Levels = lvl
-			if lv := level(in, res.x, f, dd); lv >= th {
+			sol.Iterations += iters
+			if lv := level(in, res.x, f, dd); lv >= th && meetsFloors(in, res.x, f) {
 				x, th = res.x, lv
 			}
 		}
+		sol.Levels = lvl
 		if lvl >= s.MaxLevels {
 			break // freeze every job left at th
 		}
@@ -427,6 +433,8 @@ func waterFill(ctx context.Context, in *instance, d []float64, first Solution, s
 				nc++
 			}
 		}
+		raised := slices.Clone(x) // Σ of x and the allocations that raised candidates
+		points := 1
 		for nc > 0 {
 			v := make([]float64, n*k)
 			for m := range n {
@@ -437,12 +445,11 @@ func waterFill(ctx context.Context, in *instance, d []float64, first Solution, s
 				}
 			}
 			e := newEngine(n, k, in.a, in.scale, in.capac, v, floor, zero, false)
-			res, err := e.run(ctx, []column{e.explicitColumn(x, 0)},
-				cgOptions{tol: tol, maxIter: s.MaxIterations, stopAbove: math.Inf(1), stopBelow: math.Inf(-1)})
+			res, iters, err := e.runProved(ctx, x, 0, opts)
 			if err != nil {
 				return Solution{}, err
 			}
-			sol.Iterations += res.iters
+			sol.Iterations += iters
 			left := 0
 			for m := range n {
 				if cand[m] && share(res.x, m) > th*(1+rise) {
@@ -452,13 +459,29 @@ func waterFill(ctx context.Context, in *instance, d []float64, first Solution, s
 				}
 			}
 			if left == 0 {
-				break
+				break // res.ub ≤ θ·(1+tol): no candidate can rise
 			}
 			if meetsFloors(in, res.x, floor) {
 				x = res.x // a feasible allocation with more jobs above the level
+				for i, v := range res.x {
+					raised[i] += v
+				}
+				points++
 			}
 		}
-		if nc == 0 { // rounding: freeze the job x holds lowest
+		if nc == 0 {
+			// Every candidate can rise: the level is not the maximum. The
+			// mean of the allocations that raised them keeps every floor and
+			// puts every active job above θ; solve the level again from it.
+			for i := range raised {
+				raised[i] /= float64(points)
+			}
+			if lv := level(in, raised, f, dd); lv > th && meetsFloors(in, raised, f) && retries < 8 {
+				x, th, solveLevel = raised, lv, true
+				retries++
+				continue
+			}
+			// Rounding defeats the certificate: freeze the job x holds lowest.
 			lo, at := math.Inf(1), -1
 			for m := range n {
 				if dd[m] > 0 {
@@ -475,6 +498,7 @@ func waterFill(ctx context.Context, in *instance, d []float64, first Solution, s
 				active--
 			}
 		}
+		lvl, solveLevel, retries = lvl+1, true, 0
 	}
 	for m := range n { // freeze what MaxLevels left
 		if dd[m] > 0 {
@@ -493,6 +517,30 @@ func waterFill(ctx context.Context, in *instance, d []float64, first Solution, s
 	return sol, nil
 }
 
+// runProved runs column generation from the allocation x (at level theta)
+// and, while the run stops with its gap above the tolerance (the master
+// could not use the columns priced), restarts it from the point reached,
+// a few times at most. Every run's bound is a bound on the same LP, so the
+// best is kept; it returns the iterations of all runs.
+func (e *engine) runProved(ctx context.Context, x []float64, theta float64, o cgOptions) (cgResult, int, error) {
+	res, err := e.run(ctx, []column{e.explicitColumn(x, theta)}, o)
+	iters := res.iters
+	for restart := 0; err == nil && restart < 4 && res.ub-res.lb > o.tol*max(math.Abs(res.ub), math.Abs(res.lb), 1e-300); restart++ {
+		ub, lb := res.ub, res.lb
+		th := 0.0
+		if e.useTheta && e.v == nil {
+			th = lb
+		}
+		res, err = e.run(ctx, []column{e.explicitColumn(res.x, th)}, o)
+		iters += res.iters
+		res.ub = min(res.ub, ub)
+		if !(res.lb > lb) {
+			break // no progress: keep what was proven
+		}
+	}
+	return res, iters, err
+}
+
 // meetsFloors reports whether x gives every job at least floor (within
 // rounding) and fits capacity.
 func meetsFloors(in *instance, x, floor []float64) bool {
@@ -504,12 +552,12 @@ func meetsFloors(in *instance, x, floor []float64) bool {
 			t += in.a[m*k+j] * x[m*k+j]
 			use[j] += in.scale[m] * x[m*k+j]
 		}
-		if t < floor[m]*(1-1e-12) {
+		if t < floor[m]*(1-1e-10) {
 			return false
 		}
 	}
 	for j, u := range use {
-		if u > in.capac[j]*(1+1e-12) {
+		if u > in.capac[j]*(1+1e-10) {
 			return false
 		}
 	}

@@ -20,15 +20,27 @@ import (
 // It returns the leximin share of each job.
 func leximinClasses(t *testing.T, p Problem) []float64 {
 	t.Helper()
-	n, k := len(p.Throughput), len(p.Devices)
 	prop := gavelProportional(p)
+	norm := make([]float64, len(prop))
+	for m := range norm {
+		norm[m] = p.Weight[m] * prop[m] / float64(p.Scale[m])
+	}
+	return leximinClassesOf(t, p, norm, 1e-10)
+}
+
+// leximinClassesOf is leximinClasses for the share T·X/norm[m]; each level
+// is frozen at (1−shave)·θ, so that later levels stay feasible despite
+// rounding in the simplex.
+func leximinClassesOf(t *testing.T, p Problem, norm []float64, shave float64) []float64 {
+	t.Helper()
+	n, k := len(p.Throughput), len(p.Devices)
 	// Group identical jobs.
 	var rep []int      // class → first job
 	var size []float64 // class → jobs
 	class := make([]int, n)
 	for m := range n {
 		c := slices.IndexFunc(rep, func(r int) bool {
-			return slices.Equal(p.Throughput[r], p.Throughput[m]) && p.Scale[r] == p.Scale[m] && p.Weight[r] == p.Weight[m]
+			return slices.Equal(p.Throughput[r], p.Throughput[m]) && p.Scale[r] == p.Scale[m] && norm[r] == norm[m]
 		})
 		if c < 0 {
 			c = len(rep)
@@ -43,7 +55,7 @@ func leximinClasses(t *testing.T, p Problem) []float64 {
 	for c, m := range rep {
 		coef[c] = make([]float64, k)
 		for j := range k {
-			coef[c][j] = p.Throughput[m][j] * float64(p.Scale[m]) / (p.Weight[m] * prop[m]) / size[c]
+			coef[c][j] = p.Throughput[m][j] / norm[m] / size[c]
 		}
 	}
 	// Rows over nc*k + 1 columns, the last θ.
@@ -81,7 +93,13 @@ func leximinClasses(t *testing.T, p Problem) []float64 {
 	run := func(r *lpRows, obj []float64, what string) (float64, []float64) {
 		best, v, err := tableauMax(obj, r.G, r.h)
 		if err != nil {
-			t.Fatalf("leximin oracle %s: %v", what, err)
+			// Degenerate LPs can cycle numerically; gonum's simplex
+			// (slower, with its own Phase I) takes over.
+			var err2 error
+			best, v, err2 = r.solve(obj)
+			if err2 != nil {
+				t.Fatalf("leximin oracle %s: tableau: %v; gonum: %v", what, err, err2)
+			}
 		}
 		return best, v
 	}
@@ -136,6 +154,14 @@ func leximinClasses(t *testing.T, p Problem) []float64 {
 			obj := make([]float64, cols)
 			copy(obj[c*k:c*k+k], coef[c])
 			best, v := run(r, obj, "class")
+			if best <= th*(1+1e-7) {
+				// Before freezing, a second opinion: the tableau can stop
+				// short on these degenerate LPs; gonum's simplex, when it
+				// finds a feasible point, may show the class can rise.
+				if b2, v2, err := r.solve(obj); err == nil && b2 > best && r.fits(v2) {
+					best, v = b2, v2
+				}
+			}
 			if best < least {
 				least, leastC = best, c
 			}
@@ -153,7 +179,7 @@ func leximinClasses(t *testing.T, p Problem) []float64 {
 			freeze = []int{leastC}
 		}
 		for _, c := range freeze {
-			frozen[c], level[c] = true, th*(1-1e-10) // a hair below, so later levels stay feasible
+			frozen[c], level[c] = true, th*(1-shave) // a hair below, so later levels stay feasible
 			left--
 		}
 	}
@@ -162,6 +188,20 @@ func leximinClasses(t *testing.T, p Problem) []float64 {
 		out[m] = level[class[m]]
 	}
 	return out
+}
+
+// fits reports whether G·v ≤ h within rounding.
+func (r *lpRows) fits(v []float64) bool {
+	for i, row := range r.G {
+		var s float64
+		for q, g := range row {
+			s += g * v[q]
+		}
+		if s > r.h[i]+1e-9*max(1, math.Abs(r.h[i])) {
+			return false
+		}
+	}
+	return true
 }
 
 // classProblem draws n jobs in the given number of classes of identical
