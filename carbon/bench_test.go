@@ -37,3 +37,11 @@ func BenchmarkPlanWeekHourlyNbody10k(b *testing.B) {
 func BenchmarkPlanWeekHourlyForcedDP(b *testing.B) {
 	benchPlan(b, rand.New(rand.NewPCG(9, 10)), nbody10k(b), PlanOptions{Method: DP})
 }
+
+// BenchmarkPlanWeekHourlyChangeCost is the week's plan with a change cost
+// (DP over scales and quanta, then the exact whole-scale search that
+// checks DP's rounding).
+func BenchmarkPlanWeekHourlyChangeCost(b *testing.B) {
+	c := nbody10k(b)
+	benchPlan(b, rand.New(rand.NewPCG(9, 10)), c, PlanOptions{ChangeCostG: c.Watts[c.MaxScale()] / 1000 * 250})
+}
