@@ -60,8 +60,7 @@ func (p *problem) dp() ([]alloc, error) {
 		// DP's quanta round each level's work down: a whole-scale plan that
 		// fits by less than that rounding is invisible to it. The exact
 		// search finds it when it is cheaper.
-		delta, Q := p.quanta(int64(len(p.ci)) * int64(len(p.levels)))
-		if a := p.bestWhole(delta, Q, bestCost); a != nil {
+		if a := p.bestWhole(bestCost); a != nil {
 			p.trimChanges(a)
 			if c := p.totalCost(a); c < bestCost {
 				best = a

@@ -10,6 +10,10 @@ import (
 // cut short keeps the best plan found, which is never worse than DP's.
 const maxWholeNodes = 200_000
 
+// wholeQuanta is the resolution of bestWhole's bound: the job's work in
+// this many quanta.
+const wholeQuanta = 500
+
 // bestWhole is the exact search over whole-scale plans (every slot at one
 // level of the curve for the whole slot) for the least carbon plus change
 // cost that does at least the work needed, below incumbent. DP rounds
@@ -20,8 +24,12 @@ const maxWholeNodes = 200_000
 // as many quanta as any plan that truly fits). It returns nil when no
 // whole-scale plan beats incumbent, or when the search was cut short
 // without finding one.
-func (p *problem) bestWhole(delta float64, Q int, incumbent float64) []alloc {
+func (p *problem) bestWhole(incumbent float64) []alloc {
 	n, L := len(p.ci), len(p.levels)
+	// The bound's quanta: coarser than DP's (the search is exact whatever
+	// the bound's resolution; a coarser one only prunes less).
+	Q := wholeQuanta
+	delta := p.need / float64(Q)
 	cc := p.opts.ChangeCostG
 	qc := make([]int, L) // each level's work in quanta, rounded up
 	for j := range L {
@@ -47,29 +55,59 @@ func (p *problem) bestWhole(delta float64, Q int, incumbent float64) []alloc {
 		}
 		return p.levels[i]
 	}
+	// The change cost from scale a to a running scale b is cc·|b−a|, and
+	// suspending is free, so the minimum over the next level j for every
+	// previous level is two sweeps over the (ascending) scales: O(L) per
+	// quantum, not O(L²).
+	W := make([][]float64, L) // W[j][r]: slot t at level j, then V[t+1][j]
+	fwd := make([]float64, L) // sweep scratch
 	for t := n - 1; t >= 0; t-- {
-		from := L // the start only precedes slot 0
-		if t > 0 {
-			from = L - 1
+		for j := range L {
+			if W[j] == nil {
+				W[j] = make([]float64, Q+1)
+			}
+			step := p.ci[t] * p.kwh[j]
+			nextRow := V[t+1][j]
+			for r := range W[j] {
+				W[j][r] = step + nextRow[max(r-qc[j], 0)]
+			}
 		}
-		for i := 0; i <= from; i++ {
-			if t > 0 && i == L {
-				continue
-			}
-			row := make([]float64, Q+1)
-			for r := range row {
-				row[r] = inf
-			}
-			for j := range L {
-				step := p.ci[t]*p.kwh[j] + cc*float64(changeCost(prevScale(i), p.levels[j]))
-				nextRow := V[t+1][j]
-				for r := 0; r <= Q; r++ {
-					if c := step + nextRow[max(r-qc[j], 0)]; c < row[r] {
-						row[r] = c
-					}
+		rows := L
+		if t == 0 {
+			rows = L + 1 // and the start
+		}
+		for i := range rows {
+			V[t][i] = make([]float64, Q+1)
+		}
+		for r := 0; r <= Q; r++ {
+			// forward: fwd[j] = min over j' ≤ j, j' ≥ 1, of W[j'] + cc·(s_j − s_j')
+			for j := 1; j < L; j++ {
+				fwd[j] = W[j][r]
+				if j > 1 {
+					fwd[j] = min(fwd[j], fwd[j-1]+cc*float64(p.levels[j]-p.levels[j-1]))
 				}
 			}
-			V[t][i] = row
+			bwd := inf // min over j' ≥ j of W[j'] + cc·(s_j' − s_j)
+			for j := L - 1; j >= 1; j-- {
+				if j < L-1 {
+					bwd += cc * float64(p.levels[j+1]-p.levels[j])
+				}
+				bwd = min(bwd, W[j][r])
+				V[t][j][r] = min(W[0][r], fwd[j], bwd)
+			}
+			// from suspended (scale 0): every running scale pays its size
+			best0 := W[0][r]
+			for j := 1; j < L; j++ {
+				best0 = min(best0, W[j][r]+cc*float64(p.levels[j]))
+			}
+			V[t][0][r] = best0
+			if t == 0 {
+				v := inf
+				for j := range L {
+					v = min(v, W[j][r]+cc*float64(changeCost(p.opts.InitialScale, p.levels[j])))
+				}
+				V[0][L][r] = v
+			}
 		}
 	}
 	quanta := func(need float64) int {
