@@ -3,10 +3,14 @@ package gavel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
 )
 
 // leximinClasses is a sequential-LP leximin oracle for Gavel's normalised
@@ -90,9 +94,12 @@ func leximinClassesOf(t *testing.T, p Problem, norm []float64, shave float64) []
 		}
 		r.G, r.h = append(r.G, row), append(r.h, -lo)
 	}
+	var lastBasis []int // the tableau's final basis, in lpRows.solve's columns
 	run := func(r *lpRows, obj []float64, what string) (float64, []float64) {
-		best, v, err := tableauMax(obj, r.G, r.h)
+		best, v, basis, err := tableauMax(obj, r.G, r.h)
+		lastBasis = basis
 		if err != nil {
+			lastBasis = nil
 			// Degenerate LPs can cycle numerically; gonum's simplex
 			// (slower, with its own Phase I) takes over.
 			var err2 error
@@ -154,11 +161,16 @@ func leximinClassesOf(t *testing.T, p Problem, norm []float64, shave float64) []
 			obj := make([]float64, cols)
 			copy(obj[c*k:c*k+k], coef[c])
 			best, v := run(r, obj, "class")
-			if best <= th*(1+1e-7) {
+			if best <= th*(1+1e-7) && lastBasis != nil {
 				// Before freezing, a second opinion: the tableau can stop
-				// short on these degenerate LPs; gonum's simplex, when it
-				// finds a feasible point, may show the class can rise.
-				if b2, v2, err := r.solve(obj); err == nil && b2 > best && r.fits(v2) {
+				// short on these degenerate LPs. gonum's simplex, started
+				// from the tableau's final basis (the same columns), either
+				// confirms it or pivots on to a point where the class rises.
+				b2, v2, err := r.solveFrom(obj, lastBasis)
+				if err != nil { // the basis is a hair infeasible: gonum's own Phase I
+					b2, v2, err = r.solve(obj)
+				}
+				if err == nil && b2 > best && r.fits(v2) {
 					best, v = b2, v2
 				}
 			}
@@ -188,6 +200,41 @@ func leximinClassesOf(t *testing.T, p Problem, norm []float64, shave float64) []
 		out[m] = level[class[m]]
 	}
 	return out
+}
+
+// solveFrom is solve from the basic columns basis (structural columns,
+// then one slack per row, as solve lays them out): gonum's simplex skips
+// its Phase I.
+func (r *lpRows) solveFrom(c []float64, basis []int) (best float64, v []float64, err error) {
+	defer func() {
+		// gonum panics when the basis is a hair infeasible (rounding).
+		if p := recover(); p != nil {
+			best, v, err = 0, nil, fmt.Errorf("gonum from the tableau's basis: %v", p)
+		}
+	}()
+	rows := len(r.G)
+	A := mat.NewDense(rows, r.cols+rows, nil)
+	obj := make([]float64, r.cols+rows)
+	b := make([]float64, rows)
+	for i, row := range r.G {
+		sgn := 1.0
+		if r.h[i] < 0 {
+			sgn = -1
+		}
+		for q, v := range row {
+			A.Set(i, q, sgn*v)
+		}
+		A.Set(i, r.cols+i, sgn)
+		b[i] = sgn * r.h[i]
+	}
+	for q, v := range c {
+		obj[q] = -v
+	}
+	opt, x, err := lp.Simplex(obj, A, b, 1e-11, basis)
+	if err != nil {
+		return 0, nil, err
+	}
+	return -opt, x[:r.cols], nil
 }
 
 // fits reports whether G·v ≤ h within rounding.
@@ -311,7 +358,7 @@ func TestWaterFillingMatchesLeximinOracle(t *testing.T) {
 // pivots (so it cannot cycle). It is the leximin oracle's LP solver
 // (gonum's simplex cycles on some of these degenerate LPs, and its Phase I
 // is slow; the max-min, cost and finish-time oracles use gonum).
-func tableauMax(c []float64, G [][]float64, h []float64) (float64, []float64, error) {
+func tableauMax(c []float64, G [][]float64, h []float64) (float64, []float64, []int, error) {
 	m, n := len(G), len(c)
 	var arts []int // rows with an artificial
 	for i := range m {
@@ -406,10 +453,10 @@ func tableauMax(c []float64, G [][]float64, h []float64) (float64, []float64, er
 			z[w-1] -= tab[i*w+w-1]
 		}
 		if err := simplex(n+m+na, 1e-11); err != nil {
-			return 0, nil, err
+			return 0, nil, nil, err
 		}
 		if z[w-1] < -1e-9 {
-			return 0, nil, errors.New("tableau: infeasible")
+			return 0, nil, nil, errors.New("tableau: infeasible")
 		}
 		for i, b := range basis { // drive zero artificials out of the basis
 			if b < n+m {
@@ -439,7 +486,7 @@ func tableauMax(c []float64, G [][]float64, h []float64) (float64, []float64, er
 		scale = max(scale, math.Abs(v))
 	}
 	if err := simplex(n+m, 1e-11*scale); err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	x := make([]float64, n)
 	for i, b := range basis {
@@ -451,5 +498,10 @@ func tableauMax(c []float64, G [][]float64, h []float64) (float64, []float64, er
 	for j, v := range c {
 		opt += v * x[j]
 	}
-	return opt, x, nil
+	for _, b := range basis {
+		if b >= n+m {
+			return opt, x, nil, nil // an artificial stayed basic (at zero)
+		}
+	}
+	return opt, x, slices.Clone(basis), nil
 }
