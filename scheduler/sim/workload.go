@@ -42,6 +42,11 @@ type JobSpec struct {
 	Replicas int `json:"replicas"`
 	// BatchSize is the requested total batch size (≥ 1).
 	BatchSize int `json:"batch_size"`
+	// Workers is the job's number of logical workers (EasyScale's W: its
+	// world size, with global batch BatchSize, fixed for its whole run, on
+	// any devices up to W of one type or several); 0 = not such a job
+	// (ReadWorkload: the optional workers column, an empty cell = 0).
+	Workers int `json:"workers,omitempty"`
 	// Queue names the job's tenant: the leaf queue of Config.Queues it is
 	// submitted to (ReadPhilly: the trace's virtual cluster; ReadWorkload:
 	// the optional queue column). It is ignored when Config.Queues is
@@ -68,7 +73,8 @@ const maxSubmitSeconds = 1e9
 // least the columns name, time, application, num_replicas and batch_size
 // (in any order; other columns are ignored), then one job per row. time is
 // the submit time in seconds (a decimal number); an optional queue column
-// sets JobSpec.Queue. Jobs are returned sorted
+// sets JobSpec.Queue and an optional workers column JobSpec.Workers (a
+// positive integer, or empty). Jobs are returned sorted
 // by submit time, ties broken by name. Errors wrap ErrInvalid and name the
 // row and column.
 func ReadWorkload(r io.Reader) ([]JobSpec, error) {
@@ -123,6 +129,11 @@ func ReadWorkload(r io.Reader) ([]JobSpec, error) {
 		}
 		if j.BatchSize, err = positiveInt(rec[col["batch_size"]]); err != nil {
 			return nil, fmt.Errorf("%w: workload row %d (%s): batch_size: %v", ErrInvalid, row, j.Name, err)
+		}
+		if w, ok := col["workers"]; ok && w < len(rec) && strings.TrimSpace(rec[w]) != "" {
+			if j.Workers, err = positiveInt(rec[w]); err != nil {
+				return nil, fmt.Errorf("%w: workload row %d (%s): workers: %v", ErrInvalid, row, j.Name, err)
+			}
 		}
 		jobs = append(jobs, j)
 	}

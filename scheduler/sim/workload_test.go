@@ -33,6 +33,12 @@ func TestReadWorkload(t *testing.T) {
 		{"short row", "name,time,application,num_replicas,batch_size\na,1,m\n", nil, true},
 		{"NaN time", "name,time,application,num_replicas,batch_size\na,NaN,m,1,1\n", nil, true},
 		{"empty", "", nil, true},
+		{"workers column", "name,time,application,num_replicas,batch_size,workers\na,1,m,2,64,8\nb,2,m,2,64,\n",
+			[]JobSpec{{Name: "a", Submit: time.Second, Application: "m", Replicas: 2, BatchSize: 64, Workers: 8}, {Name: "b", Submit: 2 * time.Second, Application: "m", Replicas: 2, BatchSize: 64}}, false},
+		{"zero workers", "name,time,application,num_replicas,batch_size,workers\na,1,m,2,64,0\n", nil, true},
+		{"negative workers", "name,time,application,num_replicas,batch_size,workers\na,1,m,2,64,-4\n", nil, true},
+		{"fractional workers", "name,time,application,num_replicas,batch_size,workers\na,1,m,2,64,1.5\n", nil, true},
+		{"text workers", "name,time,application,num_replicas,batch_size,workers\na,1,m,2,64,many\n", nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,6 +96,7 @@ func FuzzReadWorkload(f *testing.F) {
 	f.Add("time,name,batch_size,application,num_replicas\n1e3,a,1,b,2\n")
 	f.Add("name,time,application,num_replicas,batch_size\na,1,m,1,1\na,1,m,1,1\n")
 	f.Add("\ufeffname,time,application,num_replicas,batch_size\n\"a,b\",0,m,1,1\n")
+	f.Add("name,time,application,num_replicas,batch_size,workers\na,1,m,2,64,8\nb,1,m,2,64,\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		jobs, err := ReadWorkload(strings.NewReader(in))
 		if err != nil {
@@ -100,7 +107,7 @@ func FuzzReadWorkload(f *testing.F) {
 		}
 		seen := map[string]bool{}
 		for i, j := range jobs {
-			if j.Name == "" || seen[j.Name] || j.Application == "" || j.Replicas < 1 || j.BatchSize < 1 || j.Submit < 0 {
+			if j.Name == "" || seen[j.Name] || j.Application == "" || j.Replicas < 1 || j.BatchSize < 1 || j.Submit < 0 || j.Workers < 0 {
 				t.Fatalf("invalid job accepted: %+v", j)
 			}
 			seen[j.Name] = true
