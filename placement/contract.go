@@ -13,6 +13,10 @@ type Assignment struct {
 	Job string `json:"job"`
 	// Devices are accel.Device.ID values.
 	Devices []string `json:"devices"`
+	// Workers, for a job with a fixed number of logical workers
+	// (EasyScale's W-jobs), is how many of them each device hosts, in the
+	// order of Devices; nil for every other job.
+	Workers []int `json:"workers,omitempty"`
 }
 
 // Target is what a policy wants for one job in a round: Count devices of

@@ -75,6 +75,24 @@ type Job struct {
 	// narrower, or not at all, now) as long as it meets its Deadline:
 	// carbonaware.Policy moves such work to cleaner hours.
 	DelayTolerant bool
+	// Workers is the job's number of logical workers (EasyScale's W, its
+	// world size): 0 = not such a job, and nothing below applies. A
+	// W-job keeps W and its global batch for its whole run, on 1 to W
+	// devices that each host some of its workers (Assignment.Workers, one
+	// count per device, summing to W): its device count is bounded by W
+	// whatever MaxReplicas says (MinReplicas and Requested above W are
+	// errors). When its Speedup also implements goodput.GangSpeedup for
+	// the same W, it may run on devices of several types at once
+	// (RoundJob.Mixes; Target.Shares).
+	Workers int
+}
+
+// Share is the part of a W-job's gang on one device type: Count devices
+// of Type that host Workers of the job's logical workers between them.
+type Share struct {
+	Type    accel.TypeKey `json:"type"`
+	Count   int           `json:"count"`
+	Workers int           `json:"workers"`
 }
 
 // Target is a policy's decision for one job: how many devices of which
@@ -85,8 +103,15 @@ type Target struct {
 	// Type and Count are the device type and how many devices of it.
 	Type  accel.TypeKey
 	Count int
-	// MaxNodes limits how many nodes the gang may span (0 = any).
+	// MaxNodes limits how many nodes the gang may span (0 = any; for a
+	// gang of several types, each type's part).
 	MaxNodes int
+	// Shares gives a job that may mix types (RoundJob.Mixes) devices of
+	// several types: per type, how many and how many of its logical
+	// workers they host (counts ≥ 1, at most its workers; workers summing
+	// to Job.Workers). Count must be the total; Type is ignored. Empty
+	// means Count devices of Type, hosting all of a W-job's workers.
+	Shares []Share
 	// Reason and Note explain the target (optional): a typed code and the
 	// policy's figures in words, such as "speedup 2.9→4.6, restart factor
 	// 0.97". The Scheduler prefixes the action ("grew 4→8: ").

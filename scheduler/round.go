@@ -70,6 +70,13 @@ type RoundJob struct {
 	CurrentNodes int
 	// Pinned: it runs and is non-preemptible, so it keeps Current.
 	Pinned bool
+	// CurrentShares, for a running W-job (Job.Workers > 0), are its
+	// current devices per type with the workers they host; when they
+	// span several types, CurrentType is the type with the most devices.
+	CurrentShares []Share
+	// Mixes: the job is a W-job whose Speedup implements
+	// goodput.GangSpeedup, so its target may hold several types (Shares).
+	Mixes bool
 	// Age is Input.Now − Job.Submitted (0 when negative).
 	Age time.Duration
 	// Weight is Job.Weight, 0 read as 1.
@@ -92,12 +99,14 @@ type jobInfo struct {
 	curSpeedup float64
 	curKnown   bool
 	rigid      bool
+	// mixedNow: the job holds devices of several types (a W-job).
+	mixedNow bool
 }
 
 // isCurrent reports whether (type t, nodes, count) is the job's current
 // allocation.
 func (j *jobInfo) isCurrent(t, nodes, count int) bool {
-	return t == j.curType && nodes == j.CurrentNodes && count == j.curCount
+	return !j.mixedNow && t == j.curType && nodes == j.CurrentNodes && count == j.curCount
 }
 
 // fits reports whether count is within the job's bounds.
@@ -257,6 +266,9 @@ func (r *Round) place(ctx context.Context, tg []Target) (*placedSet, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if r.involvesGangs(pt) {
+		return r.placeGangs(ctx, pt)
+	}
 	var st *placement.State
 	if su, ok := r.placer.(StateUser); !ok || su.UsesState() {
 		if r.state == nil {
@@ -344,6 +356,9 @@ func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takes
 				ji.Max = max(r.total, ji.Min)
 			}
 		}
+		if err := r.checkWorkers(&ji); err != nil {
+			return nil, err
+		}
 		if d := in.Now.Sub(j.Submitted); d > 0 {
 			ji.Age = d
 		}
@@ -418,6 +433,7 @@ func (r *Round) checkCurrent() error {
 	nums := make([]int32, 0, held)
 	var refs []placement.DeviceRef // scratch: one entry's devices
 	var nodes []int32              // scratch: their node numbers
+	var tys []int                  // scratch: their type positions
 	for k, a := range r.in.Current {
 		// Every entry is checked, a finished job's too: its devices must
 		// exist and not be held twice, though they are then released.
@@ -425,21 +441,23 @@ func (r *Round) checkCurrent() error {
 		refs, known = r.cluster.AppendRefs(refs[:0], a.Devices)
 		typ, usable := -1, true
 		n0 := len(nums)
-		nodes = nodes[:0]
+		nodes, tys = nodes[:0], tys[:0]
+		wi, live := r.byID[a.Job]
+		mixes := live && r.jobs[wi].Job.Workers > 0
 		for p, d := range refs {
 			id := a.Devices[p]
 			if h := holder[d.Num]; h != 0 {
 				return fmt.Errorf("%w: current[%d]: job %q: device %q is also held by job %q", ErrInvalid, k, a.Job, id, r.in.Current[h-1].Job)
 			}
 			holder[d.Num] = int32(k + 1)
-			if typ >= 0 && d.Type != typ {
-				// A target is one (type, count); a gang over two types
-				// cannot be kept, pinned or compared, so it is refused.
+			if typ >= 0 && d.Type != typ && !mixes {
+				// Only a W-job's gang may span types (Job.Workers).
 				return fmt.Errorf("%w: current[%d]: job %q holds %s and %s devices; an assignment uses one device type", ErrInvalid, k, a.Job, r.types[typ], r.types[d.Type])
 			}
 			typ, usable = d.Type, usable && d.Usable
 			nums = append(nums, int32(d.Num))
 			nodes = append(nodes, int32(d.Node))
+			tys = append(tys, d.Type)
 		}
 		if !known {
 			return fmt.Errorf("%w: current[%d]: job %q: device %q is not in the cluster", ErrInvalid, k, a.Job, a.Devices[len(refs)])
@@ -468,6 +486,9 @@ func (r *Round) checkCurrent() error {
 		ji.curNums, ji.curUsable = nums[n0:len(nums):len(nums)], usable
 		ji.curType, ji.curCount, ji.CurrentNodes = typ, len(a.Devices), distinct(nodes)
 		ji.CurrentType = r.types[typ]
+		if err := r.checkCurrentWorkers(k, ji, &r.in.Current[k], tys); err != nil {
+			return err
+		}
 		// Pinned: kept on exactly these devices whatever its Types,
 		// bounds or the policy say (see Job.NonPreemptible).
 		ji.Pinned = ji.Job.NonPreemptible

@@ -185,7 +185,11 @@ func (r *Round) checkTargets(targets []Target) ([]Target, error) {
 		if t.Count < 0 {
 			return nil, fmt.Errorf("%w: job %q: negative count %d", ErrPolicy, t.Job, t.Count)
 		}
-		if t.Count > 0 {
+		if t.Count > 0 && len(t.Shares) > 0 {
+			if err := r.checkShares(&r.jobs[i], &t); err != nil {
+				return nil, err
+			}
+		} else if t.Count > 0 {
 			j := &r.jobs[i]
 			ti, ok := r.cluster.TypeIndex(t.Type)
 			switch {
@@ -209,6 +213,10 @@ func (r *Round) checkTargets(targets []Target) ([]Target, error) {
 		}
 		if j := &r.jobs[i]; j.Pinned {
 			tg[i].Type, tg[i].Count, tg[i].MaxNodes, tg[i].Reason = j.CurrentType, j.curCount, 0, ReasonPinned
+			tg[i].Shares = nil
+			if j.mixedNow {
+				tg[i].Shares = j.CurrentShares
+			}
 		}
 	}
 	return tg, nil
@@ -281,7 +289,11 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 		if len(a.Devices) != want {
 			return nil, nil, fmt.Errorf("%w: job %q: %d devices placed, %d targeted", ErrPlacement, a.Job, len(a.Devices), want)
 		}
-		if typ == j.CurrentType && (j.curUsable || kept[a.Job]) && slices.Equal(a.Devices, j.Current) {
+		mixed := len(tg[i].Shares) > 1 || j.mixedNow
+		if mixed && !kept[a.Job] && !gangTypesOK(r, tg[i], r.typeCounts(a.Devices)) {
+			return nil, nil, fmt.Errorf("%w: job %q: devices placed are not the types its target shares", ErrPlacement, a.Job)
+		}
+		if (typ == j.CurrentType || mixed) && (j.curUsable || kept[a.Job]) && slices.Equal(a.Devices, j.Current) {
 			// Its own devices, checked when the round began: of its type,
 			// usable (or kept as they are); only a clash is left to find.
 			for k, n := range j.curNums {
@@ -294,7 +306,7 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 			refs, known = r.cluster.AppendRefs(refs[:0], a.Devices)
 			for p, d := range refs {
 				id := a.Devices[p]
-				if r.types[d.Type] != typ {
+				if !mixed && r.types[d.Type] != typ {
 					return nil, nil, fmt.Errorf("%w: job %q: device %q is not a %s device of the cluster", ErrPlacement, a.Job, id, typ)
 				}
 				if !d.Usable && !kept[a.Job] {
@@ -338,7 +350,9 @@ var unplacedReasons = map[placement.ReasonCode]Reason{
 func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reason) Decision {
 	j := &r.jobs[i]
 	d := Decision{Job: j.Job.ID, From: j.curCount, Reason: t.Reason}
-	if j.curCount > 0 {
+	if j.mixedNow {
+		d.SpeedupBefore, _ = r.gangSpeedup(j, j.CurrentShares, j.CurrentNodes)
+	} else if j.curCount > 0 {
 		d.FromType = j.CurrentType
 		d.SpeedupBefore, _ = r.speedup(j, j.curType, j.CurrentNodes, j.curCount)
 	}
@@ -350,6 +364,13 @@ func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reaso
 			d.SpeedupAfter, _ = r.speedup(j, dev.Type, d.Nodes, d.To)
 		}
 		d.Assignment = placement.Assignment{Job: j.Job.ID, Devices: devs}
+		if j.Job.Workers > 0 {
+			d.Assignment.Workers = r.workersOf(j, t, devs)
+			if sh := r.sharesOf(devs, d.Assignment.Workers); len(sh) > 1 {
+				d.Type, d.Shares = "", sh
+				d.SpeedupAfter, _ = r.gangSpeedup(j, sh, d.Nodes)
+			}
+		}
 		if bp, ok := j.Job.Speedup.(goodput.BatchPlanner); ok {
 			d.Batch = bp.BatchPlan(string(d.Type), d.Nodes, d.To)
 		}
@@ -376,21 +397,33 @@ func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reaso
 	// per job and round.
 	var buf [96]byte
 	msg := buf[:0]
+	from := func(b []byte) []byte {
+		if j.mixedNow {
+			return appendShares(b, j.CurrentShares)
+		}
+		return appendCount(b, d.From, d.FromType)
+	}
+	to := func(b []byte) []byte {
+		if d.Shares != nil {
+			return appendShares(b, d.Shares)
+		}
+		return appendCount(b, d.To, d.Type)
+	}
 	switch {
 	case d.To == 0 && d.From > 0:
 		d.Action = placement.Stop
-		msg = appendCount(append(msg, "preempted from "...), d.From, d.FromType)
+		msg = from(append(msg, "preempted from "...))
 	case d.To == 0:
 		d.Action = placement.Queue
 		msg = append(msg, "queued"...)
 	case d.From == 0:
 		d.Action = placement.Start
-		msg = appendCount(append(msg, "started on "...), d.To, d.Type)
+		msg = to(append(msg, "started on "...))
 		msg = append(strconv.AppendInt(append(msg, " ("...), int64(d.Nodes), 10), " node"...)
 		msg = append(append(msg, plural(d.Nodes)...), ')')
 	case placement.SameDevices(devs, j.Current):
 		d.Action = placement.Keep
-		msg = appendCount(append(msg, "kept "...), d.To, d.Type)
+		msg = to(append(msg, "kept "...))
 	case subset(j.Current, devs):
 		d.Action = placement.Grow
 		msg = strconv.AppendInt(append(strconv.AppendInt(append(msg, "grew "...), int64(d.From), 10), "→"...), int64(d.To), 10)
@@ -399,7 +432,7 @@ func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reaso
 		msg = strconv.AppendInt(append(strconv.AppendInt(append(msg, "shrank "...), int64(d.From), 10), "→"...), int64(d.To), 10)
 	default:
 		d.Action = placement.Move
-		msg = appendCount(append(appendCount(append(msg, "moved "...), d.From, d.FromType), "→"...), d.To, d.Type)
+		msg = to(append(from(append(msg, "moved "...)), "→"...))
 	}
 	if d.Action == placement.Keep && d.Reason == ReasonObjective {
 		d.Reason = ReasonUnchanged
@@ -417,6 +450,17 @@ func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reaso
 	b.WriteString(note)
 	d.Message = b.String()
 	return d
+}
+
+// appendShares appends "n×t+m×u" to b.
+func appendShares(b []byte, sh []Share) []byte {
+	for k, x := range sh {
+		if k > 0 {
+			b = append(b, '+')
+		}
+		b = appendCount(b, x.Count, x.Type)
+	}
+	return b
 }
 
 // appendCount appends "n×t" to b.

@@ -132,6 +132,9 @@ type Job struct {
 	// WorkerSeconds is one worker's time on each type; 0 where the job
 	// cannot run (no model, or a type it may not use).
 	WorkerSeconds []float64
+	// OneType keeps the job on one device type (as Options.Homogeneous
+	// does for every job).
+	OneType bool
 	// Speedup rates running perType workers on devices (both per type),
 	// as the job's throughput model predicts; 0 = unusable. nil rates by
 	// the split alone: the slowest usable type's worker time × Workers over
@@ -237,7 +240,7 @@ func Plan(free []int, jobs []Job, opts Options) ([]Grant, error) {
 		if started[i] || sum(out[i].Devices) == 0 {
 			continue
 		}
-		incs = append(incs, proposeIncrements(i, &jobs[i], out[i].Devices, avail, maxWaste, opts.Homogeneous)...)
+		incs = append(incs, proposeIncrements(i, &jobs[i], out[i].Devices, avail, maxWaste, opts.Homogeneous || jobs[i].OneType)...)
 	}
 	slices.SortStableFunc(incs, func(a, b increment) int {
 		return cmp.Or(cmp.Compare(b.gain, a.gain), cmp.Compare(a.job, b.job), cmp.Compare(a.typ, b.typ))
