@@ -186,12 +186,12 @@ func TestBadWorkers(t *testing.T) {
 		}
 	}
 	for name, in := range map[string]scheduler.Input{
-		"negative W": {Jobs: []scheduler.Job{func() scheduler.Job { j := ok; j.Workers = -1; return j }()}},
-		"W below min": {Jobs: []scheduler.Job{func() scheduler.Job { j := ok; j.MinReplicas = 5; j.Speedup = nil; return j }()}},
-		"model of another W": {Jobs: []scheduler.Job{func() scheduler.Job { j := ok; j.Workers = 3; return j }()}},
-		"more devices than W": {Jobs: []scheduler.Job{ok}, Current: []placement.Assignment{{Job: "w", Devices: append(t4(4), c.Nodes[0].Devices[0].ID)}}},
+		"negative W":               {Jobs: []scheduler.Job{func() scheduler.Job { j := ok; j.Workers = -1; return j }()}},
+		"W below min":              {Jobs: []scheduler.Job{func() scheduler.Job { j := ok; j.MinReplicas = 5; j.Speedup = nil; return j }()}},
+		"model of another W":       {Jobs: []scheduler.Job{func() scheduler.Job { j := ok; j.Workers = 3; return j }()}},
+		"more devices than W":      {Jobs: []scheduler.Job{ok}, Current: []placement.Assignment{{Job: "w", Devices: append(t4(4), c.Nodes[0].Devices[0].ID)}}},
 		"workers not summing to W": {Jobs: []scheduler.Job{ok}, Current: []placement.Assignment{{Job: "w", Devices: t4(2), Workers: []int{1, 1}}}},
-		"device with no worker": {Jobs: []scheduler.Job{ok}, Current: []placement.Assignment{{Job: "w", Devices: t4(2), Workers: []int{4, 0}}}},
+		"device with no worker":    {Jobs: []scheduler.Job{ok}, Current: []placement.Assignment{{Job: "w", Devices: t4(2), Workers: []int{4, 0}}}},
 	} {
 		in.Cluster, in.Now = c, t0
 		_, err := s.Schedule(context.Background(), in)
