@@ -88,6 +88,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,6 +119,9 @@ type options struct {
 	pue, carbonWeight                                  float64
 	// tenants is -tenants: "" (none), "vc" or a quotas file.
 	tenants string
+	// workers is -workers: "" (only the workload's workers column) or
+	// "replicas".
+	workers string
 }
 
 // errUsage marks bad input: exit status 2.
@@ -131,7 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.philly, "philly", "", "Philly-derived trace (CSV or .csv.gz) to build the workload from, instead of -workload")
 	fl.IntVar(&o.jobs, "jobs", 10000, "jobs to take from the -philly trace")
 	fl.StringVar(&o.cluster, "cluster", "16x4:t4", "cluster spec")
-	fl.StringVar(&o.policies, "policies", "goodput,tiresias,optimus", "comma-separated policies: goodput, goodput-blind, tiresias, optimus, fifo, gavel, gavel-blind, goodput-carbon")
+	fl.StringVar(&o.policies, "policies", "goodput,tiresias,optimus", "comma-separated policies: goodput, goodput-blind, tiresias, optimus, fifo, gavel, gavel-blind, goodput-carbon, easyscale, easyscale-homo")
 	fl.DurationVar(&o.interval, "interval", 0, "scheduling round (0 = each policy's own: 60s, 6m for gavel and gavel-blind)")
 	fl.StringVar(&o.profiles, "profiles", "", "extra profile directories, comma-separated, searched before the embedded Pollux traces")
 	fl.Float64Var(&o.interference, "interference", 0, "slowdown of distributed jobs sharing a node, in [0,1)")
@@ -147,6 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.Float64Var(&o.pue, "pue", 1, "power usage effectiveness applied to energy and carbon")
 	fl.Float64Var(&o.carbonWeight, "carbon-weight", 1, "goodput-carbon's carbon weight, in (0, 1]")
 	fl.StringVar(&o.sweep, "sweep", "", "comma-separated carbon weights to run goodput-carbon at; writes carbon-tradeoff.svg")
+	fl.StringVar(&o.workers, "workers", "", "replicas: every job without a workers column value keeps W = its num_replicas logical workers (EasyScale), whatever devices it runs on")
 	fl.StringVar(&o.tenants, "tenants", "", "vc (the trace's 11 largest virtual clusters as queues, quotas by GPU-time share) or a quotas file (JSON): run static, shared and borrow side by side")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -265,6 +270,9 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	workloads, err := loadWorkloads(o, apps)
 	if err != nil {
+		return err
+	}
+	if workloads, err = withWorkers(o.workers, workloads); err != nil {
 		return err
 	}
 	mixed := len(cluster.Types()) > 1
@@ -513,4 +521,27 @@ func printTable(w io.Writer, sums []summary, workloads int) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+}
+
+// withWorkers applies -workers: "replicas" gives every job without a
+// logical worker count W = its requested replicas (copies, the input is
+// left alone); "" changes nothing.
+func withWorkers(mode string, ws []sim.Workload) ([]sim.Workload, error) {
+	switch mode {
+	case "":
+		return ws, nil
+	case "replicas":
+	default:
+		return nil, usage("-workers %q: want replicas (or nothing)", mode)
+	}
+	out := make([]sim.Workload, len(ws))
+	for i, w := range ws {
+		out[i] = sim.Workload{Name: w.Name, Jobs: slices.Clone(w.Jobs)}
+		for k := range out[i].Jobs {
+			if j := &out[i].Jobs[k]; j.Workers == 0 {
+				j.Workers = j.Replicas
+			}
+		}
+	}
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/easyscale"
 	"github.com/goodsched/goodsched/scheduler/gavel"
 )
 
@@ -57,6 +58,16 @@ func registry() map[string]policySpec {
 			about: "Gavel heterogeneity-aware max-min fairness on the workload's GPU counts (oracle throughputs)",
 			build: func() (scheduler.Policy, error) { return gavel.NewPolicy(gavel.Config{}) },
 			kind:  scheduler.Rigid, oracle: true,
+		},
+		"easyscale": {
+			about: "EasyScale: W-jobs (-workers) start on one device and grow greedily by incremental speedup, on several device types at once",
+			build: func() (scheduler.Policy, error) { return easyscale.Policy{}, nil },
+			kind:  scheduler.Elastic, perType: true,
+		},
+		"easyscale-homo": {
+			about: "EasyScale with one device type per job",
+			build: func() (scheduler.Policy, error) { return easyscale.Policy{Homogeneous: true}, nil },
+			kind:  scheduler.Elastic, perType: true,
 		},
 		"gavel-blind": {
 			about: "Gavel's heterogeneity-blind max-min fairness (every throughput 1) on the workload's GPU counts",

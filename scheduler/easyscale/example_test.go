@@ -24,6 +24,6 @@ func ExamplePlan() {
 		fmt.Printf("job %d: devices %v, workers %v (%s)\n", i, g.Devices, g.Workers, g.Note)
 	}
 	// Output:
-	// job 0: devices [0 2], workers [0 4] (grow 1→2 devices, incremental speedup 2.000)
-	// job 1: devices [1 0], workers [2 0] (start on 1 device)
+	// job 0: devices [1 1], workers [3 1] (1→2 devices (+1 of type 0), incremental speedup 2.667)
+	// job 1: devices [0 1], workers [0 2] (start on 1 device)
 }

@@ -154,6 +154,7 @@ type Grant struct {
 type increment struct {
 	job, typ, add int
 	gain          float64
+	devices       []int // the job's devices per type after it
 }
 
 // Plan is EasyScale's inter-job policy (optimize_v3 in the artifact's
@@ -220,9 +221,16 @@ func Plan(free []int, jobs []Job, opts Options) ([]Grant, error) {
 		if sum(out[i].Devices) > 0 {
 			continue
 		}
+		// The smallest proposal: one device, of the slowest type with one
+		// free (the artifact's proposals[-1], the least speedup); one type
+		// per job: of its fastest.
+		homo := opts.Homogeneous || j.OneType
 		best := -1
 		for t := range nt {
-			if avail[t] > 0 && j.WorkerSeconds[t] > 0 && (best < 0 || j.WorkerSeconds[t] < j.WorkerSeconds[best]) {
+			if avail[t] == 0 || j.WorkerSeconds[t] <= 0 {
+				continue
+			}
+			if best < 0 || (homo && j.WorkerSeconds[t] < j.WorkerSeconds[best]) || (!homo && j.WorkerSeconds[t] > j.WorkerSeconds[best]) {
 				best = t
 			}
 		}
@@ -251,18 +259,22 @@ func Plan(free []int, jobs []Job, opts Options) ([]Grant, error) {
 			continue
 		}
 		grown[in.job] = true
-		avail[in.typ] -= in.add
 		g := &out[in.job]
 		before := sum(g.Devices)
-		g.Devices[in.typ] += in.add
+		for t, d := range in.devices {
+			avail[t] -= d - g.Devices[t]
+		}
+		g.Devices = in.devices
 		g.Workers, _, _ = Split(jobs[in.job].Workers, g.Devices, jobs[in.job].WorkerSeconds)
-		g.Note = fmt.Sprintf("grow %d→%d devices, incremental speedup %.3f", before, before+in.add, in.gain)
+		g.Note = fmt.Sprintf("%d→%d devices (+%d of type %d), incremental speedup %.3f", before, sum(g.Devices), in.add, in.typ, in.gain)
 	}
 	return out, nil
 }
 
-// proposeIncrements returns job i's best increment per type it may grow
-// on, given avail free devices.
+// proposeIncrements returns job i's best proposal per type it may grow
+// on, given avail free devices: more devices of that type, and of every
+// other type at most what it holds (the artifact's condition on a
+// proposal's placement; the devices it no longer uses are released).
 func proposeIncrements(i int, j *Job, cur, avail []int, maxWaste float64, homo bool) []increment {
 	nt := len(cur)
 	held := sum(cur)
@@ -271,34 +283,70 @@ func proposeIncrements(i int, j *Job, cur, avail []int, maxWaste float64, homo b
 		return nil
 	}
 	var out []increment
-	next := slices.Clone(cur)
+	next := make([]int, nt)
 	for t := range nt {
 		if j.WorkerSeconds[t] <= 0 || (homo && cur[t] != held) {
 			continue
 		}
 		best := increment{job: i, typ: t}
-		room := min(avail[t], growth*held-held, j.Workers-held)
-		for add := 1; add <= room; add++ {
-			next[t] = cur[t] + add
-			perType, _, ok := Split(j.Workers, next, j.WorkerSeconds)
-			if !ok || Waste(j.Workers, next, perType, j.WorkerSeconds) > maxWaste {
-				continue
-			}
-			s := speedupOf(j, next, perType)
-			if !(s >= now) {
-				continue
-			}
-			if gain := (s/now-1)/float64(add) + 1; gain > best.gain {
-				best.add, best.gain = add, gain
+		room := min(avail[t], growth*held-cur[t], j.Workers)
+		// Every way to keep 0..cur[o] of each other type o (only all or
+		// none of each when that would be many).
+		full := 1
+		for o := range nt {
+			if o != t {
+				full *= cur[o] + 1
 			}
 		}
-		next[t] = cur[t]
+		coarse := full > maxKeeps
+		copy(next, cur)
+		for {
+			kept := sum(next) - next[t]
+			for add := 1; add <= room && kept+cur[t]+add <= min(growth*held, j.Workers); add++ {
+				next[t] = cur[t] + add
+				perType, _, ok := Split(j.Workers, next, j.WorkerSeconds)
+				if !ok || Waste(j.Workers, next, perType, j.WorkerSeconds) > maxWaste {
+					continue
+				}
+				s := speedupOf(j, next, perType)
+				if !(s >= now) {
+					continue
+				}
+				if gain := (s/now-1)/float64(add) + 1; gain > best.gain {
+					best.add, best.gain, best.devices = add, gain, slices.Clone(next)
+				}
+			}
+			next[t] = cur[t]
+			// Next combination of kept counts (odometer over o ≠ t).
+			o := 0
+			for ; o < nt; o++ {
+				if o == t || cur[o] == 0 {
+					continue
+				}
+				step := 1
+				if coarse {
+					step = cur[o]
+				}
+				if next[o] >= step {
+					next[o] -= step
+					break
+				}
+				next[o] = cur[o]
+			}
+			if o == nt {
+				break
+			}
+		}
 		if best.add > 0 {
 			out = append(out, best)
 		}
 	}
 	return out
 }
+
+// maxKeeps bounds the combinations of kept devices of other types that
+// proposeIncrements tries per type; above it, only all or none of each.
+const maxKeeps = 256
 
 // rate is the job's speedup on devices with Split's assignment.
 func rate(j *Job, devices []int) float64 {

@@ -84,8 +84,9 @@ func checkW(t *testing.T, c accel.Cluster, jobs []scheduler.Job, plan scheduler.
 	}
 }
 
-// One job on two GPU types: it starts on an A100, grows onto the spare
-// A100s, then onto T4s when the A100s are full, and keeps W = 8.
+// One job on two GPU types: it starts on a T4 (the smallest proposal),
+// trades it for the A100s, then grows onto T4s when the A100s are full,
+// and keeps W = 8.
 func TestPolicyMixesTypes(t *testing.T) {
 	c := cluster(t, "1x2:a100-40gb,1x4:t4")
 	s, err := scheduler.New(scheduler.Config{Policy: easyscale.Policy{}})
@@ -107,8 +108,8 @@ func TestPolicyMixesTypes(t *testing.T) {
 		cur = plan.Assignments()
 	}
 	got := strings.Join(trail, "\n")
-	if !strings.Contains(got, "2×a100-40gb+4×t4") || !strings.HasPrefix(trail[0], "started on 1×a100-40gb") {
-		t.Fatalf("expected a start on one A100 and a mixed gang later:\n%s", got)
+	if !strings.Contains(got, "→2×a100-40gb") || !strings.HasPrefix(trail[0], "started on 1×t4") {
+		t.Fatalf("expected a start on one T4 and a mixed gang later:\n%s", got)
 	}
 	d := cur[0]
 	if len(d.Devices) < 3 {

@@ -113,6 +113,11 @@ func (e *engine) rate(j *job) float64 {
 	if j.rateValid && key == j.stepKey {
 		return j.cachedRate
 	}
+	if j.w > 0 {
+		j.cachedRate = e.rateW(j)
+		j.rateValid, j.stepKey = true, key
+		return j.cachedRate
+	}
 	if e.noMemo || !j.stepMemo || j.stepGen != j.gen || j.stepLocal != j.local {
 		j.stepT, j.syncT, j.stepOK = j.app.StepTime(j.typ, j.counts, float64(j.local))
 		j.stepMemo, j.stepGen, j.stepLocal = true, j.gen, j.local

@@ -193,6 +193,14 @@ type job struct {
 	// same inputs (allocation, curve, plan) would leave it unchanged.
 	rb rebatchState
 
+	// W-jobs (EasyScale; Config.Kind not rigid, JobSpec.Workers > 0): w
+	// is W, wlocal each worker's samples per step, workers the workers
+	// each of devs hosts, wmodel the throughput model the policy sees
+	// (rebuilt when the learner's version moves).
+	w, wlocal int
+	workers   []int
+	wmodel    *goodput.WorkerModel
+	wmodelVer int
 	// what the job has measured (adaptive jobs)
 	lrn    *learner
 	plan   goodput.BatchPlan
@@ -411,6 +419,10 @@ func newEngine(cfg Config) (*engine, error) {
 	}
 	for i, s := range cfg.Jobs {
 		j := &job{spec: s, app: cfg.Apps[s.Application], idx: i, submit: s.Submit.Seconds()}
+		if s.Workers > 0 && cfg.Kind != scheduler.Rigid {
+			j.w = s.Workers
+			j.wlocal = (j.fixedBatch() + j.w - 1) / j.w
+		}
 		e.jobs = append(e.jobs, j)
 		e.byName[s.Name] = j
 	}
@@ -584,7 +596,7 @@ func (e *engine) schedule(ctx context.Context) error {
 	for _, j := range act {
 		in.Jobs = append(in.Jobs, e.describe(j))
 		if len(j.devs) > 0 {
-			in.Current = append(in.Current, placement.Assignment{Job: j.spec.Name, Devices: slices.Clone(j.devs)})
+			in.Current = append(in.Current, placement.Assignment{Job: j.spec.Name, Devices: slices.Clone(j.devs), Workers: slices.Clone(j.workers)})
 		}
 	}
 	plan, err := e.sched.Schedule(ctx, in)
@@ -602,6 +614,16 @@ func (e *engine) schedule(ctx context.Context) error {
 		devs := d.Assignment.Devices
 		if d.To == 0 {
 			devs = nil
+		}
+		if err := e.checkWorkers(j, d); err != nil {
+			return err
+		}
+		if j.w > 0 {
+			if !e.sameGang(j, devs, d.Assignment.Workers) {
+				e.reallocate(j, d.Type, devs, d.Batch)
+				j.workers = slices.Clone(d.Assignment.Workers)
+			}
+			continue
 		}
 		if slices.Equal(devs, j.devs) {
 			continue
@@ -659,10 +681,20 @@ func (e *engine) describe(j *job) scheduler.Job {
 	if e.ten != nil && !e.cfg.IgnoreQueues {
 		sj.Queue = j.spec.Queue
 	}
+	if j.w > 0 {
+		e.describeW(j, &sj)
+		e.carbonView(j, &sj)
+		return sj
+	}
 	switch e.cfg.Kind {
 	case scheduler.Rigid:
 		sj.Kind = scheduler.Rigid
 		sj.Requested, sj.MinReplicas, sj.MaxReplicas = j.spec.Replicas, j.spec.Replicas, j.spec.Replicas
+		if w := j.spec.Workers; w > 0 {
+			// A W-job under a rigid policy: its world size on as many
+			// devices, one worker each.
+			sj.Workers, sj.Requested, sj.MinReplicas, sj.MaxReplicas = w, w, w, w
+		}
 		if e.cfg.Oracle {
 			e.oracleView(j, &sj, j.spec.Replicas)
 		}
@@ -753,7 +785,7 @@ func (e *engine) learnerOf(j *job) *learner {
 	if !e.noMemo {
 		cfg.Plans = e.plans
 	}
-	if e.cfg.PerType {
+	if e.cfg.PerType || j.w > 0 {
 		cfg.Profiles = map[string][]goodput.Observation{}
 		for _, t := range e.jobTypes(j) {
 			tlo, thi, _ := j.app.LocalRange(t)
@@ -860,7 +892,7 @@ func (e *engine) reallocate(j *job, typ accel.TypeKey, devs []string, plan goodp
 // release takes the job's devices away (preemption, completion, node
 // failure); its type stays as it was.
 func (j *job) release() {
-	j.devs, j.counts, j.nodes, j.devIdx = nil, nil, nil, nil
+	j.devs, j.counts, j.nodes, j.devIdx, j.workers = nil, nil, nil, nil, nil
 	j.rateValid = false
 	j.gen++
 }
@@ -903,6 +935,10 @@ func (e *engine) chooseBatch(j *job, plan goodput.BatchPlan) {
 		b := max(j.app.InitBatch, lo*replicas)
 		j.local, j.accum = SplitBatch(b, replicas, lo, hi, j.app.MaxBatch, replicas == 1 && b > j.app.InitBatch)
 		j.batch = j.local * replicas * (j.accum + 1)
+		return
+	}
+	if j.w > 0 {
+		j.local, j.accum, j.batch = j.wlocal, 0, j.w*j.wlocal
 		return
 	}
 	b := j.fixedBatch()

@@ -211,6 +211,12 @@ func (e *engine) newTenancy() {
 func (e *engine) maxReplicas(j *job) int {
 	app := j.app
 	maxRep := 1
+	if j.w > 0 {
+		if app.MaxReplicas > 0 {
+			return min(j.w, app.MaxReplicas)
+		}
+		return j.w
+	}
 	switch e.cfg.Kind {
 	case scheduler.Rigid:
 		return j.spec.Replicas

@@ -1,8 +1,13 @@
 package sim
 
 import (
+	"fmt"
+	"maps"
+	"slices"
+
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/scheduler"
 )
 
 // WorkerShare is the part of a W-job's gang on one device type, as the
@@ -86,4 +91,123 @@ func workerModel(est *goodput.Estimator, app *Application, types []accel.TypeKey
 		models[string(t)] = m
 	}
 	return goodput.NewWorkerModel(goodput.WorkerConfig{Workers: workers, Local: local, Models: models})
+}
+
+// checkWorkers checks, every round, that a W-job's decision keeps its W:
+// its devices host exactly W workers, at least one each (ErrLostJob: a
+// scheduler bug).
+func (e *engine) checkWorkers(j *job, d scheduler.Decision) error {
+	w := j.spec.Workers
+	if w == 0 || d.To == 0 {
+		return nil
+	}
+	a := d.Assignment
+	if len(a.Workers) != len(a.Devices) {
+		return fmt.Errorf("%w: round at %v: job %s: %d worker counts for %d devices", ErrLostJob, dur(e.now), j.spec.Name, len(a.Workers), len(a.Devices))
+	}
+	sum := 0
+	for _, c := range a.Workers {
+		if c < 1 {
+			return fmt.Errorf("%w: round at %v: job %s: a device hosts %d workers", ErrLostJob, dur(e.now), j.spec.Name, c)
+		}
+		sum += c
+	}
+	if sum != w {
+		return fmt.Errorf("%w: round at %v: job %s: W changed from %d to %d", ErrLostJob, dur(e.now), j.spec.Name, w, sum)
+	}
+	return nil
+}
+
+// sameGang reports whether a W-job keeps running as it is: the same
+// devices hosting the same workers (in any order).
+func (e *engine) sameGang(j *job, devs []string, workers []int) bool {
+	if len(devs) != len(j.devs) {
+		return false
+	}
+	if len(devs) == 0 {
+		return true
+	}
+	pairs := func(ds []string, ws []int) []string {
+		out := make([]string, len(ds))
+		for i, d := range ds {
+			c := 0
+			if i < len(ws) {
+				c = ws[i]
+			}
+			out[i] = fmt.Sprintf("%s\x00%d", d, c)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if !slices.Equal(pairs(devs, workers), pairs(j.devs, j.workers)) {
+		return false
+	}
+	j.devs, j.workers = slices.Clone(devs), slices.Clone(workers)
+	e.indexDevices(j)
+	return true
+}
+
+// describeW presents a W-job to the policy: elastic between 1 and W
+// devices (the application's cap included), W fixed, and its throughput
+// model fitted from what it measured on each type.
+func (e *engine) describeW(j *job, sj *scheduler.Job) {
+	maxRep := e.maxReplicas(j)
+	sj.Kind, sj.Workers = scheduler.Elastic, j.w
+	sj.MinReplicas, sj.MaxReplicas, sj.Requested = 1, maxRep, 1
+	l := e.learnerOf(j)
+	if l == nil {
+		return
+	}
+	if j.wmodel == nil || j.wmodelVer != l.version {
+		m, err := workerModel(l.est, j.app, e.jobTypes(j), j.w, j.wlocal)
+		if err != nil {
+			return
+		}
+		j.wmodel, j.wmodelVer = m, l.version
+	}
+	sj.Speedup = j.wmodel
+}
+
+// rateW is a running W-job's progress per second on its gang, from the
+// ground truth (WorkerStepTime); each type's pass is reported to the
+// job's learner the first time that (type, shape, batch) is seen.
+func (e *engine) rateW(j *job) float64 {
+	if len(j.devs) == 0 {
+		return 0
+	}
+	busiest := map[accel.TypeKey]int{}
+	count := map[accel.TypeKey]int{}
+	for i, d := range j.devs {
+		t := e.devType[d]
+		count[t]++
+		c := 1
+		if i < len(j.workers) {
+			c = j.workers[i]
+		}
+		busiest[t] = max(busiest[t], c)
+	}
+	var shares []WorkerShare
+	for _, t := range slices.Sorted(maps.Keys(count)) {
+		shares = append(shares, WorkerShare{Type: t, Devices: count[t], Busiest: busiest[t]})
+	}
+	step, passes, ok := j.app.WorkerStepTime(shares, j.counts, j.wlocal, goodput.DefaultSliceOverhead)
+	if !ok || !(step > 0) {
+		return 0
+	}
+	if l := e.learnerOf(j); l != nil {
+		nodes, reps := len(j.counts), len(j.devs)
+		for _, p := range passes {
+			ti := slices.Index(e.types, p.Type)
+			k := [4]int{ti, nodes, reps, p.Local}
+			if l.seen[k] {
+				continue
+			}
+			l.seen[k] = true
+			if l.est.Observe(string(p.Type), goodput.ObservationFromStep(nodes, reps, p.Local, p.Step, p.Sync)) == nil {
+				l.version++
+				l.reports++
+			}
+		}
+	}
+	return j.app.Gain(float64(j.w*j.wlocal), j.epoch) / step
 }
