@@ -49,6 +49,8 @@ type Round struct {
 	// carried holds what policies carry over between the rounds of one
 	// Scheduler (Carry; nil: nothing is kept).
 	carried map[any]any
+	// gangsNow: some job holds devices of several types.
+	gangsNow bool
 }
 
 // RoundJob is one job of a Round: its Job and what validation derived
@@ -209,7 +211,10 @@ func (r *Round) Carry(key any, fresh func() any) any {
 // TakesOffers reports whether the Scheduler accepts placements that the
 // policy computed itself (Offer): true when it was built without a
 // Placer of the host's choosing.
-func (r *Round) TakesOffers() bool { return r.takesOffers }
+//
+// It is false in a round where a job holds devices of several types (a
+// W-job's gang): such gangs are placed per type by the Placer.
+func (r *Round) TakesOffers() bool { return r.takesOffers && !r.gangsNow }
 
 // Offer records res as the placement of targets, computed by the policy
 // itself: when the policy returns these targets, Schedule uses res. Offer
@@ -217,8 +222,8 @@ func (r *Round) TakesOffers() bool { return r.takesOffers }
 // ErrPolicy when the Round does not take offers or res does not realise
 // targets.
 func (r *Round) Offer(targets []Target, res PlaceResult) error {
-	if !r.takesOffers {
-		return fmt.Errorf("%w: this round takes no offered placements (the Scheduler has a Placer of its own)", ErrPolicy)
+	if !r.TakesOffers() {
+		return fmt.Errorf("%w: this round takes no offered placements (the Scheduler has a Placer of its own, or a job holds devices of several types)", ErrPolicy)
 	}
 	tg, err := r.checkTargets(targets)
 	if err != nil {
@@ -383,6 +388,7 @@ func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takes
 		return nil, err
 	}
 	for i := range r.jobs {
+		r.gangsNow = r.gangsNow || r.jobs[i].mixedNow
 		if j := &r.jobs[i]; j.curCount > 0 {
 			r.current = append(r.current, placement.Assignment{Job: j.Job.ID, Devices: j.Current})
 		}

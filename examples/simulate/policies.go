@@ -30,7 +30,7 @@ type policySpec struct {
 func registry() map[string]policySpec {
 	return map[string]policySpec{
 		"goodput": {
-			about: "Pollux/Sia goodput policy: adaptive jobs, one goodput model per accelerator type",
+			about: "Pollux/Sia goodput policy: adaptive jobs, one goodput model per accelerator type (W-jobs: their fixed batch, one type)",
 			build: func() (scheduler.Policy, error) { return scheduler.Pollux{Parallel: true}, nil },
 			kind:  scheduler.Adaptive, perType: true,
 		},
@@ -63,6 +63,13 @@ func registry() map[string]policySpec {
 			about: "EasyScale: W-jobs (-workers) start on one device and grow greedily by incremental speedup, on several device types at once",
 			build: func() (scheduler.Policy, error) { return easyscale.Policy{}, nil },
 			kind:  scheduler.Elastic, perType: true,
+		},
+		"goodput-mix": {
+			about: "goodput, and W-jobs that restart anyway also take idle devices of other types (easyscale.Mix)",
+			build: func() (scheduler.Policy, error) {
+				return easyscale.Mix{Policy: scheduler.Pollux{Parallel: true}}, nil
+			},
+			kind: scheduler.Adaptive, perType: true,
 		},
 		"easyscale-homo": {
 			about: "EasyScale with one device type per job",
