@@ -35,6 +35,10 @@
 //     device type, borrowing and lending limits and reclaim, every policy
 //     kept within each queue's entitlement (Pollux optimises goodput
 //     inside them). PowerModel accounts a round's energy and emissions.
+//     A job may keep a fixed number of logical workers (Job.Workers,
+//     EasyScale's W-jobs): its world size and batch never change, and it
+//     runs on 1 to W devices, of several types at once when its Speedup is
+//     a goodput.WorkerModel; scheduler/easyscale is EasyScale's policy.
 //     scheduler/dispatch is a separate request-level path (duplication-aware
 //     dispatch); scheduler/sim replays workloads through any policy.
 //   - serving: inference services (model, accelerator type, GPUs per
