@@ -50,6 +50,15 @@
 // ReadScalability, ReadValidation and ReadSeed read Pollux's and Sia's
 // profile files.
 //
+// A job with a fixed number W of logical workers (EasyScale, SC'23: its
+// world size and global batch never change, so efficiency is constant and
+// goodput is throughput) runs on any gang of devices, of one type or
+// several, each time-slicing its share of the workers: NewWorkerModel
+// builds its throughput model from the per-type Models an Estimator
+// fits (the slowest device sets the step; DefaultSliceOverhead charges
+// each extra worker on a device), and it implements GangSpeedup for
+// policies that mix types as well as Speedup for those that do not.
+//
 // The package imports nothing else of goodsched, keeps no global state and
 // starts no goroutines.
 package goodput

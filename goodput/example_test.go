@@ -92,3 +92,31 @@ func ExampleNoiseScale() {
 	// Output:
 	// |g|² ≈ 2, tr Σ ≈ 30, noise scale at M0 = 128: 1920
 }
+
+// A job with 8 logical workers on gangs of one and two types. On the
+// mixed gang each T4 hosts one worker and each A100 three, so neither
+// waits long for the other, but spanning two nodes costs a synchronisation
+// that two A100s on one node do not pay.
+func ExampleNewWorkerModel() {
+	t4 := goodput.Params{AlphaC: 0.02, BetaC: 0.004, AlphaN: 0.05, BetaN: 0.004, Gamma: 2}
+	a100 := t4
+	a100.AlphaC, a100.BetaC = t4.AlphaC/4, t4.BetaC/4
+	m, err := goodput.NewWorkerModel(goodput.WorkerConfig{Workers: 8, Local: 32,
+		Models: map[string]goodput.Model{"t4": {Params: t4}, "a100-40gb": {Params: a100}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, gang := range [][]goodput.TypeShare{
+		{{Type: "t4", Devices: 1, Workers: 8}},
+		{{Type: "a100-40gb", Devices: 2, Workers: 8}},
+		{{Type: "a100-40gb", Devices: 2, Workers: 6}, {Type: "t4", Devices: 2, Workers: 2}},
+	} {
+		nodes := len(gang)
+		fmt.Printf("%v: step %.3f s, speedup %.2f\n", gang, m.StepSeconds(gang, nodes), m.GangSpeedup(gang, nodes))
+	}
+	// Output:
+	// [{t4 1 8}]: step 1.187 s, speedup 1.00
+	// [{a100-40gb 2 8}]: step 0.148 s, speedup 8.00
+	// [{a100-40gb 2 6} {t4 2 2}]: step 0.159 s, speedup 7.47
+}
