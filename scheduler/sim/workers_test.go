@@ -1,11 +1,19 @@
 package sim
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"math"
 	"testing"
+	"testing/fstest"
+	"time"
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/easyscale"
 )
 
 // With one worker per device, a W-job's step is the rigid job's step at
@@ -78,5 +86,63 @@ func TestWorkerModelFromEstimator(t *testing.T) {
 	pred := wm.StepSeconds([]goodput.TypeShare{{Type: string(t4), Devices: 1, Workers: 8}}, 1)
 	if math.Abs(pred-truth)/truth > 0.10 {
 		t.Fatalf("8 workers on 1 device: predicted %v s, measured %v s", pred, truth)
+	}
+}
+
+// twoTypeFS is toyFS with an A100 profile twice as fast as the T4 one.
+func twoTypeFS() fstest.MapFS {
+	m := toyFS()
+	m["p/toy/placements-dgx-ext.csv"] = &fstest.MapFile{Data: []byte(`placement,local_bsz,step_time,sync_time
+1,5,0.25,0
+1,10,0.5,0
+1,20,1.0,0
+2,5,0.5,0.25
+2,10,0.75,0.25
+11,5,0.6,0.4
+11,10,0.85,0.4
+`)}
+	m["p/toy/scalability-dgx-ext.csv"] = &fstest.MapFile{Data: []byte(`num_nodes,num_replicas,local_bsz,step_time,sync_time
+4,4,5,1.0,0.5
+4,8,5,1.5,1.0
+`)}
+	return m
+}
+
+// W-jobs run to completion under EasyScale's policies on two types, and
+// the simulator's per-round check of W holds.
+func TestWorkersRun(t *testing.T) {
+	apps, err := LoadProfiles(ProfileOptions{}, ProfileSource{FS: twoTypeFS(), Dir: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []JobSpec
+	for i := range 6 {
+		jobs = append(jobs, JobSpec{Name: fmt.Sprintf("j%d", i), Submit: time.Duration(i) * 30 * time.Second, Application: "toy", Replicas: 2, BatchSize: 20, Workers: 4})
+	}
+	for _, pol := range []scheduler.Policy{easyscale.Policy{}, easyscale.Policy{Homogeneous: true}, scheduler.Pollux{}} {
+		res, err := Run(context.Background(), Config{Cluster: cluster(t, "1x2:t4,1x2:a100-40gb"), Jobs: jobs, Apps: apps, Policy: pol, Kind: scheduler.Elastic, PerType: true})
+		if err != nil {
+			t.Fatalf("%T: %v", pol, err)
+		}
+		if res.Completed != len(jobs) {
+			t.Fatalf("%T: %d of %d completed", pol, res.Completed, len(jobs))
+		}
+	}
+}
+
+// The per-round check catches a plan that changes W.
+func TestCheckWorkers(t *testing.T) {
+	e := &engine{}
+	j := &job{spec: JobSpec{Name: "w", Workers: 4}}
+	ok := scheduler.Decision{To: 2, Assignment: placement.Assignment{Devices: []string{"a", "b"}, Workers: []int{3, 1}}}
+	if err := e.checkWorkers(j, ok); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range [][]int{{2, 1}, {4, 0}, {4}, nil} {
+		d := ok
+		d.Assignment.Workers = w
+		if err := e.checkWorkers(j, d); !errors.Is(err, ErrLostJob) {
+			t.Errorf("workers %v: %v, want ErrLostJob", w, err)
+		}
 	}
 }
