@@ -179,12 +179,7 @@ func (r *Round) involvesGangs(pt []Target) bool {
 			return true
 		}
 	}
-	for i := range r.jobs {
-		if r.jobs[i].mixedNow {
-			return true
-		}
-	}
-	return false
+	return r.gangsNow
 }
 
 // placeGangs places pt (as toPlace gives it) when gangs of several types
@@ -321,9 +316,9 @@ func (r *Round) typeCounts(devs []string) []int {
 	return out
 }
 
-// gangTypesOK reports whether devs (per type: counts) realise target t of
-// job j: per type what t.Shares say, or t.Count of t.Type.
-func gangTypesOK(r *Round, t Target, counts []int) bool {
+// gangTypesOK reports whether devices with counts per type realise
+// target t: per type what t.Shares say, or t.Count of t.Type.
+func (r *Round) gangTypesOK(t Target, counts []int) bool {
 	want := make([]int, len(r.types))
 	if len(t.Shares) > 1 {
 		for _, s := range t.Shares {
