@@ -124,3 +124,72 @@ func TestGangBadShares(t *testing.T) {
 		t.Errorf("mixed current of a plain job: %v", err)
 	}
 }
+
+// FuzzGangs feeds W-jobs random current gangs (of one or two types, with
+// or without worker counts) and random targets with shares: Schedule
+// never panics, fails only with the package's sentinels, and every W-job
+// that runs hosts exactly its W workers.
+func FuzzGangs(f *testing.F) {
+	f.Add([]byte{4, 1, 2, 3, 0, 1, 2, 2, 1, 1})
+	f.Add([]byte{8, 3, 3, 2, 2, 5, 1, 0, 0, 9})
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	models := map[int]*goodput.WorkerModel{}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 10 {
+			return
+		}
+		c := testCluster(group{2, 4, "t4"}, group{1, 4, "a100"})
+		w := int(data[0]%10) - 1
+		if models[w] == nil && w > 0 {
+			models[w] = gangModel(t, w)
+		}
+		j := Job{ID: "w", Kind: Elastic, MinReplicas: 1, Workers: w}
+		if w > 0 && data[1]%3 != 0 {
+			j.Speedup = models[w]
+		}
+		var cur []placement.Assignment
+		if n4, na := int(data[2]%4), int(data[3]%3); n4+na > 0 {
+			a := placement.Assignment{Job: "w"}
+			for k := range n4 {
+				a.Devices = append(a.Devices, c.Nodes[k%2].Devices[k/2].ID)
+			}
+			for k := range na {
+				a.Devices = append(a.Devices, c.Nodes[2].Devices[k].ID)
+			}
+			if data[4]%2 == 0 {
+				for k := range a.Devices {
+					a.Workers = append(a.Workers, int(data[5+k%5]%4))
+				}
+			}
+			cur = append(cur, a)
+		}
+		tg := Target{Job: "w", Count: int(data[5]%4) + int(data[6]%3)}
+		if data[7]%2 == 0 {
+			tg.Shares = []Share{{Type: "t4", Count: int(data[5] % 4), Workers: int(data[8] % 8)}, {Type: "a100", Count: int(data[6] % 3), Workers: int(data[9] % 8)}}
+		} else {
+			tg.Type = "t4"
+		}
+		s, _ := New(Config{Policy: fixedTargets{tg}})
+		plan, err := s.Schedule(context.Background(), Input{Cluster: c, Jobs: []Job{j}, Current: cur, Now: t0})
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrPolicy) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		d, _ := plan.Decision("w")
+		if d.To == 0 || w <= 0 {
+			return
+		}
+		sum := 0
+		for _, x := range d.Assignment.Workers {
+			if x < 1 {
+				t.Fatalf("a device hosts %d workers: %+v", x, d)
+			}
+			sum += x
+		}
+		if sum != w || len(d.Assignment.Workers) != len(d.Assignment.Devices) {
+			t.Fatalf("W=%d, decision %+v", w, d)
+		}
+	})
+}
