@@ -231,7 +231,7 @@ func (r *Round) placeGangs(ctx context.Context, pt []Target) (*placedSet, error)
 		}
 	}
 	var st *placement.State
-	if _, packer := r.placer.(Packer); !packer {
+	if su, ok := r.placer.(StateUser); !ok || su.UsesState() {
 		var err error
 		if st, err = r.cluster.NewState(cur); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
