@@ -267,10 +267,20 @@ func (m *WorkerModel) GangSpeedup(gang []TypeShare, nodes int) float64 {
 // typ hosting the W workers as evenly as possible; 0 for more devices than
 // workers. Policies that cannot mix types see a W-job through it.
 func (m *WorkerModel) Speedup(typ string, nodes, replicas int) float64 {
-	if replicas < 1 || replicas > m.workers {
+	if replicas < 1 || replicas > m.workers || nodes < 1 || nodes > replicas {
 		return 0
 	}
-	return m.GangSpeedup([]TypeShare{{Type: typ, Devices: replicas, Workers: m.workers}}, nodes)
+	t := m.find(typ)
+	if t == nil {
+		return 0
+	}
+	// GangSpeedup of the one share, without building it.
+	k := (m.workers + replicas - 1) / replicas
+	step := m.deviceSeconds(t, k, t.params.SyncSeconds(nodes, replicas))
+	if !(step > 0) || math.IsInf(step, 0) {
+		return 0
+	}
+	return float64(m.batch()) / step / m.base
 }
 
 // NodeBound implements NodeBounder: the node count from which no type's

@@ -156,3 +156,27 @@ func FuzzCheckGang(f *testing.F) {
 		}
 	})
 }
+
+// Speedup on one type is GangSpeedup of that one share.
+func TestWorkerModelSpeedupIsGang(t *testing.T) {
+	p := fitted(t, "cifar10")
+	fast := p.scaled(0.5)
+	wm, err := NewWorkerModel(WorkerConfig{Workers: 12, Local: 64, Models: map[string]Model{"t4": {Params: p}, "a100": {Params: fast}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{"t4", "a100", "v100"} {
+		for r := 0; r <= 13; r++ {
+			for n := 0; n <= r+1; n++ {
+				got := wm.Speedup(typ, n, r)
+				want := wm.GangSpeedup([]TypeShare{{Type: typ, Devices: r, Workers: 12}}, n)
+				if r > 12 || r < 1 {
+					want = 0
+				}
+				if math.Abs(got-want) > 1e-12*want {
+					t.Fatalf("%s %d nodes %d devices: Speedup %v, GangSpeedup %v", typ, n, r, got, want)
+				}
+			}
+		}
+	}
+}
