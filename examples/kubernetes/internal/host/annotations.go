@@ -71,6 +71,12 @@ const (
 	// node, comma separated ("0,1"). The host rebuilds the placement from
 	// it after a restart or a leader change.
 	AnnotationDevices = "goodsched.io/devices"
+	// AnnotationBinding (written by the host with AnnotationDevices, in the
+	// binding) proves that the host bound the pod: a keyed MAC of the pod's
+	// UID, node and devices (see Config.BindingKey). Only a pod whose
+	// AnnotationBinding verifies is read as holding the devices it names;
+	// anything else is counted by the GPUs it requests.
+	AnnotationBinding = "goodsched.io/binding"
 
 	// LabelGroup makes pods that share its value (in one namespace) a pod
 	// group: one rigid gang, scheduled all-or-nothing.
@@ -177,17 +183,37 @@ func parseSpec(ann map[string]string) (jobSpec, error) {
 	return sp, errors.Join(errs...)
 }
 
-// parseDevices reads AnnotationDevices: distinct non-negative indices.
-func parseDevices(v string) ([]int, error) {
+// MaxDevicesAnnotationBytes caps the length of an AnnotationDevices value
+// the host reads: the indices of a node of 1,024 GPUs fit in 4,010 bytes.
+// A longer value is refused before it is parsed.
+const MaxDevicesAnnotationBytes = 8 << 10
+
+// ErrAnnotationTooLong reports an annotation value over its length cap.
+var ErrAnnotationTooLong = errors.New("host: annotation too long")
+
+// parseDevices reads AnnotationDevices: distinct indices in [0, gpus), at
+// most MaxDevicesAnnotationBytes long. It runs in time linear in the
+// value's length.
+func parseDevices(v string, gpus int) ([]int, error) {
+	if len(v) > MaxDevicesAnnotationBytes {
+		return nil, fmt.Errorf("%w: %s has %d bytes (at most %d)", ErrAnnotationTooLong, AnnotationDevices, len(v), MaxDevicesAnnotationBytes)
+	}
+	return parseDevicesUncapped(v, gpus)
+}
+
+// parseDevicesUncapped is parseDevices without the length cap.
+func parseDevicesUncapped(v string, gpus int) ([]int, error) {
 	if strings.TrimSpace(v) == "" {
 		return nil, fmt.Errorf("%w: %s is empty", ErrAnnotation, AnnotationDevices)
 	}
+	seen := make([]bool, max(gpus, 0))
 	var out []int
-	for _, f := range strings.Split(v, ",") {
+	for f := range strings.SplitSeq(v, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 0 || slices.Contains(out, n) {
-			return nil, fmt.Errorf("%w: %s=%q", ErrAnnotation, AnnotationDevices, v)
+		if err != nil || n < 0 || n >= gpus || seen[n] {
+			return nil, fmt.Errorf("%w: %s=%q: want distinct indices below %d", ErrAnnotation, AnnotationDevices, truncate(v, 64), gpus)
 		}
+		seen[n] = true
 		out = append(out, n)
 	}
 	slices.Sort(out)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +16,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -105,6 +105,12 @@ type Config struct {
 	ToleratedTaints []string
 	// Logger logs rounds and failures; nil = slog.Default().
 	Logger *slog.Logger
+	// BindingKey is the key of the MAC the host writes with each binding
+	// (AnnotationBinding), so that only pods it bound are read as holding
+	// devices; at least MinBindingKeyBytes. nil = the key in the Secret
+	// DefaultBindingKeySecret of LeaseNamespace, created at Start when
+	// missing. Every replica must use the same key.
+	BindingKey []byte
 	// QueuesConfigMap, "namespace/name", is the ConfigMap whose
 	// QueuesConfigKey holds the tenants' queues and quotas (QueueConfig);
 	// "" = no queues. It is watched: a change applies from the next round.
@@ -131,6 +137,8 @@ type Host struct {
 
 	broadcaster events.EventBroadcaster
 	recorder    events.EventRecorder
+
+	key []byte // the binding key, set by Start
 
 	startOnce sync.Once
 	startErr  error
@@ -160,6 +168,16 @@ type hostState struct {
 	// said remembers the last decision text per job (Events are recorded
 	// only when it changes).
 	said map[JobKey]string
+	// refusedSeen remembers the refusals already counted and logged.
+	refusedSeen map[refusalKey]bool
+	// forbidden are the namespaces whose Job patches were refused (logged
+	// once each).
+	forbidden map[string]bool
+}
+
+type refusalKey struct {
+	uid    types.UID
+	reason string
 }
 
 type timedBind struct {
@@ -183,6 +201,9 @@ func New(cfg Config) (*Host, error) {
 		if d < 0 {
 			return nil, fmt.Errorf("%w: %s is negative (%v)", ErrConfig, name, d)
 		}
+	}
+	if cfg.BindingKey != nil && len(cfg.BindingKey) < MinBindingKeyBytes {
+		return nil, fmt.Errorf("%w: BindingKey has %d bytes, want at least %d", ErrConfig, len(cfg.BindingKey), MinBindingKeyBytes)
 	}
 	if cfg.BindWorkers < 0 {
 		return nil, fmt.Errorf("%w: BindWorkers is negative (%d)", ErrConfig, cfg.BindWorkers)
@@ -248,7 +269,8 @@ func New(cfg Config) (*Host, error) {
 	}
 	h := &Host{cfg: cfg, sched: s, log: cfg.Logger, m: m, reg: reg, kickCh: make(chan struct{}, 1),
 		state: hostState{binds: map[types.UID]timedBind{}, deleting: map[types.UID]time.Time{},
-			rollback: map[types.UID]podRef{}, warned: map[JobKey]string{}, said: map[JobKey]string{}}}
+			rollback: map[types.UID]podRef{}, warned: map[JobKey]string{}, said: map[JobKey]string{},
+			refusedSeen: map[refusalKey]bool{}, forbidden: map[string]bool{}}}
 	h.factory = informers.NewSharedInformerFactory(cfg.Client, 0)
 	nodeInf := h.factory.Core().V1().Nodes()
 	podInf := h.factory.Core().V1().Pods()
@@ -320,6 +342,12 @@ func New(cfg Config) (*Host, error) {
 // when ctx is done.
 func (h *Host) Start(ctx context.Context) error {
 	h.startOnce.Do(func() {
+		key, err := h.loadBindingKey(ctx)
+		if err != nil {
+			h.startErr = err
+			return
+		}
+		h.key = key
 		h.factory.Start(ctx.Done())
 		if h.extra != nil {
 			h.extra.Start(ctx.Done())
@@ -508,23 +536,34 @@ func indexPodJob(o any) ([]string, error) {
 	return []string{p.Namespace + "/" + p.Name}, nil
 }
 
+// podUnitKey returns the unit of a pod: the Job its controller reference
+// names, looked up by that reference (name, then UID), or its pod group.
 func podUnitKey(p *corev1.Pod, jobs batchlisters.JobLister) (JobKey, bool) {
-	if uid, ok := jobOwner(p); ok {
-		js, err := jobs.Jobs(p.Namespace).List(labels.Everything())
-		if err != nil {
+	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "Job" {
+		j, err := jobs.Jobs(p.Namespace).Get(ref.Name)
+		if err != nil || j.UID != ref.UID {
 			return "", false
 		}
-		for _, j := range js {
-			if j.UID == uid {
-				return JobKey(p.Namespace + "/" + j.Name), true
-			}
-		}
-		return "", false
+		return JobKey(p.Namespace + "/" + j.Name), true
 	}
 	if g := p.Labels[LabelGroup]; g != "" {
 		return JobKey(p.Namespace + "/" + g), true
 	}
 	return JobKey(p.Namespace + "/" + p.Name), true
+}
+
+// JobUID returns the UID of the live batch/v1 Job of a job key, from the
+// informer cache; ok is false for a pod group or an unknown key.
+func (h *Host) JobUID(job JobKey) (types.UID, bool) {
+	ns, name, ok := strings.Cut(string(job), "/")
+	if !ok {
+		return "", false
+	}
+	j, err := h.jobs.Jobs(ns).Get(name)
+	if err != nil {
+		return "", false
+	}
+	return j.UID, true
 }
 
 func nodeChanged(o, n any) bool {

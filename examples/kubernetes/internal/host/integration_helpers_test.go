@@ -16,6 +16,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -74,7 +75,8 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // startCluster runs a control plane with the Job controller and kwok, and
-// grants the user "scheduler" exactly deploy/rbac.yaml's permissions.
+// grants the user "scheduler" exactly what deploy/rbac.yaml grants the
+// ServiceAccount, with deploy/namespace-rbac.yaml's opt-in in testNS.
 func startCluster(t *testing.T) *testcluster.Cluster {
 	t.Helper()
 	c := testcluster.Start(t, testcluster.Options{ControllerManager: true, Kwok: true}, "scheduler")
@@ -83,12 +85,21 @@ func startCluster(t *testing.T) *testcluster.Cluster {
 		t.Fatal(err)
 	}
 	grantRBAC(t, c, "scheduler", "../../deploy/rbac.yaml")
+	grantRBACIn(t, c, "scheduler", "../../deploy/namespace-rbac.yaml", testNS)
 	return c
 }
 
-// grantRBAC creates the ClusterRoles and Roles of the manifest file (other
-// kinds are skipped) and binds them to user.
+// grantRBAC creates the ClusterRoles, Roles and bindings of the manifest
+// file, with user as the subject of every binding (other kinds are
+// skipped): user holds exactly what the file grants its ServiceAccount.
 func grantRBAC(t *testing.T, c *testcluster.Cluster, user, file string) {
+	t.Helper()
+	grantRBACIn(t, c, user, file, "")
+}
+
+// grantRBACIn is grantRBAC for a file whose namespaced objects have no
+// namespace of their own (a per-namespace opt-in): they go to ns.
+func grantRBACIn(t *testing.T, c *testcluster.Cluster, user, file, ns string) {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -107,27 +118,40 @@ func grantRBAC(t *testing.T, c *testcluster.Cluster, user, file string) {
 			if err := yaml.Unmarshal(doc, &r); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &r, metav1.CreateOptions{}); err != nil {
+			_, err = c.Client.RbacV1().ClusterRoles().Create(ctx, &r, metav1.CreateOptions{})
+		case "ClusterRoleBinding":
+			var b rbacv1.ClusterRoleBinding
+			if err := yaml.Unmarshal(doc, &b); err != nil {
 				t.Fatal(err)
 			}
-			b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name + "-test"}, Subjects: subj,
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: r.Name}}
-			if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			b.Name += "-" + user
+			b.Subjects = subj
+			_, err = c.Client.RbacV1().ClusterRoleBindings().Create(ctx, &b, metav1.CreateOptions{})
 		case "Role":
 			var r rbacv1.Role
 			if err := yaml.Unmarshal(doc, &r); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.Client.RbacV1().Roles(r.Namespace).Create(ctx, &r, metav1.CreateOptions{}); err != nil {
+			if r.Namespace == "" {
+				r.Namespace = ns
+			}
+			_, err = c.Client.RbacV1().Roles(r.Namespace).Create(ctx, &r, metav1.CreateOptions{})
+		case "RoleBinding":
+			var b rbacv1.RoleBinding
+			if err := yaml.Unmarshal(doc, &b); err != nil {
 				t.Fatal(err)
 			}
-			b := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name + "-test", Namespace: r.Namespace}, Subjects: subj,
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: r.Name}}
-			if _, err := c.Client.RbacV1().RoleBindings(r.Namespace).Create(ctx, b, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
+			if b.Namespace == "" {
+				b.Namespace = ns
 			}
+			b.Name += "-" + user
+			b.Subjects = subj
+			_, err = c.Client.RbacV1().RoleBindings(b.Namespace).Create(ctx, &b, metav1.CreateOptions{})
+		default:
+			continue
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("%s: %s: %v", file, meta.Kind, err)
 		}
 	}
 }

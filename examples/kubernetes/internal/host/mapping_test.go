@@ -74,12 +74,18 @@ func pod(name string, j *batchv1.Job, gpus int, nodeName, devices string) *corev
 	p.Spec.NodeName = nodeName
 	if devices != "" {
 		p.Annotations[AnnotationDevices] = devices
+		if j != nil {
+			p.Annotations[AnnotationBinding] = bindingMAC(testKey, p.UID, nodeName, devices)
+		}
 	}
 	return p
 }
 
+// testKey is the binding key of the mapping tests.
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
 func opts() snapshotOptions {
-	return snapshotOptions{schedulerName: "goodsched", toleratedTaints: []string{ResourceGPU}}
+	return snapshotOptions{schedulerName: "goodsched", toleratedTaints: []string{ResourceGPU}, bindingKey: testKey}
 }
 
 func deviceIDs(c accel.Cluster, nodeName string) []string {
@@ -243,10 +249,16 @@ func TestParseSpecRejectsMalformedAnnotations(t *testing.T) {
 	if err != nil || sp.kind != scheduler.Elastic || !slices.Equal(sp.types, []accel.TypeKey{"a100-40gb", "t4"}) {
 		t.Errorf("got %+v, %v", sp, err)
 	}
-	for _, v := range []string{"", "1,1", "-1", "a", "0,x"} {
-		if _, err := parseDevices(v); !errors.Is(err, ErrAnnotation) {
-			t.Errorf("parseDevices(%q): %v", v, err)
+	for _, v := range []string{"", "1,1", "-1", "a", "0,x", "8", "0,1,2,3,4,5,6,7,8"} {
+		if _, err := parseDevices(v, 8); !errors.Is(err, ErrAnnotation) {
+			t.Errorf("parseDevices(%q, 8): %v", v, err)
 		}
+	}
+	if _, err := parseDevices(strings.Repeat("0,", MaxDevicesAnnotationBytes), 8); !errors.Is(err, ErrAnnotationTooLong) {
+		t.Errorf("parseDevices of %d bytes: %v, want ErrAnnotationTooLong", 2*MaxDevicesAnnotationBytes, err)
+	}
+	if d, err := parseDevices(" 3, 1,0", 4); err != nil || !slices.Equal(d, []int{0, 1, 3}) {
+		t.Errorf("parseDevices(\" 3, 1,0\", 4) = %v, %v", d, err)
 	}
 }
 

@@ -17,6 +17,7 @@ type metrics struct {
 	binds         prometheus.Counter
 	evictions     *prometheus.CounterVec // reason
 	errors        *prometheus.CounterVec // op
+	refused       *prometheus.CounterVec // reason
 	leader        prometheus.Gauge
 	rounds        prometheus.Counter
 }
@@ -37,11 +38,13 @@ func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
 			Help: "Pods evicted or deleted by the scheduler, by reason (preempt, shrink, move, node-lost, half-bound, rollback, extra)."}, []string{"reason"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodsched_errors_total",
 			Help: "Failed operations, by op (schedule, bind, evict, delete, patch, annotation)."}, []string{"op"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodsched_refused_total",
+			Help: "Pods of ours whose goodsched.io/devices annotation was not read, counted once per pod, by reason (annotation-too-long, binding-unverified, annotation-malformed)."}, []string{"reason"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "goodsched_leader",
 			Help: "1 while this replica runs rounds (holds the lease)."}),
 		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: "goodsched_rounds_total", Help: "Rounds run."}),
 	}
-	cs := []prometheus.Collector{m.roundDuration, m.jobs, m.gpus, m.gpusOffered, m.binds, m.evictions, m.errors, m.leader, m.rounds}
+	cs := []prometheus.Collector{m.roundDuration, m.jobs, m.gpus, m.gpusOffered, m.binds, m.evictions, m.errors, m.refused, m.leader, m.rounds}
 	if own {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

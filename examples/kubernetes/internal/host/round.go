@@ -102,7 +102,9 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 	if qc != nil {
 		opts.queueOf = qc.QueueOf
 	}
+	opts.bindingKey = h.key
 	snap := buildSnapshot(nodes, pods, jobs, opts, as)
+	h.noteRefusals(snap.refused)
 
 	for _, sk := range snap.skipped {
 		r.Skipped = append(r.Skipped, sk.key)
@@ -198,7 +200,7 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 		ups = append(ups, up)
 	}
 	for _, p := range cleanup {
-		for _, dv := range devicesOf(p.pod, as) {
+		for _, dv := range snap.devices[p.pod.UID] {
 			freed[deviceID(p.pod.Spec.NodeName, dv)] = true
 		}
 	}
@@ -404,14 +406,6 @@ func splitDeviceID(id string) (string, int, bool) {
 	return id[:i], n, true
 }
 
-func devicesOf(p *corev1.Pod, as assumed) []int {
-	if b, ok := as.binds[p.UID]; ok {
-		return b.devices
-	}
-	d, _ := parseDevices(p.Annotations[AnnotationDevices])
-	return d
-}
-
 // deletion is one pod the round removes.
 type deletion struct {
 	pod   *corev1.Pod
@@ -499,7 +493,8 @@ func (h *Host) bindAll(ctx context.Context, ups []*unitPlan, r *Round) {
 		p, s := up.bind[k].pod, up.slots[k]
 		b := &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID,
-				Annotations: map[string]string{AnnotationDevices: formatDevices(s.devices)}},
+				Annotations: map[string]string{AnnotationDevices: formatDevices(s.devices),
+					AnnotationBinding: bindingMAC(h.key, p.UID, s.node, formatDevices(s.devices))}},
 			Target: corev1.ObjectReference{Kind: "Node", Name: s.node},
 		}
 		err := ctx.Err()
@@ -645,7 +640,9 @@ func (h *Host) patchAll(ctx context.Context, ups []*unitPlan, r *Round) {
 		var err error
 		if err = ctx.Err(); err == nil {
 			if strings.Contains(string(p.body), AnnotationTargetReplicas) {
-				_, err = h.cfg.Client.CoreV1().Pods(p.ns).Patch(ctx, p.name, k8stypes.MergePatchType, p.body, metav1.PatchOptions{})
+				// Through the status subresource, as kube-scheduler writes
+				// pods: the host may not patch pod specs.
+				_, err = h.cfg.Client.CoreV1().Pods(p.ns).Patch(ctx, p.name, k8stypes.MergePatchType, p.body, metav1.PatchOptions{}, "status")
 			} else {
 				_, err = h.cfg.Client.BatchV1().Jobs(p.ns).Patch(ctx, p.name, k8stypes.MergePatchType, p.body, metav1.PatchOptions{})
 			}
@@ -653,7 +650,17 @@ func (h *Host) patchAll(ctx context.Context, ups []*unitPlan, r *Round) {
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
-			if !apierrors.IsNotFound(err) {
+			switch {
+			case apierrors.IsNotFound(err):
+			case apierrors.IsForbidden(err):
+				// A namespace that did not opt in (deploy/namespace-rbac.yaml):
+				// its Jobs run as the plan says but are not resized.
+				h.m.errors.WithLabelValues("patch-forbidden").Inc()
+				if !h.state.forbidden[p.ns] {
+					h.state.forbidden[p.ns] = true
+					h.log.Warn("Job patches are forbidden in this namespace: bind goodsched-scheduler-jobs there (deploy/namespace-rbac.yaml) to resize its Jobs", "namespace", p.ns, "err", err)
+				}
+			default:
 				h.m.errors.WithLabelValues("patch").Inc()
 				h.log.Warn("patch failed", "object", p.ns+"/"+p.name, "err", err)
 			}
@@ -736,6 +743,11 @@ func (h *Host) pruneState(pods []*corev1.Pod) assumed {
 	}
 	for uid := range h.state.rollback {
 		as.deleting[uid] = true
+	}
+	for k := range h.state.refusedSeen {
+		if seen[k.uid] == nil {
+			delete(h.state.refusedSeen, k)
+		}
 	}
 	return as
 }
@@ -827,4 +839,17 @@ func truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "..."
+}
+
+// noteRefusals counts and logs each pod's refused annotation once.
+func (h *Host) noteRefusals(rs []refusal) {
+	for _, r := range rs {
+		k := refusalKey{r.pod.UID, r.reason}
+		if h.state.refusedSeen[k] {
+			continue
+		}
+		h.state.refusedSeen[k] = true
+		h.m.refused.WithLabelValues(r.reason).Inc()
+		h.log.Warn("annotation refused", "pod", r.pod.Namespace+"/"+r.pod.Name, "reason", r.reason, "err", r.err)
+	}
 }

@@ -79,7 +79,12 @@ type snapshot struct {
 	// conflicting are bound pods of ours whose devices another pod of ours
 	// already holds.
 	conflicting []*corev1.Pod
-	skipped     []skippedUnit
+	// refused are pods of ours whose devices annotation was not read, with
+	// the reason (counted and logged once per pod).
+	refused []refusal
+	// devices are the devices of our bound pods, as this host bound them.
+	devices map[types.UID][]int
+	skipped []skippedUnit
 	// waitingNoType are units whose allowed GPU types are not in the
 	// cluster this round.
 	waitingNoType []*unit
@@ -95,6 +100,8 @@ type snapshotOptions struct {
 	namespace       string // "" = all
 	toleratedTaints []string
 	now             time.Time
+	// bindingKey verifies AnnotationBinding.
+	bindingKey []byte
 	// queueOf maps a job's namespace and labels to its leaf queue; nil =
 	// no queues.
 	queueOf func(namespace string, labels map[string]string) (string, error)
@@ -186,12 +193,37 @@ func jobOwner(p *corev1.Pod) (types.UID, bool) {
 
 func deviceID(node string, idx int) string { return node + "/" + strconv.Itoa(idx) }
 
+// refusal is a pod whose annotation the host did not read, and why.
+type refusal struct {
+	pod    *corev1.Pod
+	reason string // metric label: annotation-too-long, annotation-malformed, binding-unverified
+	err    error
+}
+
+// boundDevices returns the devices a bound pod of ours holds on a node of
+// gpus GPUs, from AnnotationDevices, once AnnotationBinding proves that
+// this host wrote it; otherwise the refusal's reason and error.
+func boundDevices(p *corev1.Pod, gpus int, key []byte) ([]int, string, error) {
+	v := p.Annotations[AnnotationDevices]
+	if len(v) > MaxDevicesAnnotationBytes {
+		return nil, "annotation-too-long", fmt.Errorf("%w: %s has %d bytes (at most %d)", ErrAnnotationTooLong, AnnotationDevices, len(v), MaxDevicesAnnotationBytes)
+	}
+	if !verifyBinding(key, p) {
+		return nil, "binding-unverified", fmt.Errorf("%w: %s does not prove that this scheduler bound the pod", ErrAnnotation, AnnotationBinding)
+	}
+	d, err := parseDevices(v, gpus)
+	if err != nil {
+		return nil, "annotation-malformed", err
+	}
+	return d, "", nil
+}
+
 // buildSnapshot maps the API objects to the scheduler's Input: offered
 // nodes and their free or held devices, one unit per Job and pod group,
 // and the placement in effect, rebuilt from the pods' nodes and device
 // annotations. It reads only what it is given.
 func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job, opt snapshotOptions, as assumed) *snapshot {
-	s := &snapshot{offered: map[string]bool{}, capacity: map[accel.TypeKey]int{}}
+	s := &snapshot{offered: map[string]bool{}, capacity: map[accel.TypeKey]int{}, devices: map[types.UID][]int{}}
 	type nodeState struct {
 		node        *corev1.Node
 		gpus        int
@@ -269,13 +301,10 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 		}
 		pi := &podInfo{pod: p, node: p.Spec.NodeName}
 		terminating := p.DeletionTimestamp != nil || as.deleting[p.UID]
+		verified := false // pi.devices are what this host bound the pod to
 		if !pi.bound() {
 			if b, ok := as.binds[p.UID]; ok {
-				pi.node, pi.devices = b.node, b.devices
-			}
-		} else if v, ok := p.Annotations[AnnotationDevices]; ok {
-			if d, err := parseDevices(v); err == nil {
-				pi.devices = d
+				pi.node, pi.devices, verified = b.node, b.devices, true
 			}
 		}
 		mine := p.Spec.SchedulerName == opt.schedulerName && (opt.namespace == "" || p.Namespace == opt.namespace)
@@ -300,9 +329,22 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 			}
 		}
 		st := ns[pi.node]
+		if mine && !verified && pi.bound() && st != nil {
+			// Only what this host wrote at bind time is read: a pod of ours
+			// whose binding does not verify holds no devices (it is
+			// evicted as conflicting, its GPUs counted by its request).
+			d, reason, err := boundDevices(p, st.gpus, opt.bindingKey)
+			if err != nil {
+				s.refused = append(s.refused, refusal{pod: p, reason: reason, err: err})
+			} else {
+				pi.devices, verified = d, true
+			}
+		}
 		if !mine || terminating {
+			// Other pods count by what they request, never by our
+			// annotations; our terminating pods by the devices we gave them.
 			if st != nil && pi.bound() {
-				if len(pi.devices) > 0 && validIndices(pi.devices, st.gpus) {
+				if mine && verified && len(pi.devices) > 0 {
 					for _, d := range pi.devices {
 						st.removed[d] = true
 					}
@@ -311,6 +353,9 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 				}
 			}
 			continue
+		}
+		if verified {
+			s.devices[p.UID] = pi.devices
 		}
 		if !jobPod {
 			gp := groups[key]
