@@ -106,9 +106,7 @@ func run(args []string, stderr *os.File) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
-	cfg.QPS, cfg.Burst = float32(*qps), *burst
-	cfg.UserAgent = "goodsched-scheduler"
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, reportCS, err := newClients(cfg, float32(*qps), *burst)
 	if err != nil {
 		return err
 	}
@@ -117,7 +115,7 @@ func run(args []string, stderr *os.File) error {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
-	models, serveReport, err := rep.setup(ctx, cs, log)
+	models, serveReport, err := rep.setup(ctx, reportCS, log)
 	if err != nil {
 		return err
 	}
@@ -142,7 +140,7 @@ func run(args []string, stderr *os.File) error {
 	if err != nil {
 		return fmt.Errorf("-metrics-addr: %w", err)
 	}
-	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := metricsServer(h.Handler())
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server", "err", err)
@@ -164,4 +162,45 @@ func run(args []string, stderr *os.File) error {
 	}
 	log.Info("starting", "scheduler", *schedName, "policy", *policy, "leader-elect", *leaderElect, "metrics", ln.Addr().String())
 	return h.Run(ctx)
+}
+
+// Client-side limits of the report endpoint's own client: TokenReviews,
+// pod, Job and Node reads, state writes. The endpoint never spends the
+// scheduler's budget (-kube-api-qps), so a flood of reports cannot slow
+// binds or lease renewals.
+const (
+	reportQPS   = 20
+	reportBurst = 50
+)
+
+// newClients returns the clientset of the scheduler's own API calls (with
+// the -kube-api-qps and -kube-api-burst client-side limits) and the one
+// the report endpoint uses: its own rate limiter and its own connections
+// (a Dial of its own keeps client-go from sharing the scheduler's cached
+// transport), so that neither its requests nor their HTTP/2 streams queue
+// the scheduler's.
+func newClients(cfg *rest.Config, qps float32, burst int) (sched, report kubernetes.Interface, err error) {
+	sc := rest.CopyConfig(cfg)
+	sc.QPS, sc.Burst = qps, burst
+	sc.UserAgent = "goodsched-scheduler"
+	cs, err := kubernetes.NewForConfig(sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	rc := rest.CopyConfig(cfg)
+	rc.QPS, rc.Burst = reportQPS, reportBurst
+	rc.UserAgent = "goodsched-scheduler/report"
+	rc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	rs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cs, rs, nil
+}
+
+// metricsServer serves /metrics and /healthz, with timeouts on every phase
+// and on idle connections.
+func metricsServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 90 * time.Second, MaxHeaderBytes: 16 << 10}
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
@@ -49,7 +50,13 @@ func (f *reportFlags) setup(ctx context.Context, cs kubernetes.Interface, log *s
 	// once serve is called.
 	var leader atomic.Pointer[host.Host]
 	cfg := report.Config{Client: cs, Rate: rate.Limit(f.rate), Burst: f.burst, Logger: log,
-		Leader: func() bool { h := leader.Load(); return h != nil && h.IsLeader() }}
+		Leader: func() bool { h := leader.Load(); return h != nil && h.IsLeader() },
+		JobUID: func(job host.JobKey) (types.UID, bool) {
+			if h := leader.Load(); h != nil {
+				return h.JobUID(job)
+			}
+			return "", false
+		}}
 	if f.perType {
 		cfg.TypeOf = report.GPUTypeOfNode
 	}

@@ -20,7 +20,7 @@ import (
 // pod of another Job. The accepted report is stored before it is
 // acknowledged, and the job becomes adaptive with one observation.
 func Example() {
-	cs := fake.NewClientset(jobPod("ml", "a-0", "a", "uid-a0"), jobPod("ml", "b-0", "b", "uid-b0"))
+	cs := fake.NewClientset(jobPod("ml", "a-0", "a", "uid-a0"), jobPod("ml", "b-0", "b", "uid-b0"), fakeJob("ml", "a"), fakeJob("ml", "b"))
 	fakeTokens(cs, "ml", map[string]types.UID{"a-0": "uid-a0", "b-0": "uid-b0"})
 	s, err := New(Config{Client: cs})
 	if err != nil {
@@ -36,7 +36,7 @@ func Example() {
 	post := func(token string) (int, client.Response) {
 		body, _ := json.Marshal(report("ml/a"))
 		req := httptest.NewRequest(http.MethodPost, client.Path, bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Authorization", "Bearer "+fakeJWT(token))
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, req)
 		var resp client.Response
@@ -47,7 +47,7 @@ func Example() {
 	fmt.Println("own pod:", code, "adaptive:", resp.Adaptive, "observations:", resp.Observations)
 	code, _ = post("tok-b-0")
 	fmt.Println("another job's pod:", code)
-	_, err = cs.CoreV1().ConfigMaps("ml").Get(ctx, StateName("ml/a"), metav1.GetOptions{})
+	_, err = cs.CoreV1().ConfigMaps(DefaultStateNamespace).Get(ctx, StateName("ml/a", "job-a"), metav1.GetOptions{})
 	fmt.Println("state stored:", err == nil)
 	// Output:
 	// own pod: 200 adaptive: true observations: 1

@@ -64,7 +64,10 @@ func startEnv(t *testing.T) *env {
 	if _, err := e.cs.CoreV1().ServiceAccounts("ml").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "trainer"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	grantReportRBAC(t, c, "reporter", "ml")
+	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: report.DefaultStateNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	grantReportRBAC(t, c, "reporter")
 	// It writes ConfigMaps only where granted: not in kube-system.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}
 	if _, err := cs.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
@@ -112,15 +115,14 @@ func (e *env) startServer() {
 	t.Cleanup(e.cancel)
 }
 
-// grantReportRBAC creates deploy/report-rbac.yaml's ClusterRoles and
-// bindings, and deploy/report-namespace-rbac.yaml's RoleBinding in
-// namespace ns, with user as their subject: the user holds exactly what
-// the manifests grant.
-func grantReportRBAC(t *testing.T, c *testcluster.Cluster, user, ns string) {
+// grantReportRBAC creates the roles and bindings of deploy/rbac.yaml and
+// deploy/report-rbac.yaml with user as their subject: the user holds
+// exactly what the manifests grant the scheduler's ServiceAccount.
+func grantReportRBAC(t *testing.T, c *testcluster.Cluster, user string) {
 	t.Helper()
 	ctx := context.Background()
 	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
-	for _, file := range []string{"../../deploy/report-rbac.yaml", "../../deploy/report-namespace-rbac.yaml"} {
+	for _, file := range []string{"../../deploy/rbac.yaml", "../../deploy/report-rbac.yaml"} {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
@@ -144,15 +146,21 @@ func grantReportRBAC(t *testing.T, c *testcluster.Cluster, user, ns string) {
 				}
 				b.Subjects = subjects
 				_, err = c.Client.RbacV1().ClusterRoleBindings().Create(ctx, &b, metav1.CreateOptions{})
+			case "Role":
+				var r rbacv1.Role
+				if err := yaml.Unmarshal([]byte(doc), &r); err != nil {
+					t.Fatal(err)
+				}
+				_, err = c.Client.RbacV1().Roles(r.Namespace).Create(ctx, &r, metav1.CreateOptions{})
 			case "RoleBinding":
 				var b rbacv1.RoleBinding
 				if err := yaml.Unmarshal([]byte(doc), &b); err != nil {
 					t.Fatal(err)
 				}
-				b.Namespace, b.Subjects = ns, subjects
-				_, err = c.Client.RbacV1().RoleBindings(ns).Create(ctx, &b, metav1.CreateOptions{})
+				b.Subjects = subjects
+				_, err = c.Client.RbacV1().RoleBindings(b.Namespace).Create(ctx, &b, metav1.CreateOptions{})
 			default:
-				t.Fatalf("%s: unexpected kind %q", file, meta.Kind)
+				continue
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -216,7 +224,11 @@ func (e *env) client(job, tokenFile string) *client.Client {
 }
 
 func (e *env) state(name string) *corev1.ConfigMap {
-	cm, err := e.cs.CoreV1().ConfigMaps("ml").Get(context.Background(), report.StateName("ml/"+name), metav1.GetOptions{})
+	j, err := e.cs.BatchV1().Jobs("ml").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	cm, err := e.cs.CoreV1().ConfigMaps(report.DefaultStateNamespace).Get(context.Background(), report.StateName("ml/"+name, j.UID), metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}
@@ -288,7 +300,7 @@ func TestRealAPIServerSecurity(t *testing.T) {
 		t.Fatalf("response %+v: want adaptive", resp)
 	}
 	cm := e.state("a")
-	if cm == nil || len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].UID != podA.OwnerReferences[0].UID {
+	if cm == nil || cm.Annotations[report.JobUIDAnnotation] != string(podA.OwnerReferences[0].UID) {
 		t.Fatalf("state of a: %+v", cm)
 	}
 	rv := cm.ResourceVersion

@@ -47,7 +47,11 @@ func parseRV(s string) uint64 {
 }
 
 // put records a state read from (or written to) the API server at rv,
-// unless a newer one is known already.
+// unless a newer one is known already. States of two UIDs of one job key
+// (a Job and its re-created successor) compete by resource version too:
+// the old Job's pods can no longer write, so the live Job's state, once
+// written, stays the newest; until then Config.JobUID keeps the old one
+// unused.
 func (m *models) put(job host.JobKey, rv uint64, s *State) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -86,6 +90,11 @@ func (m *models) state(job host.JobKey) *State {
 func (m *models) fit(job host.JobKey) (*goodput.Estimator, *goodput.Curve, bool) {
 	m.mu.Lock()
 	e := m.jobs[job]
+	if e != nil && e.state.UID != "" && m.cfg.JobUID != nil {
+		if uid, ok := m.cfg.JobUID(job); ok && string(uid) != e.state.UID {
+			e = nil // the state of a deleted Job of the same name
+		}
+	}
 	if e == nil {
 		m.mu.Unlock()
 		return nil, nil, false

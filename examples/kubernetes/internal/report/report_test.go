@@ -14,6 +14,7 @@ import (
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,7 +33,7 @@ import (
 func fakeTokens(cs *fake.Clientset, ns string, uids map[string]types.UID) {
 	cs.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		tr := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenReview).DeepCopy()
-		pod, ok := strings.CutPrefix(tr.Spec.Token, "tok-")
+		pod, ok := strings.CutPrefix(fakeJWTSecret(tr.Spec.Token), "tok-")
 		uid, known := uids[pod]
 		if !ok || !known || len(tr.Spec.Audiences) != 1 || tr.Spec.Audiences[0] != Audience {
 			tr.Status = authnv1.TokenReviewStatus{Authenticated: false, Error: "invalid bearer token"}
@@ -44,6 +45,29 @@ func fakeTokens(cs *fake.Clientset, ns string, uids map[string]types.UID) {
 		}}
 		return true, tr, nil
 	})
+}
+
+// fakeJWT wraps a test token into a JWT's shape (our audience, a
+// ServiceAccount subject, an expiry an hour ahead), as the endpoint checks
+// before any TokenReview; fakeJWTSecret gets the test token back.
+func fakeJWT(token string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	claims := fmt.Sprintf(`{"aud":[%q],"exp":%d,"sub":"system:serviceaccount:ml:trainer"}`, Audience, time.Now().Add(time.Hour).Unix())
+	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc([]byte(claims)) + "." + enc([]byte(token))
+}
+
+func fakeJWTSecret(jwt string) string {
+	parts := strings.Split(jwt, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	b, _ := base64.RawURLEncoding.DecodeString(parts[2])
+	return string(b)
+}
+
+// fakeJob is a Job of the fixtures, with the UID jobPod refers to.
+func fakeJob(ns, name string) *batchv1.Job {
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("job-" + name)}}
 }
 
 func jobPod(ns, name, job string, uid types.UID) *corev1.Pod {
@@ -72,6 +96,7 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 	a1 := jobPod("ml", "a-1", "a", "uid-a1")
 	a1.Labels = map[string]string{host.LabelGroup: "g"}
 	pods = append(pods, a1)
+	pods = append(pods, fakeJob("ml", "a"), fakeJob("ml", "b"))
 	cs := fake.NewClientset(pods...)
 	fakeTokens(cs, "ml", map[string]types.UID{"a-0": "uid-a0", "a-1": "uid-a1", "b-0": "uid-b0", "g-0": "uid-g0", "gone": "uid-gone"})
 	cfg.Client = cs
@@ -101,7 +126,7 @@ func (f *fixture) post(token string, body any) (int, client.Response, string) {
 	}
 	req := httptest.NewRequest(http.MethodPost, client.Path, bytes.NewReader(b))
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Authorization", "Bearer "+fakeJWT(token))
 	}
 	rec := httptest.NewRecorder()
 	f.h.ServeHTTP(rec, req)
@@ -122,10 +147,18 @@ func report(job string) client.Report {
 		Grad:  &goodput.GradStats{Sqr: 1, Var: 100}}
 }
 
+// fixtureUID is the UID of the fixtures' Job of a job key ("" for a
+// group).
+func fixtureUID(job string) types.UID {
+	if job == "ml/a" || job == "ml/b" {
+		return types.UID("job-" + strings.TrimPrefix(job, "ml/"))
+	}
+	return ""
+}
+
 func (f *fixture) stateRV(job string) string {
 	f.t.Helper()
-	ns, _, _ := strings.Cut(job, "/")
-	cm, err := f.cs.CoreV1().ConfigMaps(ns).Get(context.Background(), StateName(job), metav1.GetOptions{})
+	cm, err := f.cs.CoreV1().ConfigMaps(DefaultStateNamespace).Get(context.Background(), StateName(job, fixtureUID(job)), metav1.GetOptions{})
 	if err != nil {
 		return "<none>"
 	}
@@ -144,12 +177,12 @@ func TestReportPersistsBeforeAck(t *testing.T) {
 	if !resp.Adaptive || resp.Observations != 1 {
 		t.Fatalf("response %+v, want adaptive with 1 observation", resp)
 	}
-	cm, err := f.cs.CoreV1().ConfigMaps("ml").Get(context.Background(), StateName("ml/a"), metav1.GetOptions{})
+	cm, err := f.cs.CoreV1().ConfigMaps(DefaultStateNamespace).Get(context.Background(), StateName("ml/a", "job-a"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("state not written before the ack: %v", err)
 	}
-	if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].Kind != "Job" || cm.OwnerReferences[0].Name != "a" {
-		t.Fatalf("state owners %+v, want the Job", cm.OwnerReferences)
+	if cm.Annotations[JobUIDAnnotation] != "job-a" || cm.Annotations[JobAnnotation] != "ml/a" {
+		t.Fatalf("state annotations %+v, want the Job's key and UID", cm.Annotations)
 	}
 	st, err := decodeState(cm.Data[StateKey])
 	if err != nil || len(st.Configs) != 1 || st.Configs[0].OptimCount != 10 || st.Limits != limits {
@@ -220,7 +253,7 @@ func TestTokenWithoutOurAudienceIsRefused(t *testing.T) {
 	f := newFixture(t, Config{})
 	f.cs.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		tr := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenReview).DeepCopy()
-		if tr.Spec.Token != "api-server-token" {
+		if fakeJWTSecret(tr.Spec.Token) != "api-server-token" {
 			return false, nil, nil
 		}
 		tr.Status = authnv1.TokenReviewStatus{Authenticated: true, User: authnv1.UserInfo{

@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -49,6 +50,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -89,6 +91,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock of the token cache and rate limiter; nil = time.Now.
 	Now func() time.Time
+	// StateNamespace is where the state ConfigMaps live; "" =
+	// DefaultStateNamespace, the scheduler's own namespace, so that the
+	// scheduler reads and writes no ConfigMap of a training namespace.
+	StateNamespace string
+	// JobUID, if set, returns the UID of the live batch/v1 Job of a job key
+	// (host.Host.JobUID): a state stored for another UID (a deleted Job of
+	// the same name) is then not used. nil = every state is used.
+	JobUID func(host.JobKey) (types.UID, bool)
 	// Leader, if set, says whether this replica leads (host.Host.IsLeader).
 	// Only the leader runs rounds, so only its answers carry the current
 	// plan: the others refuse every report with 503 and Retry-After before
@@ -150,15 +160,19 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.StateNamespace == "" {
+		cfg.StateNamespace = DefaultStateNamespace
+	}
 	ttl := max(cfg.TokenCacheTTL, 0)
 	s := &Server{
-		cfg:      cfg,
-		auth:     &authenticator{client: cfg.Client, audience: cfg.Audience, ttl: ttl, now: cfg.Now, cache: map[[32]byte]cached{}},
+		cfg: cfg,
+		auth: &authenticator{client: cfg.Client, audience: cfg.Audience, ttl: ttl, now: cfg.Now, cache: map[[32]byte]cached{},
+			rejected: map[[32]byte]time.Time{}, sources: map[string]*rate.Limiter{}, reviews: make(chan struct{}, maxReviews)},
 		models:   newModels(cfg),
 		limiters: map[host.JobKey]*rate.Limiter{},
 		nodeType: map[string]string{},
 	}
-	s.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
+	s.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithNamespace(cfg.StateNamespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = StateLabel + "=" + StateLabelValue }))
 	s.cms = s.factory.Core().V1().ConfigMaps().Informer()
 	_, err := s.cms.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -200,7 +214,8 @@ func (s *Server) observeCM(o any) {
 	if job == "" {
 		return
 	}
-	if ns, _, _ := strings.Cut(job, "/"); ns != cm.Namespace || StateName(job) != cm.Name {
+	uid := types.UID(cm.Annotations[JobUIDAnnotation])
+	if cm.Namespace != s.cfg.StateNamespace || StateName(job, uid) != cm.Name {
 		return // not where this job's state lives: ignore
 	}
 	st, err := decodeState(cm.Data[StateKey])
@@ -208,6 +223,7 @@ func (s *Server) observeCM(o any) {
 		s.cfg.Logger.Warn("report: undecodable state", "configmap", cm.Namespace+"/"+cm.Name, "err", err)
 		return
 	}
+	st.UID = string(uid)
 	s.models.put(host.JobKey(job), parseRV(cm.ResourceVersion), st)
 }
 
@@ -266,10 +282,11 @@ func (s *Server) ServeTLSListener(ctx context.Context, ln net.Listener, certFile
 	mux.Handle(client.Path, s)
 	srv := &http.Server{
 		Handler:           mux,
-		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: kp.get},
+		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: TLS12CipherSuites, GetCertificate: kp.get},
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          nil,
 	}
@@ -289,6 +306,16 @@ func (s *Server) ServeTLSListener(ctx context.Context, ln net.Listener, certFile
 		return nil
 	}
 	return err
+}
+
+// TLS12CipherSuites are the only suites the endpoint offers under TLS 1.2:
+// ECDHE with AES-GCM or ChaCha20-Poly1305 (no CBC, no SHA-1, no static
+// RSA key exchange). TLS 1.3's suites are not configurable and all modern.
+var TLS12CipherSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
 }
 
 // keyPair loads a certificate and key, re-reading them when either file's
@@ -386,7 +413,11 @@ func (s *Server) handle(r *http.Request) (client.Response, *httpError) {
 		}
 		return client.Response{}, &httpError{http.StatusBadRequest, fmt.Errorf("report: read body: %w", err)}
 	}
-	id, err := s.auth.authenticate(ctx, strings.TrimSpace(token))
+	source, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		source = r.RemoteAddr
+	}
+	id, err := s.auth.authenticate(ctx, strings.TrimSpace(token), source)
 	if err != nil {
 		return client.Response{}, classify(err)
 	}
@@ -415,7 +446,7 @@ func (s *Server) handle(r *http.Request) (client.Response, *httpError) {
 		typ = t
 	}
 	if len(rep.Steps) > 0 || rep.Grad != nil || rep.Limits != nil {
-		if err := s.persist(ctx, job, mem.owner, &rep, typ); err != nil {
+		if err := s.persist(ctx, job, mem.jobUID, &rep, typ); err != nil {
 			return client.Response{}, classify(err)
 		}
 	}
@@ -431,6 +462,8 @@ func classify(err error) *httpError {
 		return &httpError{http.StatusForbidden, err}
 	case errors.Is(err, ErrBadReport):
 		return &httpError{http.StatusBadRequest, err}
+	case errors.Is(err, ErrBusy):
+		return &httpError{http.StatusTooManyRequests, err}
 	}
 	return &httpError{http.StatusServiceUnavailable, err}
 }
@@ -477,10 +510,12 @@ func (s *Server) typeOf(ctx context.Context, node string) (string, error) {
 }
 
 // persist merges the report into the job's state ConfigMap, retrying on
-// conflicts, and records the written state before returning.
-func (s *Server) persist(ctx context.Context, job host.JobKey, owner *metav1.OwnerReference, rep *client.Report, typ string) error {
-	ns, _, _ := strings.Cut(string(job), "/")
-	name := StateName(string(job))
+// conflicts, and records the written state before returning. jobUID is
+// the live Job's ("" for a pod group): its state is named by it, so a
+// re-created Job starts from nothing.
+func (s *Server) persist(ctx context.Context, job host.JobKey, jobUID types.UID, rep *client.Report, typ string) error {
+	ns := s.cfg.StateNamespace
+	name := StateName(string(job), jobUID)
 	cms := s.cfg.Client.CoreV1().ConfigMaps(ns)
 	var cur *corev1.ConfigMap
 	if o, ok, _ := s.cms.GetStore().GetByKey(ns + "/" + name); ok {
@@ -498,18 +533,19 @@ func (s *Server) persist(ctx context.Context, job host.JobKey, owner *metav1.Own
 		}
 		data, err := encodeState(st)
 		if err != nil {
-			return fmt.Errorf("report: encode: %w", err)
+			return fmt.Errorf("%w: encode: %w", ErrBadReport, err)
+		}
+		ann := map[string]string{JobAnnotation: string(job)}
+		if jobUID != "" {
+			ann[JobUIDAnnotation] = string(jobUID)
 		}
 		var out *corev1.ConfigMap
 		if cur == nil {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 				Name: name, Namespace: ns,
 				Labels:      map[string]string{StateLabel: StateLabelValue},
-				Annotations: map[string]string{JobAnnotation: string(job)},
+				Annotations: ann,
 			}, Data: map[string]string{StateKey: data}}
-			if owner != nil {
-				cm.OwnerReferences = []metav1.OwnerReference{*owner}
-			}
 			out, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				cur, err = cms.Get(ctx, name, metav1.GetOptions{})
@@ -531,10 +567,7 @@ func (s *Server) persist(ctx context.Context, job host.JobKey, owner *metav1.Own
 			if cm.Annotations == nil {
 				cm.Annotations = map[string]string{}
 			}
-			cm.Annotations[JobAnnotation] = string(job)
-			if owner != nil && len(cm.OwnerReferences) == 0 {
-				cm.OwnerReferences = []metav1.OwnerReference{*owner}
-			}
+			maps.Copy(cm.Annotations, ann)
 			out, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 			if apierrors.IsConflict(err) {
 				cur, err = cms.Get(ctx, name, metav1.GetOptions{})
@@ -547,6 +580,7 @@ func (s *Server) persist(ctx context.Context, job host.JobKey, owner *metav1.Own
 		if err != nil {
 			return fmt.Errorf("report: write state: %w", err)
 		}
+		st.UID = string(jobUID)
 		s.models.put(job, parseRV(out.ResourceVersion), st)
 		return nil
 	}

@@ -9,7 +9,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/goodsched/goodsched/examples/kubernetes/client"
 	"github.com/goodsched/goodsched/goodput"
@@ -23,6 +24,12 @@ const (
 	StateLabelValue = "state"
 	// JobAnnotation on the ConfigMap names the job key it belongs to.
 	JobAnnotation = "goodsched.io/job"
+	// JobUIDAnnotation on the ConfigMap is the UID of the batch/v1 Job it
+	// belongs to (absent for a pod group).
+	JobUIDAnnotation = "goodsched.io/job-uid"
+	// DefaultStateNamespace is Config.StateNamespace's default: the
+	// scheduler's own namespace.
+	DefaultStateNamespace = "goodsched-system"
 	// StateKey is the ConfigMap data key holding the JSON state.
 	StateKey = "state.json"
 	// statePrefix starts every state ConfigMap's name.
@@ -51,6 +58,9 @@ type State struct {
 	Configs []Measured `json:"configs"`
 	// Reports counts the acknowledged reports.
 	Reports int64 `json:"reports"`
+	// UID is the UID of the Job the state belongs to ("" for a pod
+	// group); it is kept in the ConfigMap's JobUIDAnnotation.
+	UID string `json:"-"`
 }
 
 // Measured aggregates the measured steps of one configuration.
@@ -78,17 +88,31 @@ func cmpConfig(a, b Measured) int {
 		cmp.Compare(a.Local, b.Local), cmp.Compare(a.Accum, b.Accum))
 }
 
-// StateName returns the name of job key's state ConfigMap (in the job's
-// namespace): goodsched-report-<name>, or a hash suffix when that would be
-// longer than a ConfigMap name may be.
-func StateName(job string) string {
-	_, name, _ := strings.Cut(job, "/")
-	n := statePrefix + name
-	if len(n) <= 253 {
-		return n
+// StateName returns the name of a job's state ConfigMap (in
+// Config.StateNamespace): goodsched-report-job-<uid> for a batch/v1 Job, so
+// that a Job re-created under the same name starts clean, and
+// goodsched-report-group-<hash of the job key> for a pod group, valid
+// whatever label value names the group.
+func StateName(job string, jobUID types.UID) string {
+	if jobUID != "" && validName(string(jobUID)) {
+		return statePrefix + "job-" + string(jobUID)
 	}
 	h := sha256.Sum256([]byte(job))
-	return statePrefix + name[:200] + "-" + hex.EncodeToString(h[:8])
+	return statePrefix + "group-" + hex.EncodeToString(h[:20])
+}
+
+// validName reports whether s is a valid DNS-1123 subdomain name part
+// (lower-case alphanumerics and '-'), as a Job's UID is.
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func finite(xs ...float64) bool {
@@ -148,20 +172,38 @@ func (s *State) merge(r *client.Report, typ string) error {
 			}
 			s.Configs = slices.Insert(s.Configs, i, c)
 		}
-		p := &s.Configs[i]
-		p.OptimCount += int64(st.Count)
+		p := s.Configs[i]
+		var ok1 bool
+		p.OptimCount, ok1 = addCount(p.OptimCount, st.Count)
 		p.OptimSum += st.OptimSeconds * float64(st.Count)
+		ok2, ok3 := true, true
 		if st.AccumCount > 0 {
-			p.AccumCount += int64(st.AccumCount)
+			p.AccumCount, ok2 = addCount(p.AccumCount, st.AccumCount)
 			p.AccumSum += st.AccumSeconds * float64(st.AccumCount)
 		}
 		if st.SyncSeconds > 0 {
-			p.SyncCount += int64(st.Count)
+			p.SyncCount, ok3 = addCount(p.SyncCount, st.Count)
 			p.SyncSum += st.SyncSeconds * float64(st.Count)
 		}
+		if !ok1 || !ok2 || !ok3 || !finite(p.OptimSum, p.AccumSum, p.SyncSum) {
+			return fmt.Errorf("%w: the counts or time sums of %+v would overflow", ErrBadReport, c)
+		}
+		s.Configs[i] = p
 	}
 	s.Reports++
 	return nil
+}
+
+// maxCount bounds a stored count so that sums of counts never overflow.
+const maxCount = 1 << 53
+
+// addCount adds n to a stored count, false when the sum would pass
+// maxCount.
+func addCount(sum int64, n int) (int64, bool) {
+	if n < 0 || int64(n) > maxCount-sum {
+		return sum, false
+	}
+	return sum + int64(n), true
 }
 
 // Observations returns, per accelerator type, the goodput observations the
