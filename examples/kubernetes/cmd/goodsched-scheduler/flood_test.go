@@ -20,8 +20,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/testcluster"
@@ -91,8 +93,21 @@ func TestFloodJunkReportsKeepHostAPIFast(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for _, ns := range []string{host.DefaultLeaseNamespace} {
-		_, _ = c.Client.CoreV1().Namespaces().Create(ctx, namespace(ns), metav1.CreateOptions{})
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, namespace(host.DefaultLeaseNamespace), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The shipped NetworkPolicy is valid (this API server enforces none:
+	// the flood below comes from a pod it would not admit).
+	data, err := os.ReadFile("../../deploy/report-networkpolicy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var np networkingv1.NetworkPolicy
+	if err := yaml.UnmarshalStrict(data, &np); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client.NetworkingV1().NetworkPolicies(np.Namespace).Create(ctx, &np, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("deploy/report-networkpolicy.yaml: %v", err)
 	}
 	rep := reportFlags{addr: addr, cert: filepath.Join(dir, "tls.crt"), key: filepath.Join(dir, "tls.key"), rate: 1, burst: 20}
 	log := slog.New(slog.DiscardHandler)
@@ -195,4 +210,14 @@ func TestFloodJunkReportsKeepHostAPIFast(t *testing.T) {
 
 func namespace(name string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// TestTenantMetricsServerTimeouts (issue 41, item 6): the metrics port
+// closes idle connections and bounds every phase of a request.
+func TestTenantMetricsServerTimeouts(t *testing.T) {
+	srv := metricsServer(http.NotFoundHandler())
+	if srv.IdleTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.ReadHeaderTimeout <= 0 {
+		t.Errorf("metrics server timeouts: idle %v, read %v, write %v, header %v: want all set",
+			srv.IdleTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.ReadHeaderTimeout)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/types"
@@ -69,6 +70,34 @@ func (f *reportFlags) setup(ctx context.Context, cs kubernetes.Interface, log *s
 	}
 	return srv, func(ctx context.Context, h *host.Host) error {
 		leader.Store(h)
+		go pruneStates(ctx, srv, h, log)
 		return srv.ServeTLS(ctx, f.addr, f.cert, f.key)
 	}, nil
+}
+
+// pruneStates deletes, every 10 minutes while this replica leads, the
+// report states of Jobs that are gone (the states live in the scheduler's
+// namespace, where no owner reference to a Job can reach).
+func pruneStates(ctx context.Context, srv *report.Server, h *host.Host, log *slog.Logger) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	live := func(job host.JobKey, uid types.UID) bool {
+		got, ok := h.JobUID(job)
+		return ok && got == uid
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !h.IsLeader() {
+			continue
+		}
+		if n, err := srv.PruneStates(ctx, live, 10*time.Minute); err != nil {
+			log.Warn("report: prune states", "err", err)
+		} else if n > 0 {
+			log.Info("report: pruned the states of deleted Jobs", "deleted", n)
+		}
+	}
 }

@@ -487,3 +487,42 @@ func TestSnapshotJobWithoutItsTypeKeepsItsGPUs(t *testing.T) {
 		t.Errorf("node a offers %v, want only the free a/0", got)
 	}
 }
+
+// TestSnapshotTrustsOnlyOurBindings: another scheduler's pods count by what
+// they request, whatever goodsched.io/devices they carry, and a pod of ours
+// whose binding MAC does not verify (an annotation rewritten after the
+// bind, or copied from another pod) holds nothing: it is conflicting, its
+// GPUs counted by request, the refusal recorded.
+func TestSnapshotTrustsOnlyOurBindings(t *testing.T) {
+	j := job("j", 1, 2, map[string]string{AnnotationPreemptible: "false"})
+	mine := pod("j-0", j, 2, "a", "0,1")
+	liar := pod("liar", nil, 0, "a", "")
+	liar.Annotations[AnnotationDevices] = "0,1,2,3,4,5,6,7"
+	hog := pod("hog", nil, 8, "b", "")
+	hog.Annotations[AnnotationDevices] = "0"
+	nodes := []*corev1.Node{node("a", "NVIDIA-A100-SXM4-40GB", 8), node("b", "NVIDIA-A100-SXM4-40GB", 8)}
+	s := buildSnapshot(nodes, []*corev1.Pod{mine, liar, hog}, []*batchv1.Job{j}, opts(), assumed{})
+	if len(s.conflicting) != 0 || len(s.current) != 1 || !slices.Equal(s.current[0].Devices, []string{"a/0", "a/1"}) {
+		t.Errorf("conflicting %v, current %v: want j-0 holding a/0, a/1", s.conflicting, s.current)
+	}
+	if got := len(deviceIDs(s.cluster, "a")); got != 8 {
+		t.Errorf("node a offers %d GPUs, want 8 (6 free, 2 held by j-0)", got)
+	}
+	if got := len(deviceIDs(s.cluster, "b")); got != 0 {
+		t.Errorf("node b offers %d GPUs, want 0 (the 8-GPU pod uses them all)", got)
+	}
+
+	// Rewritten after the bind: the MAC no longer matches.
+	forged := pod("j-0", j, 2, "a", "0,1")
+	forged.Annotations[AnnotationDevices] = "2,3"
+	// Copied from another pod: the MAC is of another UID.
+	copied := pod("k-0", j, 2, "a", "")
+	copied.Annotations[AnnotationDevices], copied.Annotations[AnnotationBinding] = "0,1", mine.Annotations[AnnotationBinding]
+	s = buildSnapshot(nodes, []*corev1.Pod{forged, copied}, []*batchv1.Job{j}, opts(), assumed{})
+	if len(s.conflicting) != 2 || len(s.refused) != 2 || s.refused[0].reason != "binding-unverified" {
+		t.Errorf("conflicting %d, refused %+v: want both pods refused as unverified", len(s.conflicting), s.refused)
+	}
+	if got := len(deviceIDs(s.cluster, "a")); got != 4 {
+		t.Errorf("node a offers %d GPUs, want 4 (the two unverified pods' 4 GPUs counted by request)", got)
+	}
+}

@@ -394,3 +394,36 @@ func TestTokenExpiryShortensCache(t *testing.T) {
 		t.Fatal("expiry of a non-JWT")
 	}
 }
+
+// TestPruneStatesOfDeletedJobs: the state of a Job that is gone is deleted,
+// a live Job's and a pod group's are kept.
+func TestPruneStatesOfDeletedJobs(t *testing.T) {
+	f := newFixture(t, Config{})
+	for _, c := range []struct{ tok, job string }{{"tok-a-0", "ml/a"}, {"tok-b-0", "ml/b"}, {"tok-g-0", "ml/g"}} {
+		if code, _, body := f.post(c.tok, report(c.job)); code != http.StatusOK {
+			t.Fatalf("%s: %d %s", c.job, code, body)
+		}
+	}
+	pollFor(t, func() bool { return len(f.s.cms.GetStore().List()) == 3 })
+	live := func(job host.JobKey, uid types.UID) bool { return job == "ml/a" && uid == "job-a" }
+	// Just written: kept, whatever live says.
+	if n, err := f.s.PruneStates(context.Background(), live, time.Hour); err != nil || n != 0 {
+		t.Fatalf("pruned %d states written less than an hour ago, %v; want 0", n, err)
+	}
+	n, err := f.s.PruneStates(context.Background(), live, 0)
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v; want 1 (Job b's)", n, err)
+	}
+	if f.stateRV("ml/b") != "<none>" || f.stateRV("ml/a") == "<none>" || f.stateRV("ml/g") == "<none>" {
+		t.Errorf("after pruning: a %q, b %q, g %q; want only b's gone", f.stateRV("ml/a"), f.stateRV("ml/b"), f.stateRV("ml/g"))
+	}
+}
+
+func pollFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 5 s")
+		}
+	}
+}

@@ -6,19 +6,25 @@
 // Each report is authenticated with the pod's projected ServiceAccount
 // token (audience "goodsched") through the TokenReview API; the token's
 // pod-name claim must name a pod of the job the report is for (controlled by
-// the batch/v1 Job of that name, or labelled goodsched.io/group=<name>).
-// Missing, expired or invalid tokens get 401; a pod reporting for another
-// job gets 403; nothing is written for either. Request bodies are bounded
+// the live batch/v1 Job of that name, by UID, or, when no Job has that
+// name, labelled goodsched.io/group=<name>). Missing, expired or invalid
+// tokens get 401; a pod reporting for another job gets 403; nothing is
+// written for either. Tokens not shaped like a projected token for our
+// audience are refused before any TokenReview, rejected tokens are
+// remembered, and TokenReviews are limited per source and in flight (429),
+// so that junk cannot spend the API budget. Request bodies are bounded
 // (client.MaxRequestBytes, 413) and each job's reports are rate limited
 // (429).
 //
 // A job's measurements are aggregated per (GPU type, nodes, replicas, local
-// batch, accumulation steps) as sums and counts in one ConfigMap per job
-// (StateName, labelled goodsched.io/report=state, owned by the Job so it is
-// deleted with it), written before the report is acknowledged: nothing
-// acknowledged is lost, and a restarted scheduler, or a new leader, watches
-// the same ConfigMaps and refits exactly the same models (a model is fitted
-// from a fresh goodput.Estimator fed the stored state alone).
+// batch, accumulation steps) as sums and counts in one ConfigMap per job in
+// Config.StateNamespace (StateName: by the Job's UID, or a hash of a pod
+// group's key; labelled goodsched.io/report=state), written before the
+// report is acknowledged: nothing acknowledged is lost, and a restarted
+// scheduler, or a new leader, watches the same ConfigMaps and refits
+// exactly the same models (a model is fitted from a fresh
+// goodput.Estimator fed the stored state alone). PruneStates deletes the
+// states of Jobs that are gone.
 //
 // Host contract, in steps:
 //  1. New(Config) with a clientset; Start(ctx) runs the ConfigMap watch and
@@ -621,4 +627,50 @@ func (s *Server) response(job host.JobKey, current *goodput.BatchPlan) client.Re
 		resp.Plan = cur
 	}
 	return resp
+}
+
+// PruneStates deletes the state ConfigMaps of Jobs that no longer exist
+// (live reports false for the Job key and UID the state was written for)
+// and that were last written more than minAge ago, so that a Job still
+// unknown to live's informer keeps its state. Pod groups' states are kept.
+// It returns how many it deleted.
+func (s *Server) PruneStates(ctx context.Context, live func(host.JobKey, types.UID) bool, minAge time.Duration) (int, error) {
+	n := 0
+	now := s.cfg.Now()
+	for _, o := range s.cms.GetStore().List() {
+		cm, ok := o.(*corev1.ConfigMap)
+		if !ok {
+			continue
+		}
+		uid := types.UID(cm.Annotations[JobUIDAnnotation])
+		job := host.JobKey(cm.Annotations[JobAnnotation])
+		if uid == "" || job == "" || live(job, uid) || now.Sub(lastWrite(cm)) < minAge {
+			continue
+		}
+		var opts metav1.DeleteOptions
+		if rv := cm.ResourceVersion; rv != "" {
+			// Not if a report wrote it since the informer saw it.
+			opts.Preconditions = &metav1.Preconditions{ResourceVersion: &rv}
+		}
+		err := s.cfg.Client.CoreV1().ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, opts)
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return n, fmt.Errorf("report: prune state %s/%s: %w", cm.Namespace, cm.Name, err)
+		}
+		if err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// lastWrite is when a ConfigMap was last written, from its managed fields
+// (its creation when they are absent).
+func lastWrite(cm *corev1.ConfigMap) time.Time {
+	t := cm.CreationTimestamp.Time
+	for _, f := range cm.ManagedFields {
+		if f.Time != nil && f.Time.After(t) {
+			t = f.Time.Time
+		}
+	}
+	return t
 }
