@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/goodsched/goodsched/scheduler"
 )
@@ -144,7 +145,8 @@ type Host struct {
 	startErr  error
 	started   atomic.Bool
 	leading   atomic.Bool
-	kickCh    chan struct{}
+	// rounds is the work queue of the running loop (nil when none runs).
+	rounds atomic.Pointer[workqueue.TypedDelayingInterface[string]]
 
 	roundMu sync.Mutex // one round at a time; guards the fields below
 	state   hostState
@@ -267,7 +269,7 @@ func New(cfg Config) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: Registry: %w", ErrConfig, err)
 	}
-	h := &Host{cfg: cfg, sched: s, log: cfg.Logger, m: m, reg: reg, kickCh: make(chan struct{}, 1),
+	h := &Host{cfg: cfg, sched: s, log: cfg.Logger, m: m, reg: reg,
 		state: hostState{binds: map[types.UID]timedBind{}, deleting: map[types.UID]time.Time{},
 			rollback: map[types.UID]podRef{}, warned: map[JobKey]string{}, said: map[JobKey]string{},
 			refusedSeen: map[refusalKey]bool{}, forbidden: map[string]bool{}}}
@@ -372,11 +374,13 @@ func (h *Host) Start(ctx context.Context) error {
 // Kick asks for a round soon (at most one per MinInterval). It never
 // blocks.
 func (h *Host) Kick() {
-	select {
-	case h.kickCh <- struct{}{}:
-	default:
+	if q := h.rounds.Load(); q != nil {
+		(*q).Add(roundKey)
 	}
 }
+
+// roundKey is the one key of the rounds' work queue.
+const roundKey = "round"
 
 // IsLeader reports whether this host runs rounds now: it holds the lease,
 // or leader election is off and Run is running.
@@ -433,28 +437,33 @@ func (h *Host) Run(ctx context.Context) error {
 	return nil
 }
 
-// loop runs rounds until ctx is done.
+// loop runs rounds until ctx is done, from a client-go work queue of one
+// key: informer events (Kick) add it, each round adds it again after
+// Interval, and a round is followed by at least MinInterval without one.
+// The queue's deduplication folds a burst of events into one round.
 func (h *Host) loop(ctx context.Context) {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
+	q := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{})
+	h.rounds.Store(&q)
+	defer h.rounds.CompareAndSwap(&q, nil)
+	stop := context.AfterFunc(ctx, q.ShutDown)
+	defer stop()
+	defer q.ShutDown()
+	q.Add(roundKey)
 	for {
-		select {
-		case <-ctx.Done():
+		key, quit := q.Get()
+		if quit {
 			return
-		case <-timer.C:
-		case <-h.kickCh:
 		}
 		if _, err := h.round(ctx); err != nil && ctx.Err() == nil {
 			h.log.Error("round failed", "err", err)
 		}
-		// Wait at least MinInterval; a kick in the meantime runs a round
-		// right after it, otherwise the timer does after Interval.
+		q.Done(key)
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(h.cfg.MinInterval):
 		}
-		timer.Reset(h.cfg.Interval - h.cfg.MinInterval)
+		q.AddAfter(roundKey, h.cfg.Interval-h.cfg.MinInterval)
 	}
 }
 

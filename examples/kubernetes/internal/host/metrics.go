@@ -14,6 +14,7 @@ type metrics struct {
 	jobs          *prometheus.GaugeVec // state: running, waiting, skipped
 	gpus          *prometheus.GaugeVec // type: allocated GPUs
 	gpusOffered   *prometheus.GaugeVec // type: offered GPUs
+	queueGPUs     *prometheus.GaugeVec // queue, type, measure: Plan.Queues
 	binds         prometheus.Counter
 	evictions     *prometheus.CounterVec // reason
 	errors        *prometheus.CounterVec // op
@@ -32,6 +33,8 @@ func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
 			Help: "GPUs the last round's plan gives jobs, by canonical type."}, []string{"type"}),
 		gpusOffered: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goodsched_gpus_offered",
 			Help: "GPUs offered to the last round, by canonical type."}, []string{"type"}),
+		queueGPUs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goodsched_queue_gpus",
+			Help: "Each queue's standing after the last round (scheduler.Plan.Queues), by queue, canonical type and measure (guaranteed, entitled, used, borrowed, lent, pending)."}, []string{"queue", "type", "measure"}),
 		binds: prometheus.NewCounter(prometheus.CounterOpts{Name: "goodsched_binds_total",
 			Help: "Pods bound."}),
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodsched_evictions_total",
@@ -44,7 +47,7 @@ func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
 			Help: "1 while this replica runs rounds (holds the lease)."}),
 		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: "goodsched_rounds_total", Help: "Rounds run."}),
 	}
-	cs := []prometheus.Collector{m.roundDuration, m.jobs, m.gpus, m.gpusOffered, m.binds, m.evictions, m.errors, m.refused, m.leader, m.rounds}
+	cs := []prometheus.Collector{m.roundDuration, m.jobs, m.gpus, m.gpusOffered, m.queueGPUs, m.binds, m.evictions, m.errors, m.refused, m.leader, m.rounds}
 	if own {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
@@ -69,7 +70,8 @@ type unitPlan struct {
 	bindErr    error
 }
 
-// round runs one round under ctx.
+// round runs one round under ctx: assembly (the Input from the
+// informers), planning (Schedule) and applying (the API writes).
 func (h *Host) round(ctx context.Context) (r Round, err error) {
 	h.roundMu.Lock()
 	defer h.roundMu.Unlock()
@@ -81,28 +83,58 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 	}()
 	h.retryRollback(ctx, &r)
 	t0 := time.Now()
+	a, err := h.assemble(&r)
+	if err != nil {
+		return r, err
+	}
+	t1 := time.Now()
+	r.Snapshot = t1.Sub(t0)
+	plan, err := h.plan(ctx, a.in)
+	if err != nil {
+		h.m.errors.WithLabelValues("schedule").Inc()
+		h.deleteAll(ctx, a.cleanup, &r)
+		return r, fmt.Errorf("host: schedule: %w", err)
+	}
+	r.Plan = plan
+	t2 := time.Now()
+	r.Schedule = t2.Sub(t1)
+	h.apply(ctx, a, plan, &r)
+	r.Apply = time.Since(t2)
+	return r, nil
+}
 
+// assembly is a round's view of the cluster: the snapshot, the Input built
+// from it, and the clean-ups it found.
+type assembly struct {
+	snap    *snapshot
+	in      scheduler.Input
+	byKey   map[JobKey]*unit
+	cleanup []deletion
+}
+
+// assemble builds the round's Input from the informers only (no API call),
+// and warns once about each unit skipped for malformed annotations.
+func (h *Host) assemble(r *Round) (*assembly, error) {
 	nodes, err := h.nodes.List(labels.Everything())
 	if err != nil {
-		return r, fmt.Errorf("host: list nodes: %w", err)
+		return nil, fmt.Errorf("host: list nodes: %w", err)
 	}
 	pods, err := h.pods.List(labels.Everything())
 	if err != nil {
-		return r, fmt.Errorf("host: list pods: %w", err)
+		return nil, fmt.Errorf("host: list pods: %w", err)
 	}
 	jobs, err := h.jobs.List(labels.Everything())
 	if err != nil {
-		return r, fmt.Errorf("host: list jobs: %w", err)
+		return nil, fmt.Errorf("host: list jobs: %w", err)
 	}
 	now := h.cfg.Now()
 	as := h.pruneState(pods)
 	opts := snapshotOptions{schedulerName: h.cfg.SchedulerName, namespace: h.cfg.Namespace,
-		toleratedTaints: h.cfg.ToleratedTaints, now: now}
+		toleratedTaints: h.cfg.ToleratedTaints, now: now, bindingKey: h.key}
 	qc := h.queueConfig()
 	if qc != nil {
 		opts.queueOf = qc.QueueOf
 	}
-	opts.bindingKey = h.key
 	snap := buildSnapshot(nodes, pods, jobs, opts, as)
 	h.noteRefusals(snap.refused)
 
@@ -123,25 +155,24 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 		}
 	}
 
+	a := &assembly{snap: snap, byKey: make(map[JobKey]*unit, len(snap.units))}
 	// Clean-ups the snapshot found: pods on lost nodes, half-bound gangs,
 	// pods whose devices another pod holds.
-	var cleanup []deletion
 	for _, p := range snap.lost {
-		cleanup = append(cleanup, deletion{pod: p, force: true, why: "node-lost"})
+		a.cleanup = append(a.cleanup, deletion{pod: p, force: true, why: "node-lost"})
 	}
 	for _, p := range snap.broken {
-		cleanup = append(cleanup, deletion{pod: p, why: "half-bound"})
+		a.cleanup = append(a.cleanup, deletion{pod: p, why: "half-bound"})
 	}
 	for _, p := range snap.conflicting {
-		cleanup = append(cleanup, deletion{pod: p, why: "conflict"})
+		a.cleanup = append(a.cleanup, deletion{pod: p, why: "conflict"})
 	}
 
-	in := scheduler.Input{Cluster: snap.cluster, Current: snap.current, Now: now}
+	a.in = scheduler.Input{Cluster: snap.cluster, Current: snap.current, Now: now}
 	if qc != nil {
-		in.Queues = qc.Queues
+		a.in.Queues = qc.Queues
 	}
-	in.Jobs = make([]scheduler.Job, 0, len(snap.units))
-	byKey := make(map[JobKey]*unit, len(snap.units))
+	a.in.Jobs = make([]scheduler.Job, 0, len(snap.units))
 	for _, u := range snap.units {
 		j := u.sj
 		if h.cfg.Models != nil && u.spec.kind != scheduler.Rigid {
@@ -153,41 +184,42 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 				}
 			}
 		}
-		in.Jobs = append(in.Jobs, j)
-		byKey[u.key] = u
+		a.in.Jobs = append(a.in.Jobs, j)
+		a.byKey[u.key] = u
 	}
-	t1 := time.Now()
-	r.Snapshot = t1.Sub(t0)
-	var plan scheduler.Plan
-	if len(in.Jobs) > 0 {
-		plan, err = h.sched.Schedule(ctx, in)
-		if errors.Is(err, scheduler.ErrBadSpeedup) {
-			// A measured model misbehaves: schedule this round without
-			// models rather than not at all.
-			h.log.Warn("a measured model is invalid; this round runs without models", "err", err)
-			for i := range in.Jobs {
-				if in.Jobs[i].Kind == scheduler.Adaptive {
-					in.Jobs[i].Kind, in.Jobs[i].Speedup = scheduler.Elastic, nil
-				}
-			}
-			plan, err = h.sched.Schedule(ctx, in)
-		}
-		if err != nil {
-			h.m.errors.WithLabelValues("schedule").Inc()
-			h.deleteAll(ctx, cleanup, &r)
-			return r, fmt.Errorf("host: schedule: %w", err)
-		}
-	}
-	r.Plan = plan
-	t2 := time.Now()
-	r.Schedule = t2.Sub(t1)
-	defer func() { r.Apply = time.Since(t2) }()
+	return a, nil
+}
 
+// plan calls the scheduler; a misbehaving measured model makes the round
+// run without models rather than not at all.
+func (h *Host) plan(ctx context.Context, in scheduler.Input) (scheduler.Plan, error) {
+	if len(in.Jobs) == 0 {
+		return scheduler.Plan{}, nil
+	}
+	plan, err := h.sched.Schedule(ctx, in)
+	if errors.Is(err, scheduler.ErrBadSpeedup) {
+		h.log.Warn("a measured model is invalid; this round runs without models", "err", err)
+		for i := range in.Jobs {
+			if in.Jobs[i].Kind == scheduler.Adaptive {
+				in.Jobs[i].Kind, in.Jobs[i].Speedup = scheduler.Elastic, nil
+			}
+		}
+		plan, err = h.sched.Schedule(ctx, in)
+	}
+	return plan, err
+}
+
+// apply carries the plan out: evictions and deletions, binds (each unit
+// all or nothing), Job and pod-status patches, Events, the models'
+// decisions and the metrics.
+func (h *Host) apply(ctx context.Context, a *assembly, plan scheduler.Plan, r *Round) {
+	snap := a.snap
+	cleanup := a.cleanup
 	// Plan the apply: which pods go, which bind where.
 	ups := make([]*unitPlan, 0, len(plan.Decisions))
 	freed := map[string]bool{}
 	for _, d := range plan.Decisions {
-		u := byKey[JobKey(d.Job)]
+		u := a.byKey[JobKey(d.Job)]
 		if u == nil {
 			continue
 		}
@@ -225,13 +257,14 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 			cleanup = append(cleanup, deletion{pod: p.pod, why: "extra", up: up})
 		}
 	}
-	h.deleteAll(ctx, cleanup, &r)
+	h.deleteAll(ctx, cleanup, r)
 
 	// 2. Binds, each unit all or nothing.
-	h.bindAll(ctx, ups, &r)
+	h.bindAll(ctx, ups, r)
 
 	// 3. Patches, events, models.
-	h.patchAll(ctx, ups, &r)
+	h.patchAll(ctx, ups, r)
+	h.markUnschedulable(ctx, ups, snap.waitingNoType)
 	for _, up := range ups {
 		h.recordDecision(up)
 		if up.d.Action != placement.Keep || up.deferred != "" {
@@ -239,7 +272,7 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 		}
 	}
 	for _, u := range snap.waitingNoType {
-		msg := fmt.Sprintf("waiting: no GPU of the allowed types (%s) is offered", joinTypes(u.spec.types))
+		msg := waitingNoTypeText(u)
 		if h.state.said[u.key] != msg {
 			h.state.said[u.key] = msg
 			if obj := u.regarding(); obj != nil {
@@ -265,11 +298,19 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 			h.cfg.Models.Publish(JobKey(d.Job), d)
 		}
 	}
+	h.recordMetrics(snap, plan)
+}
 
-	// Metrics.
+func waitingNoTypeText(u *unit) string {
+	return fmt.Sprintf("waiting: no GPU of the allowed types (%s) is offered", joinTypes(u.spec.types))
+}
+
+// recordMetrics sets the gauges from the round's snapshot and plan.
+func (h *Host) recordMetrics(snap *snapshot, plan scheduler.Plan) {
 	h.m.jobs.Reset()
 	h.m.gpus.Reset()
 	h.m.gpusOffered.Reset()
+	h.m.queueGPUs.Reset()
 	running := 0
 	for _, d := range plan.Decisions {
 		if d.To > 0 {
@@ -283,7 +324,68 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 	for t, n := range snap.capacity {
 		h.m.gpusOffered.WithLabelValues(string(t)).Set(float64(n))
 	}
-	return r, nil
+	for _, q := range plan.Queues {
+		t := string(q.Type)
+		for _, m := range []struct {
+			name string
+			v    int
+		}{{"guaranteed", q.Guaranteed}, {"entitled", q.Entitled}, {"used", q.Used}, {"borrowed", q.Borrowed}, {"lent", q.Lent}, {"pending", q.Pending}} {
+			h.m.queueGPUs.WithLabelValues(q.Queue, t, m.name).Set(float64(m.v))
+		}
+	}
+}
+
+// markUnschedulable sets PodScheduled=False (reason Unschedulable, the
+// decision in the message) on the pending pods of units the plan leaves
+// waiting, as kube-scheduler does, so that kubectl describe and the
+// Cluster Autoscaler see why they wait. A pod whose condition already says
+// so is not written again.
+func (h *Host) markUnschedulable(ctx context.Context, ups []*unitPlan, noType []*unit) {
+	type mark struct {
+		pod *corev1.Pod
+		msg string
+	}
+	var ms []mark
+	add := func(u *unit, msg string) {
+		for _, p := range u.pods {
+			if !p.bound() && !podScheduledSays(p.pod, msg) {
+				ms = append(ms, mark{p.pod, msg})
+			}
+		}
+	}
+	for _, up := range ups {
+		if up.d.To == 0 {
+			add(up.u, "goodsched: "+truncate(decisionText(up.d), 900))
+		}
+	}
+	for _, u := range noType {
+		add(u, "goodsched: "+waitingNoTypeText(u))
+	}
+	h.parallel(len(ms), func(i int) {
+		m := ms[i]
+		body, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+			Message: m.msg, LastTransitionTime: metav1.Now()}}}})
+		if ctx.Err() != nil {
+			return
+		}
+		_, err := h.cfg.Client.CoreV1().Pods(m.pod.Namespace).Patch(ctx, m.pod.Name, k8stypes.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+		if err != nil && !apierrors.IsNotFound(err) {
+			h.m.errors.WithLabelValues("patch").Inc()
+			h.log.Warn("PodScheduled patch failed", "pod", m.pod.Namespace+"/"+m.pod.Name, "err", err)
+		}
+	})
+}
+
+// podScheduledSays reports whether the pod's PodScheduled condition is
+// already False with the message.
+func podScheduledSays(p *corev1.Pod, msg string) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && c.Message == msg
+		}
+	}
+	return false
 }
 
 // planUnit decides which of the unit's pods the decision keeps, evicts and
@@ -752,28 +854,11 @@ func (h *Host) pruneState(pods []*corev1.Pod) assumed {
 	return as
 }
 
-// parallel runs f(0..n-1) on up to BindWorkers goroutines.
+// parallel runs f(0..n-1) on up to BindWorkers goroutines (client-go's
+// workqueue.ParallelizeUntil; every piece runs: the writes check their own
+// context).
 func (h *Host) parallel(n int, f func(int)) {
-	if n == 0 {
-		return
-	}
-	w := min(h.cfg.BindWorkers, n)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				f(i)
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	workqueue.ParallelizeUntil(context.Background(), h.cfg.BindWorkers, n, f)
 }
 
 func eventReason(a placement.Action) string {
