@@ -201,22 +201,52 @@ func parseDevices(v string, gpus int) ([]int, error) {
 	return parseDevicesUncapped(v, gpus)
 }
 
-// parseDevicesUncapped is parseDevices without the length cap.
+// parseDevicesUncapped is parseDevices without the length cap: one pass
+// over the bytes, the indices marked in a table of gpus entries, read back
+// in order (no sort).
 func parseDevicesUncapped(v string, gpus int) ([]int, error) {
-	if strings.TrimSpace(v) == "" {
-		return nil, fmt.Errorf("%w: %s is empty", ErrAnnotation, AnnotationDevices)
+	bad := func() ([]int, error) {
+		return nil, fmt.Errorf("%w: %s=%q: want distinct indices below %d", ErrAnnotation, AnnotationDevices, truncate(v, 64), gpus)
 	}
-	seen := make([]bool, max(gpus, 0))
-	var out []int
-	for f := range strings.SplitSeq(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 0 || n >= gpus || seen[n] {
-			return nil, fmt.Errorf("%w: %s=%q: want distinct indices below %d", ErrAnnotation, AnnotationDevices, truncate(v, 64), gpus)
+	if gpus <= 0 {
+		return bad()
+	}
+	seen := make([]bool, gpus)
+	count, n, digits, done := 0, 0, 0, false // done: the field's number ended (spaces after it)
+	for i := 0; i <= len(v); i++ {
+		c := byte(',')
+		if i < len(v) {
+			c = v[i]
 		}
-		seen[n] = true
-		out = append(out, n)
+		switch {
+		case c >= '0' && c <= '9':
+			if done {
+				return bad()
+			}
+			n = n*10 + int(c-'0')
+			digits++
+			if n >= gpus {
+				return bad()
+			}
+		case c == ' ' || c == '\t':
+			done = digits > 0
+		case c == ',':
+			if digits == 0 || seen[n] {
+				return bad()
+			}
+			seen[n] = true
+			count++
+			n, digits, done = 0, 0, false
+		default:
+			return bad()
+		}
 	}
-	slices.Sort(out)
+	out := make([]int, 0, count)
+	for i, ok := range seen {
+		if ok {
+			out = append(out, i)
+		}
+	}
 	return out, nil
 }
 

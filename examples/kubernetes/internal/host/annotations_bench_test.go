@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,4 +70,45 @@ func TestParseDevicesIsLinear(t *testing.T) {
 	if err != nil || len(d) != n {
 		t.Fatalf("%d indices, %v; want %d", len(d), err, n)
 	}
+}
+
+// naiveDevices is the obvious parser, the oracle of FuzzParseDevices.
+func naiveDevices(v string, gpus int) ([]int, bool) {
+	if strings.TrimSpace(v) == "" {
+		return nil, false
+	}
+	seen := map[int]bool{}
+	for _, f := range strings.Split(v, ",") {
+		f = strings.Trim(f, " \t")
+		if f == "" || strings.ContainsAny(f, " \t+-") {
+			return nil, false
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 || n >= gpus || seen[n] {
+			return nil, false
+		}
+		seen[n] = true
+	}
+	var out []int
+	for i := range gpus {
+		if seen[i] {
+			out = append(out, i)
+		}
+	}
+	return out, true
+}
+
+// FuzzParseDevices checks the linear parser against the obvious one.
+func FuzzParseDevices(f *testing.F) {
+	for _, s := range []string{"0", "0,1", " 3, 1,0", "1,1", "", ",", "0,,1", "7 ,6", "0 1", "08", "+1", "99999999999999999999"} {
+		f.Add(s, 8)
+	}
+	f.Fuzz(func(t *testing.T, v string, gpus int) {
+		gpus = min(max(gpus, 0), 4096)
+		got, err := parseDevicesUncapped(v, gpus)
+		want, ok := naiveDevices(v, gpus)
+		if (err == nil) != ok || (ok && !slices.Equal(got, want)) {
+			t.Fatalf("parseDevices(%q, %d) = %v, %v; the naive parser says %v, %v", v, gpus, got, err, want, ok)
+		}
+	})
 }
