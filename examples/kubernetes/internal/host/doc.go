@@ -25,6 +25,15 @@
 // our running pods hold; GPUs used by other schedulers' pods, and by
 // terminating pods, are subtracted.
 //
+// # Whose pods count as ours
+//
+// Only pods this host bound are read as holding devices: the binding
+// writes AnnotationDevices with AnnotationBinding, an HMAC of the pod's
+// UID, node and devices under Config.BindingKey. Every other pod, whatever
+// its annotations, counts by the GPUs it requests; a pod of ours whose MAC
+// does not verify holds nothing and is evicted as conflicting. Annotations
+// are parsed in linear time under a length cap.
+//
 // # Queues
 //
 // With Config.QueuesConfigMap, tenants share the cluster by the library's
@@ -36,7 +45,8 @@
 // # The round
 //
 // Each round (every Config.Interval, and early on relevant informer
-// events, at most once per Config.MinInterval) the host:
+// events, at most once per Config.MinInterval, from a client-go work queue)
+// the host assembles the Input, plans and applies:
 //
 //  1. retries the evictions it owes (pods of a gang whose bind failed),
 //     evicts pods of ours on NotReady nodes with a grace period of 0 and evicts the pods of gangs
@@ -44,8 +54,8 @@
 //  2. builds the Input from its informers only (no per-pod GET): the
 //     cluster as above, one Job per unit, and Current from the pods actually
 //     bound (spec.nodeName plus the goodsched.io/devices annotation the host
-//     writes with each binding), so that a restarted host or a new leader
-//     rebuilds the placement from the API server;
+//     writes, with its MAC, in each binding), so that a restarted host or a
+//     new leader rebuilds the placement from the API server;
 //  3. calls scheduler.Scheduler.Schedule;
 //  4. applies the plan: evicts (policy/v1 Eviction, so the pod's
 //     termination grace period and PodDisruptionBudgets are respected and
@@ -58,7 +68,11 @@
 //     annotations, and evicts pending pods beyond the target that the Job
 //     controller may create (every removal is an Eviction, never a plain
 //     DELETE, so a Job's podFailurePolicy can ignore it); pods are bound onto devices freed this round
-//     only once the pods that held them are gone;
+//     only once the pods that held them are gone; an elastic pod group's
+//     target goes to its pods' goodsched.io/target-replicas through the
+//     pods/status subresource (the host never patches a pod's spec), and
+//     the pending pods of units left waiting get PodScheduled=False,
+//     reason Unschedulable, the decision in the message;
 //  5. records each decision that changes something as an Event on the Job
 //     (one per decision, naming the pods it binds, to stay within two API
 //     writes per bound pod) and on each pod it evicts, and calls
