@@ -14,10 +14,12 @@ import (
 
 	"golang.org/x/time/rate"
 	authnv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/goodsched/goodsched/accel"
@@ -317,7 +319,11 @@ func authorize(ctx context.Context, cs kubernetes.Interface, id identity, job ho
 	}
 	ref := metav1.GetControllerOf(pod)
 	isJobRef := ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/")
-	live, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	var live *batchv1.Job
+	err = apierrors.NewNotFound(batchv1.Resource("jobs"), name)
+	if len(validation.IsDNS1123Subdomain(name)) == 0 { // else no Job can have the name
+		live, err = cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	}
 	switch {
 	case err == nil:
 		// The key is a Job's: only the live Job's own pods report for it
