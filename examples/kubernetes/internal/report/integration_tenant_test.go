@@ -80,7 +80,8 @@ func TestTenantRecreatedJobAndForgedReporters(t *testing.T) {
 	}
 	// Re-create the Job (no garbage collector runs here: the old pod and
 	// state stay, as they do for a while in a real cluster).
-	if err := e.cs.BatchV1().Jobs("ml").Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+	bg := metav1.DeletePropagationBackground
+	if err := e.cs.BatchV1().Jobs("ml").Delete(ctx, "a", metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
 		t.Fatal(err)
 	}
 	oldUID := oldPod.OwnerReferences[0].UID
