@@ -50,6 +50,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -127,6 +128,9 @@ type Server struct {
 
 	factory informers.SharedInformerFactory
 	cms     cache.SharedIndexInformer
+
+	logLimit   *rate.Limiter // refusal log lines
+	suppressed atomic.Int64  // refusals not logged since the last line
 }
 
 var (
@@ -177,6 +181,7 @@ func New(cfg Config) (*Server, error) {
 		models:   newModels(cfg),
 		limiters: map[host.JobKey]*rate.Limiter{},
 		nodeType: map[string]string{},
+		logLimit: rate.NewLimiter(5, 20),
 	}
 	s.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithNamespace(cfg.StateNamespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = StateLabel + "=" + StateLabelValue }))
@@ -374,7 +379,13 @@ type httpError struct {
 }
 
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, err error) {
-	s.cfg.Logger.Info("report refused", "code", code, "remote", r.RemoteAddr, "err", err)
+	// At most logRate lines a second, so that a flood of junk does not
+	// become a flood of log lines; the lines left out are counted.
+	if s.logLimit.Allow() {
+		s.cfg.Logger.Info("report refused", "code", code, "remote", r.RemoteAddr, "err", err, "suppressed", s.suppressed.Swap(0))
+	} else {
+		s.suppressed.Add(1)
+	}
 	if code == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="goodsched"`)
 	}
