@@ -141,7 +141,8 @@ func TestFloodHelperProcess(t *testing.T) {
 // TokenReviews than one source's budget (on f691a45 it cost one per
 // report: 2,513), and the host's own API calls (a GET through the
 // scheduler's client, as a lease renewal is) must stay within 2× of their
-// idle latency.
+// idle latency (not checked under the race detector, which slows every
+// goroutine several-fold).
 func TestFloodJunkReportsKeepHostAPIFast(t *testing.T) {
 	// The scheduler runs as a user of its own, as its ServiceAccount does:
 	// not system:masters, whose requests API Priority and Fairness exempts.
@@ -247,7 +248,7 @@ func TestFloodJunkReportsKeepHostAPIFast(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	reviewsBefore := tokenReviews(t, c)
+	reviewsBefore, floodStart := tokenReviews(t, c), time.Now()
 	// The attackers run in a process of their own (as they would on other
 	// machines), so that their CPU is not the scheduler's.
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFloodHelperProcess$", "-test.v")
@@ -278,16 +279,20 @@ func TestFloodJunkReportsKeepHostAPIFast(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("flood process: %v", err)
 	}
-	reviews := tokenReviews(t, c) - reviewsBefore
+	reviews, floodTime := tokenReviews(t, c)-reviewsBefore, time.Since(floodStart)
 	t.Logf("host API GET median: idle %v, under 1,000 concurrent junk reporters %v (%.1f×); responses by code %v; TokenReviews the flood cost: %d",
 		idle, flood, float64(flood)/float64(idle), codes, reviews)
-	// One source: at most its burst and rate of reviews (10 + 2/s), plus
-	// the readiness probe's.
-	if reviews > 60 {
-		t.Errorf("the flood cost %d TokenReviews, want at most 60 (junk must not spend the API budget)", reviews)
+	// One source: at most its burst and rate of reviews (10 + 2/s over
+	// the flood), and a few of slack.
+	if most := 15 + int(2*floodTime.Seconds()); reviews > most {
+		t.Errorf("the flood cost %d TokenReviews in %v, want at most %d (junk must not spend the API budget)", reviews, floodTime.Round(time.Second), most)
 	}
 	if flood > 2*max(idle, time.Millisecond) {
-		t.Errorf("the host's API latency went from %v idle to %v under the flood: over 2×", idle, flood)
+		if raceEnabled {
+			t.Logf("under the race detector the latency figure is not checked (%v idle, %v under the flood)", idle, flood)
+		} else {
+			t.Errorf("the host's API latency went from %v idle to %v under the flood: over 2×", idle, flood)
+		}
 	}
 }
 
