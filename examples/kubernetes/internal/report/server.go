@@ -70,9 +70,11 @@ import (
 
 // Config configures New. Only Client is required.
 type Config struct {
-	// Client talks to the API server: TokenReviews (create), Pods (get),
-	// ConfigMaps (get, list, watch, create, update) and, with TypeOf,
-	// Nodes (get).
+	// Client talks to the API server: TokenReviews (create), Pods and Jobs
+	// (get), ConfigMaps of StateNamespace (get, list, watch, create,
+	// update, delete) and, with TypeOf, Nodes (get). Give it a client of
+	// its own (its own rate limit and connections), so that reports never
+	// spend the scheduler's API budget.
 	Client kubernetes.Interface
 	// Audience is the token audience required; "" = Audience.
 	Audience string
