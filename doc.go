@@ -13,7 +13,9 @@
 //   - accel: devices, nodes and clusters with canonical type keys
 //     ("h100-80gb", "t4"); the Inventory and HealthSource interfaces; a
 //     Static inventory from descriptions such as "6x4:t4,2x8:a100-40gb";
-//     accel/nvml reads real machines through NVML.
+//     accel/nvml reads real machines through NVML; accel/topology models
+//     the tree above the node (zone › block › rack › NVLink domain), with
+//     importers for Kueue/KAI label levels, Volcano HyperNodes and Slurm.
 //   - goodput: Pollux's goodput model (throughput × statistical
 //     efficiency) per job and accelerator type, fitted online by an
 //     Estimator from the job's own step times and gradient statistics;
