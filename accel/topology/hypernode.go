@@ -30,8 +30,8 @@ type hyperMember struct {
 // of the level of its spec.tier (tier 1 innermost), named by its
 // spec.tierName if any, else TierLevel(tier). spec.members[] of type Node
 // or HyperNode select their members with exactMatch.name, regexMatch.pattern
-// (Go RE2, unanchored unless the pattern anchors itself, as a
-// regexp.MatchString) or labelMatch.matchLabels; regexMatch and labelMatch
+// (Go RE2, unanchored unless the pattern anchors itself: Volcano calls
+// regexp.MatchString on the node name) or labelMatch.matchLabels; regexMatch and labelMatch
 // select among nodes (name → labels) for type Node and among the other
 // HyperNodes' names for type HyperNode (labelMatch on a HyperNode matches
 // nothing). Errors: ErrSyntax, ErrUnsupported (labelMatch.matchExpressions),

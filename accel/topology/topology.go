@@ -341,6 +341,10 @@ func (t *Topology) Span(nodes []string) (Span, error) {
 	for j := first; j >= 0; j = t.domains[j].parent {
 		path = append(path, j)
 	}
+	at := make(map[int]int, len(path)) // domain → its position in path
+	for i, j := range path {
+		at[j] = i
+	}
 	cut := 0 // path[cut:] are the common ancestors so far
 	same := true
 	for _, n := range nodes[1:] {
@@ -352,12 +356,14 @@ func (t *Topology) Span(nodes []string) (Span, error) {
 			continue
 		}
 		same = false
-		anc := make(map[int]bool)
 		for ; j >= 0; j = t.domains[j].parent {
-			anc[j] = true
+			if i, ok := at[j]; ok {
+				cut = max(cut, i)
+				break
+			}
 		}
-		for cut < len(path) && !anc[path[cut]] {
-			cut++
+		if j < 0 {
+			cut = len(path)
 		}
 	}
 	if same {

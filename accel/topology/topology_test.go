@@ -165,12 +165,14 @@ func TestSlurmYAMLManPageExample(t *testing.T) {
 // The leaf HyperNode example of Volcano's v1.11 notes: exactMatch node-0
 // and regexMatch node-[01] select node-0 and node-1, node-0 once.
 func TestHyperNodeLeafExample(t *testing.T) {
-	nodes := map[string]map[string]string{"node-0": nil, "node-1": nil, "node-2": nil}
+	// node-10 matches too: Volcano compiles the pattern and calls
+	// MatchString, which is unanchored.
+	nodes := map[string]map[string]string{"node-0": nil, "node-1": nil, "node-2": nil, "node-10": nil}
 	top, err := ParseHyperNodes(readTestdata(t, "volcano_leaf.yaml"), nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := domainNames(t, top, "tier-1")["s0"]; !reflect.DeepEqual(got, []string{"node-0", "node-1"}) {
+	if got := domainNames(t, top, "tier-1")["s0"]; !reflect.DeepEqual(got, []string{"node-0", "node-1", "node-10"}) {
 		t.Fatalf("s0 holds %v", got)
 	}
 	if _, ok, err := top.DomainOf("node-2", "tier-1"); ok || err == nil {
@@ -419,6 +421,38 @@ func TestSpanMatchesBruteForce(t *testing.T) {
 		}
 		if want != "" && got.Bandwidth != float64(wantLevel+1) {
 			t.Fatalf("trial %d: bandwidth %v, want %v", trial, got.Bandwidth, wantLevel+1)
+		}
+	}
+}
+
+// BenchmarkSpan512of10k: the innermost domain of a 512-node gang on a
+// 10,000-node zone › block › rack tree (8 blocks × 25 racks × 50 nodes).
+func BenchmarkSpan512of10k(b *testing.B) {
+	spec := Spec{Levels: []Level{{Name: "zone"}, {Name: "block"}, {Name: "rack"}}}
+	spec.Domains = append(spec.Domains, DomainSpec{Name: "z", Level: "zone"})
+	var nodes []string
+	for bl := range 8 {
+		bn := "b" + strconv.Itoa(bl)
+		spec.Domains = append(spec.Domains, DomainSpec{Name: bn, Level: "block", Parent: "z"})
+		for r := range 25 {
+			rn := bn + "r" + strconv.Itoa(r)
+			spec.Domains = append(spec.Domains, DomainSpec{Name: rn, Level: "rack", Parent: bn})
+			for n := range 50 {
+				node := rn + "n" + strconv.Itoa(n)
+				spec.Nodes = append(spec.Nodes, Membership{Node: node, Domain: rn})
+				nodes = append(nodes, node)
+			}
+		}
+	}
+	top, err := Build(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gang := nodes[100 : 100+512] // spans racks within block b0
+	b.ResetTimer()
+	for range b.N {
+		if s, err := top.Span(gang); err != nil || s.Level != "block" {
+			b.Fatal(s, err)
 		}
 	}
 }
