@@ -28,16 +28,18 @@ type hyperMember struct {
 // topology.volcano.sh), given as YAML ("---"-separated documents) or JSON
 // (one object, an array, or a List with items). Each HyperNode is a domain
 // of the level of its spec.tier (tier 1 innermost), named by its
-// spec.tierName if any, else TierLevel(tier). spec.members[] of type Node
-// or HyperNode select their members with exactMatch.name, regexMatch.pattern
+// spec.tierName if any, else TierLevel(tier). spec.members[] of type Node or
+// HyperNode select their members with exactMatch.name, regexMatch.pattern
 // (Go RE2, unanchored unless the pattern anchors itself: Volcano calls
-// regexp.MatchString on the node name) or labelMatch.matchLabels; regexMatch and labelMatch
-// select among nodes (name → labels) for type Node and among the other
-// HyperNodes' names for type HyperNode (labelMatch on a HyperNode matches
-// nothing). Errors: ErrSyntax, ErrUnsupported (labelMatch.matchExpressions),
-// ErrUnknownDomain, ErrNodeInTwoDomains (a node, or a HyperNode, selected by
-// two HyperNodes), ErrCycle, ErrLevelOrder (a member at a tier not below its
-// parent's).
+// regexp.MatchString on the node name) or labelMatch.matchLabels; regexMatch
+// and labelMatch select among nodes (name → labels) for type Node and among
+// the other HyperNodes' names for type HyperNode (labelMatch on a HyperNode
+// matches nothing). An exactMatch node name is taken as given, listed in
+// nodes or not. A node belongs to one HyperNode: one selected by two (even a
+// tier-1 and a tier-2 one) is ErrNodeInTwoDomains. Errors: ErrSyntax,
+// ErrUnsupported (labelMatch.matchExpressions), ErrUnknownDomain,
+// ErrNodeInTwoDomains (a node, or a HyperNode, selected by two HyperNodes),
+// ErrCycle, ErrLevelOrder (a member at a tier not below its parent's).
 func ParseHyperNodes(data []byte, nodes map[string]map[string]string) (*Topology, error) {
 	docs, err := decodeDocuments(data)
 	if err != nil {
