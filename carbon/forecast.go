@@ -233,7 +233,10 @@ func (f Fallback) Forecast(ctx context.Context, zone string, from time.Time, hor
 
 // Cache remembers successful forecasts of Base by (zone, from, horizon)
 // and evicts the oldest entry beyond MaxEntries. Errors are not cached.
-// Combine with Fallback for caching with ordered fallback:
+// With a positive TTL an entry older than TTL is a miss, so a live
+// provider is asked again once its forecast may have been updated; a host
+// that rounds from down to its slot lets every round of a slot share one
+// entry. Combine with Fallback for caching with ordered fallback:
 // &Cache{Base: Fallback{primary, secondary}}. It is safe for concurrent
 // use when Base is; callers get copies, never shared slices.
 type Cache struct {
@@ -241,10 +244,21 @@ type Cache struct {
 	Base Forecaster
 	// MaxEntries bounds the cache; zero means 1024.
 	MaxEntries int
+	// TTL, when positive, is how long an entry is served; zero keeps
+	// entries until they are evicted. Negative is an error.
+	TTL time.Duration
+	// Now reads the clock for TTL; nil means time.Now. It is called only
+	// when TTL is positive.
+	Now func() time.Time
 
 	mu    sync.Mutex
-	m     map[cacheKey]Series
+	m     map[cacheKey]cacheEntry
 	order []cacheKey
+}
+
+type cacheEntry struct {
+	s  Series
+	at time.Time
 }
 
 type cacheKey struct {
@@ -258,13 +272,25 @@ func (c *Cache) Forecast(ctx context.Context, zone string, from time.Time, horiz
 	if c.Base == nil {
 		return Series{}, fmt.Errorf("%w: Cache.Base is nil", ErrInvalid)
 	}
+	if c.TTL < 0 {
+		return Series{}, fmt.Errorf("%w: Cache.TTL %v is negative", ErrInvalid, c.TTL)
+	}
 	if err := ctx.Err(); err != nil {
 		return Series{}, err
 	}
+	var now time.Time
+	if c.TTL > 0 {
+		if c.Now != nil {
+			now = c.Now()
+		} else {
+			now = time.Now()
+		}
+	}
 	k := cacheKey{strings.Clone(zone), from.UnixNano(), horizon}
 	c.mu.Lock()
-	if s, ok := c.m[k]; ok {
+	if e, ok := c.m[k]; ok && (c.TTL == 0 || now.Sub(e.at) < c.TTL) {
 		c.mu.Unlock()
+		s := e.s
 		return s.withValues(s.Start, s.Step, slices.Clone(s.Values), cloneBools(s.Estimated)), nil
 	}
 	c.mu.Unlock()
@@ -279,12 +305,12 @@ func (c *Cache) Forecast(ctx context.Context, zone string, from time.Time, horiz
 	}
 	c.mu.Lock()
 	if c.m == nil {
-		c.m = map[cacheKey]Series{}
+		c.m = map[cacheKey]cacheEntry{}
 	}
 	if _, ok := c.m[k]; !ok {
 		c.order = append(c.order, k)
 	}
-	c.m[k] = stored
+	c.m[k] = cacheEntry{stored, now}
 	for len(c.order) > limit {
 		delete(c.m, c.order[0])
 		c.order = c.order[1:]

@@ -177,3 +177,32 @@ func TestReplanSimulate(t *testing.T) {
 	}
 	t.Logf("perfect %.1f g, re-planned with 20%% noise %.1f g", once.CarbonG, nz.CarbonG)
 }
+
+func TestCacheTTL(t *testing.T) {
+	ctx := context.Background()
+	s := week(t)
+	p, _ := NewPerfect(s)
+	counter := &countingForecaster{f: p}
+	now := s.Start
+	c := &Cache{Base: counter, TTL: 5 * time.Minute, Now: func() time.Time { return now }}
+	ask := func() {
+		t.Helper()
+		if _, err := c.Forecast(ctx, "US-CAL-CISO", s.Start, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask()
+	now = now.Add(4 * time.Minute)
+	ask()
+	if counter.calls != 1 {
+		t.Fatalf("within TTL: %d calls, want 1", counter.calls)
+	}
+	now = now.Add(time.Minute)
+	ask()
+	if counter.calls != 2 {
+		t.Fatalf("after TTL: %d calls, want 2", counter.calls)
+	}
+	if _, err := (&Cache{Base: p, TTL: -1}).Forecast(ctx, "US-CAL-CISO", s.Start, time.Hour); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("negative TTL: %v", err)
+	}
+}
