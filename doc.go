@@ -26,7 +26,9 @@
 //     fragmentation; a Round realises a set of targets with the fewest moves.
 //   - carbon: carbon-intensity series and readers, forecasters, and plans
 //     that scale delay-tolerant elastic work with the grid; energy and
-//     emission accounting.
+//     emission accounting. carbon/live fetches intensity from Electricity
+//     Maps, WattTime and the Carbon Aware SDK behind carbon.Forecaster,
+//     with a fallback chain that ends in carbon/carbondata's history.
 //   - scheduler: the per-round decision. A Policy (Pollux, CarbonAware —
 //     Pollux with delay-tolerant jobs planned into clean hours by carbon's
 //     planner before their deadlines —, FIFO, Tiresias, Optimus, or

@@ -22,7 +22,10 @@
 //  2. Wrap the data in a Forecaster: Perfect (replay), Persistence (same
 //     time yesterday), Noisy (seeded Gaussian error as a fraction of the
 //     mean), or your own provider through ForecasterFunc, and add Fallback
-//     and Cache as needed.
+//     and Cache (with a TTL for live providers) as needed. carbon/live has
+//     clients of Electricity Maps, WattTime and the Carbon Aware SDK, a
+//     History over the embedded year that always answers, and Replay of
+//     forecasts as they were issued.
 //  3. Describe the job as a Curve (work per second and watts per scale),
 //     from a CarbonScaler profile (ReadProfile) or a speedup curve
 //     (CurveFromSpeedup), and its remaining work in the curve's units.
@@ -49,8 +52,9 @@
 //     and PUE: g = Σ P·Δt·CI / 3.6e6 × PUE, plus a per-unit-of-work
 //     intensity.
 //
-// All functions are pure: values in, values out; no goroutines, no clock,
-// randomness only from explicit seeds. Series, Curve, Schedule and
-// Envelope are plain values; Cache is the only type with internal state
-// and it is safe for concurrent use.
+// All functions are pure: values in, values out; no goroutines, no clock
+// (except Cache with a TTL, which reads Cache.Now), randomness only from
+// explicit seeds. Series, Curve, Schedule and Envelope are plain values;
+// Cache is the only type with internal state and it is safe for
+// concurrent use.
 package carbon

@@ -8,9 +8,13 @@
 // A typical chain asks the live services in order, ends in History so that
 // a round always has intensity, and caches the answer for a few minutes:
 //
+//	hist, err := live.Embedded(carbon.LifeCycle)
 //	em := &live.Counted{Name: "electricitymaps", Base: &live.ElectricityMaps{Token: tok}, Timeout: 5 * time.Second}
-//	hist := &live.Counted{Name: "history", Base: live.MustHistory()}
-//	f := &carbon.Cache{Base: carbon.Fallback{em, hist}, TTL: 5 * time.Minute}
+//	f := &carbon.Cache{Base: carbon.Fallback{em, &live.Counted{Name: "history", Base: hist}}, TTL: 5 * time.Minute}
+//
+// Counted gives each provider its own timeout, so a slow service leaves
+// the round time for the next; its Stats say how often each one failed.
+// Round from down to the slot so that a round's calls share cache entries.
 //
 // Every client returns values in g/kWh with the Signal and Basis its
 // service states: Electricity Maps is Average with the requested Basis;
