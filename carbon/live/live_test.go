@@ -313,3 +313,41 @@ func equal(a, b []float64) bool {
 	}
 	return true
 }
+
+func TestReplayRules(t *testing.T) {
+	mk := func(at time.Time, start time.Time, v ...float64) Issued {
+		return Issued{At: at, Series: carbon.Series{Start: start, Step: time.Hour, Values: v, Unit: carbon.GPerKWh, Zone: "Z", Source: "test"}}
+	}
+	if _, err := NewReplay(mk(t0, t0, 1), mk(t0, t0, 2)); !errors.Is(err, carbon.ErrInvalid) {
+		t.Fatalf("two forecasts issued at once: %v", err)
+	}
+	if _, err := NewReplay(mk(time.Time{}, t0, 1)); !errors.Is(err, carbon.ErrInvalid) {
+		t.Fatalf("no issue time: %v", err)
+	}
+	if _, err := NewReplay(mk(t0, t0, -1)); !errors.Is(err, carbon.ErrValue) {
+		t.Fatalf("negative value: %v", err)
+	}
+	// given out of order; the newest issued by from that covers the span wins,
+	// and a newer one that does not cover it falls back to an older one
+	r, err := NewReplay(mk(t0.Add(2*time.Hour), t0.Add(2*time.Hour), 20), mk(t0, t0, 1, 2, 3, 4), mk(t0.Add(time.Hour), t0.Add(time.Hour), 10, 11, 12))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		from time.Duration
+		h    time.Duration
+		want []float64
+	}{
+		{0, 2 * time.Hour, []float64{1, 2}},
+		{time.Hour + 30*time.Minute, time.Hour, []float64{10, 11}},
+		{2 * time.Hour, time.Hour, []float64{20}},
+		{2 * time.Hour, 2 * time.Hour, []float64{11, 12}},
+		{3 * time.Hour, time.Hour, []float64{12}},
+	} {
+		s, err := r.Forecast(ctx, "Z", t0.Add(tc.from), tc.h)
+		if err != nil || !equal(s.Values, tc.want) {
+			t.Fatalf("from +%v for %v: %v %v, want %v", tc.from, tc.h, s.Values, err, tc.want)
+		}
+	}
+}
