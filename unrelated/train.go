@@ -1,0 +1,260 @@
+package unrelated
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+)
+
+// TrainConfig sets how Train imitates the exact solver. The zero value of
+// each field means the default in DefaultTrainConfig.
+type TrainConfig struct {
+	// Seed drives instance generation, initial weights and shuffling; the
+	// same config trains the same network, bit for bit.
+	Seed int64
+	// Instances is how many random instances each round adds (default 600).
+	Instances int
+	// Rounds is the number of DAgger rounds after the first, which follows
+	// the exact solver; later rounds follow the network trained so far and
+	// label each state it visits with the exact solver's action (default 3).
+	Rounds int
+	// Epochs is the passes over the aggregated data after each round
+	// (default 8).
+	Epochs int
+	// Hidden is the hidden layer's width (default 24).
+	Hidden int
+	// LearningRate is Adam's step size (default 0.003).
+	LearningRate float64
+	// MaxJobs and MaxMachines bound the random instances' sizes; half of
+	// them have exactly MaxJobs × MaxMachines, the others sizes drawn
+	// uniformly from [3, MaxJobs] × [2, MaxMachines] (default 8 × 4).
+	MaxJobs, MaxMachines int
+}
+
+// DefaultTrainConfig is the configuration the shipped weights were trained with.
+var DefaultTrainConfig = TrainConfig{Seed: 1, Instances: 600, Rounds: 3, Epochs: 8, Hidden: 24, LearningRate: 0.003, MaxJobs: 8, MaxMachines: 4}
+
+// TrainSeedOffset separates training instances from evaluation ones: Train
+// draws its instances from seeds ≥ TrainSeedOffset, so evaluation sets drawn
+// from small seeds are not in the training set.
+const TrainSeedOffset = 1 << 40
+
+// TrainReport says what Train did.
+type TrainReport struct {
+	// States is the number of labelled states in the final data set.
+	States int
+	// Accuracy is the share of those states where the network picks the
+	// exact solver's action.
+	Accuracy float64
+}
+
+type sample struct {
+	feats [][]float64
+	label int
+}
+
+// Train fits a Network by imitating the exact solver (DAgger): round 0 walks
+// the optimal schedules of random instances, each later round walks the
+// current network's schedules; every visited state is labelled with the
+// first action of an optimal completion (OptimalFrom), and the network is
+// fitted by softmax cross-entropy over each state's candidates with Adam.
+func Train(cfg TrainConfig) (*Network, TrainReport, error) {
+	def := DefaultTrainConfig
+	if cfg.Instances == 0 {
+		cfg.Instances = def.Instances
+	}
+	if cfg.Rounds == 0 {
+		cfg.Rounds = def.Rounds
+	}
+	if cfg.Epochs == 0 {
+		cfg.Epochs = def.Epochs
+	}
+	if cfg.Hidden == 0 {
+		cfg.Hidden = def.Hidden
+	}
+	if cfg.LearningRate == 0 {
+		cfg.LearningRate = def.LearningRate
+	}
+	if cfg.MaxJobs == 0 {
+		cfg.MaxJobs = def.MaxJobs
+	}
+	if cfg.MaxMachines == 0 {
+		cfg.MaxMachines = def.MaxMachines
+	}
+	if cfg.MaxJobs < 3 || cfg.MaxJobs > MaxExactJobs || cfg.MaxMachines < 2 {
+		return nil, TrainReport{}, fmt.Errorf("%w: training sizes %d jobs × %d machines (want 3..%d jobs, ≥ 2 machines)", ErrInvalid, cfg.MaxJobs, cfg.MaxMachines, MaxExactJobs)
+	}
+	rng := rand.New(rand.NewSource(cfg.Seed))
+	net := newNetwork(rng, cfg.Hidden)
+	opt := newAdam(net, cfg.LearningRate)
+	var data []sample
+	next := int64(TrainSeedOffset) + cfg.Seed*1_000_003
+	for round := 0; round <= cfg.Rounds; round++ {
+		for k := 0; k < cfg.Instances; k++ {
+			irng := rand.New(rand.NewSource(next))
+			next++
+			n, m := cfg.MaxJobs, cfg.MaxMachines
+			if irng.Intn(2) == 0 {
+				n, m = 3+irng.Intn(cfg.MaxJobs-2), 2+irng.Intn(cfg.MaxMachines-1)
+			}
+			in := Random(irng, n, m)
+			var follow Policy
+			if round > 0 {
+				follow = Learned{Network: net}
+			}
+			got, err := label(in, follow)
+			if err != nil {
+				return nil, TrainReport{}, err
+			}
+			data = append(data, got...)
+		}
+		for e := 0; e < cfg.Epochs; e++ {
+			rng.Shuffle(len(data), func(a, b int) { data[a], data[b] = data[b], data[a] })
+			const batch = 32
+			for b := 0; b < len(data); b += batch {
+				opt.step(net, data[b:min(b+batch, len(data))])
+			}
+		}
+	}
+	right := 0
+	for _, d := range data {
+		best, arg := math.Inf(-1), 0
+		for c, x := range d.feats {
+			if v := net.Score(x); v > best {
+				best, arg = v, c
+			}
+		}
+		if arg == d.label {
+			right++
+		}
+	}
+	return net, TrainReport{States: len(data), Accuracy: float64(right) / float64(max(1, len(data)))}, nil
+}
+
+// label walks in with follow (the exact solver when nil) and labels every
+// state with more than one feasible action.
+func label(in Instance, follow Policy) ([]sample, error) {
+	s, err := Start(in)
+	if err != nil {
+		return nil, err
+	}
+	var out []sample
+	for !s.Done() {
+		sch, _, err := OptimalFrom(s)
+		if err != nil {
+			return nil, err
+		}
+		i := s.Machine
+		want := Retire
+		if q := sch.Sequences[i]; len(q) > len(s.seq[i]) {
+			want = Action(q[len(s.seq[i])])
+		}
+		acts, feats := Candidates(s)
+		if len(acts) > 1 {
+			for c, a := range acts {
+				if a == want {
+					out = append(out, sample{feats: feats, label: c})
+				}
+			}
+		}
+		a := want
+		if follow != nil {
+			a = follow.Decide(s)
+		}
+		if err := s.Step(a); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func newNetwork(rng *rand.Rand, hidden int) *Network {
+	n := &Network{FeatureVersion: FeatureVersion, Hidden: hidden, W1: make([][]float64, hidden), B1: make([]float64, hidden), W2: make([]float64, hidden)}
+	for h := range n.W1 {
+		n.W1[h] = make([]float64, NumFeatures)
+		for f := range n.W1[h] {
+			n.W1[h][f] = rng.NormFloat64() / math.Sqrt(NumFeatures)
+		}
+		n.W2[h] = rng.NormFloat64() / math.Sqrt(float64(hidden))
+	}
+	return n
+}
+
+// adam holds Adam's moments for every parameter, flattened in the order
+// W1 (row by row), B1, W2, B2.
+type adam struct {
+	lr, b1, b2, eps float64
+	t               int
+	m, v, g         []float64
+}
+
+func newAdam(n *Network, lr float64) *adam {
+	size := n.Hidden*NumFeatures + 2*n.Hidden + 1
+	return &adam{lr: lr, b1: 0.9, b2: 0.999, eps: 1e-8, m: make([]float64, size), v: make([]float64, size), g: make([]float64, size)}
+}
+
+// step takes one Adam step on the mean cross-entropy of a batch.
+func (o *adam) step(n *Network, batch []sample) {
+	H := n.Hidden
+	g := o.g
+	clear(g)
+	iB1, iW2, iB2 := H*NumFeatures, H*NumFeatures+H, H*NumFeatures+2*H
+	hid := make([][]float64, 0, 16)
+	for _, d := range batch {
+		hid = hid[:0]
+		scores := make([]float64, len(d.feats))
+		top := math.Inf(-1)
+		for c, x := range d.feats {
+			a := make([]float64, H)
+			s := n.B2
+			for h, row := range n.W1 {
+				z := n.B1[h]
+				for f, w := range row {
+					z += w * x[f]
+				}
+				a[h] = math.Tanh(z)
+				s += n.W2[h] * a[h]
+			}
+			hid = append(hid, a)
+			scores[c] = s
+			top = math.Max(top, s)
+		}
+		sum := 0.0
+		for c := range scores {
+			scores[c] = math.Exp(scores[c] - top)
+			sum += scores[c]
+		}
+		for c, x := range d.feats {
+			ds := scores[c] / sum
+			if c == d.label {
+				ds--
+			}
+			ds /= float64(len(batch))
+			g[iB2] += ds
+			for h, a := range hid[c] {
+				g[iW2+h] += ds * a
+				dz := ds * n.W2[h] * (1 - a*a)
+				g[iB1+h] += dz
+				for f, v := range x {
+					g[h*NumFeatures+f] += dz * v
+				}
+			}
+		}
+	}
+	o.t++
+	c1 := 1 - math.Pow(o.b1, float64(o.t))
+	c2 := 1 - math.Pow(o.b2, float64(o.t))
+	update := func(k int, p *float64) {
+		o.m[k] = o.b1*o.m[k] + (1-o.b1)*g[k]
+		o.v[k] = o.b2*o.v[k] + (1-o.b2)*g[k]*g[k]
+		*p -= o.lr * (o.m[k] / c1) / (math.Sqrt(o.v[k]/c2) + o.eps)
+	}
+	for h := range n.W1 {
+		for f := range n.W1[h] {
+			update(h*NumFeatures+f, &n.W1[h][f])
+		}
+		update(iB1+h, &n.B1[h])
+		update(iW2+h, &n.W2[h])
+	}
+	update(iB2, &n.B2)
+}
