@@ -12,10 +12,10 @@ import (
 
 // FeatureVersion numbers the candidate features a Network reads; a network
 // trained on other features is refused by ReadNetwork.
-const FeatureVersion = 1
+const FeatureVersion = 3
 
 // NumFeatures is the length of one candidate's feature vector.
-const NumFeatures = 18
+const NumFeatures = 29
 
 // Network is a one-hidden-layer perceptron that scores one candidate action
 // (a pending job for the free machine, or retiring it) from its features;
@@ -87,10 +87,20 @@ func Shipped() (*Network, error) { return shipped() }
 // assigning over retiring, among equal scores).
 type Learned struct {
 	Network *Network
+	// OptimalEnd, when > 0, hands the last decisions to the exact solver
+	// once at most OptimalEnd jobs are pending (the paper's "optimal end",
+	// which it applies below 3 pending jobs). 0 means the network decides
+	// everything. Values above MaxExactJobs act as MaxExactJobs.
+	OptimalEnd int
 }
 
 // Decide implements Policy.
 func (l Learned) Decide(s *State) Action {
+	if s.pending <= min(l.OptimalEnd, MaxExactJobs) {
+		if a, err := optimalAction(s); err == nil {
+			return a
+		}
+	}
 	acts, feats := Candidates(s)
 	best, arg := math.Inf(-1), 0
 	for c, x := range feats {
@@ -143,6 +153,69 @@ func Candidates(s *State) ([]Action, [][]float64) {
 	pendingShare := float64(s.pending) / float64(s.pending+s.active)
 	perMachine := math.Log1p(float64(s.pending) / float64(s.active))
 	machineSlack := math.Max(0, m.Deadline-t) / scale
+	// Load per active machine, with and without the free machine: pending
+	// work at each job's fastest active machine plus what is still running.
+	work, busy, pbar := 0.0, 0.0, 0.0
+	for j, p := range s.Pending {
+		if p {
+			fastest := inf
+			for k, a := range s.Active {
+				if a {
+					fastest = math.Min(fastest, in.Jobs[j].Processing[k])
+				}
+			}
+			work += fastest
+			pbar += in.Jobs[j].Processing[i]
+		}
+	}
+	pbar /= float64(max(1, s.pending))
+	for k, a := range s.Active {
+		if a {
+			busy += s.Ready[k] - t
+		}
+	}
+	load := (work + busy) / float64(s.active) / scale
+	loadWithout := 2.0
+	if s.active > 1 {
+		loadWithout = math.Min(2, (work+busy)/float64(s.active-1)/scale)
+	}
+	// Priority indices on the free machine: WSPT (weight over processing
+	// time) and ATC (WSPT discounted by slack); candidates get their rank.
+	wspt := make([]float64, len(s.Pending))
+	atc := make([]float64, len(s.Pending))
+	for j, p := range s.Pending {
+		if p {
+			job := in.Jobs[j]
+			pij := job.Processing[i]
+			wspt[j] = job.Weight / pij
+			atc[j] = wspt[j] * math.Exp(-math.Max(0, job.Deadline-pij-t)/(2*pbar))
+		}
+	}
+	maxW, maxA := 0.0, 0.0
+	for j, p := range s.Pending {
+		if p {
+			maxW, maxA = math.Max(maxW, wspt[j]), math.Max(maxA, atc[j])
+		}
+	}
+	// The machine that frees up next, and when.
+	next, nextIn := -1, 2.0
+	for k, a := range s.Active {
+		if a && k != i && (next < 0 || s.Ready[k] < s.Ready[next]) {
+			next = k
+		}
+	}
+	if next >= 0 {
+		nextIn = math.Min(2, (s.Ready[next]-t)/scale)
+	}
+	rankOf := func(v []float64, j int) float64 {
+		r := 0
+		for k, p := range s.Pending {
+			if p && (v[k] > v[j] || (v[k] == v[j] && k < j)) {
+				r++
+			}
+		}
+		return float64(r) / float64(s.pending)
+	}
 	var acts []Action
 	var feats [][]float64
 	bestRatio := inf // how competitive the free machine is on its best job
@@ -172,6 +245,7 @@ func Candidates(s *State) ([]Action, [][]float64) {
 		}
 		done := t + pij
 		late := math.Max(0, done-job.Deadline)
+		lateElsewhere := math.Max(0, t+math.Min(elsewhere, 2*scale)-job.Deadline)
 		x := []float64{
 			0,
 			pij / scale,
@@ -191,6 +265,17 @@ func Candidates(s *State) ([]Action, [][]float64) {
 			b2f(ruleChoice == Action(j)),
 			pendingShare,
 			perMachine,
+			math.Log1p((job.Weight / wmax) / (pij / scale)),
+			rankOf(wspt, j),
+			rankOf(atc, j),
+			job.Weight * (lateElsewhere - late) / (wmax * scale),
+			load,
+			loadWithout,
+			nextIn,
+			onNext(in, next, j, pij),
+			b2f(pij <= fastest),
+			wspt[j] / maxW,
+			atc[j] / math.Max(maxA, 1e-300),
 		}
 		acts = append(acts, Action(j))
 		feats = append(feats, x)
@@ -205,6 +290,9 @@ func Candidates(s *State) ([]Action, [][]float64) {
 		x[15] = b2f(ruleChoice == Retire)
 		x[16] = pendingShare
 		x[17] = perMachine
+		x[22] = load
+		x[23] = loadWithout
+		x[24] = nextIn
 		acts = append(acts, Retire)
 		feats = append(feats, x)
 	}
@@ -216,4 +304,26 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// onNext is job j's processing time on the next machine to free up,
+// relative to its time on the free machine (3 when there is none).
+func onNext(in *Instance, next, j int, pij float64) float64 {
+	if next < 0 {
+		return 3
+	}
+	return math.Min(3, in.Jobs[j].Processing[next]/pij)
+}
+
+// optimalAction is the first action of an optimal completion of s.
+func optimalAction(s *State) (Action, error) {
+	sch, _, err := OptimalFrom(s)
+	if err != nil {
+		return 0, err
+	}
+	i := s.Machine
+	if q := sch.Sequences[i]; len(q) > len(s.seq[i]) {
+		return Action(q[len(s.seq[i])]), nil
+	}
+	return Retire, nil
 }

@@ -12,16 +12,16 @@ type TrainConfig struct {
 	// Seed drives instance generation, initial weights and shuffling; the
 	// same config trains the same network, bit for bit.
 	Seed int64
-	// Instances is how many random instances each round adds (default 600).
+	// Instances is how many random instances each round adds (default 400).
 	Instances int
 	// Rounds is the number of DAgger rounds after the first, which follows
 	// the exact solver; later rounds follow the network trained so far and
-	// label each state it visits with the exact solver's action (default 3).
+	// label each state it visits with the exact solver's action (default 4).
 	Rounds int
 	// Epochs is the passes over the aggregated data after each round
-	// (default 8).
+	// (default 15).
 	Epochs int
-	// Hidden is the hidden layer's width (default 24).
+	// Hidden is the hidden layer's width (default 64).
 	Hidden int
 	// LearningRate is Adam's step size (default 0.003).
 	LearningRate float64
@@ -29,10 +29,17 @@ type TrainConfig struct {
 	// them have exactly MaxJobs × MaxMachines, the others sizes drawn
 	// uniformly from [3, MaxJobs] × [2, MaxMachines] (default 8 × 4).
 	MaxJobs, MaxMachines int
+	// Temperature makes the targets cost-sensitive (default 0.01): every
+	// candidate's optimal completion cost Q is computed (one exact solve per
+	// candidate) and the target distribution is softmax(−(Q − Qmin) /
+	// (Temperature × Qmin)), so near-optimal actions are penalised less than
+	// costly ones. A negative value trains on the single optimal action
+	// instead (one exact solve per state).
+	Temperature float64
 }
 
 // DefaultTrainConfig is the configuration the shipped weights were trained with.
-var DefaultTrainConfig = TrainConfig{Seed: 1, Instances: 600, Rounds: 3, Epochs: 8, Hidden: 24, LearningRate: 0.003, MaxJobs: 8, MaxMachines: 4}
+var DefaultTrainConfig = TrainConfig{Seed: 1, Instances: 400, Rounds: 4, Epochs: 15, Hidden: 64, LearningRate: 0.003, MaxJobs: 8, MaxMachines: 4, Temperature: 0.01}
 
 // TrainSeedOffset separates training instances from evaluation ones: Train
 // draws its instances from seeds ≥ TrainSeedOffset, so evaluation sets drawn
@@ -49,8 +56,9 @@ type TrainReport struct {
 }
 
 type sample struct {
-	feats [][]float64
-	label int
+	feats  [][]float64
+	target []float64 // a distribution over feats
+	label  int       // the best candidate
 }
 
 // Train fits a Network by imitating the exact solver (DAgger): round 0 walks
@@ -74,6 +82,9 @@ func Train(cfg TrainConfig) (*Network, TrainReport, error) {
 	}
 	if cfg.LearningRate == 0 {
 		cfg.LearningRate = def.LearningRate
+	}
+	if cfg.Temperature == 0 {
+		cfg.Temperature = def.Temperature
 	}
 	if cfg.MaxJobs == 0 {
 		cfg.MaxJobs = def.MaxJobs
@@ -102,7 +113,7 @@ func Train(cfg TrainConfig) (*Network, TrainReport, error) {
 			if round > 0 {
 				follow = Learned{Network: net}
 			}
-			got, err := label(in, follow)
+			got, err := label(in, follow, cfg.Temperature)
 			if err != nil {
 				return nil, TrainReport{}, err
 			}
@@ -133,31 +144,55 @@ func Train(cfg TrainConfig) (*Network, TrainReport, error) {
 
 // label walks in with follow (the exact solver when nil) and labels every
 // state with more than one feasible action.
-func label(in Instance, follow Policy) ([]sample, error) {
+func label(in Instance, follow Policy, temperature float64) ([]sample, error) {
 	s, err := Start(in)
 	if err != nil {
 		return nil, err
 	}
 	var out []sample
 	for !s.Done() {
-		sch, _, err := OptimalFrom(s)
-		if err != nil {
-			return nil, err
-		}
-		i := s.Machine
-		want := Retire
-		if q := sch.Sequences[i]; len(q) > len(s.seq[i]) {
-			want = Action(q[len(s.seq[i])])
-		}
 		acts, feats := Candidates(s)
-		if len(acts) > 1 {
+		best := 0
+		target := make([]float64, len(acts))
+		if temperature > 0 && len(acts) > 1 {
+			q := make([]float64, len(acts))
 			for c, a := range acts {
-				if a == want {
-					out = append(out, sample{feats: feats, label: c})
+				next := s.Clone()
+				if err := next.Step(a); err != nil {
+					return nil, err
+				}
+				_, cost, err := OptimalFrom(next)
+				if err != nil {
+					return nil, err
+				}
+				if q[c] = cost.Total(); q[c] < q[best] {
+					best = c
 				}
 			}
+			sum := 0.0
+			for c := range q {
+				target[c] = math.Exp(-(q[c] - q[best]) / (temperature * math.Max(q[best], 1e-9)))
+				sum += target[c]
+			}
+			for c := range target {
+				target[c] /= sum
+			}
+		} else {
+			want, err := optimalAction(s)
+			if err != nil {
+				return nil, err
+			}
+			for c, a := range acts {
+				if a == want {
+					best = c
+				}
+			}
+			target[best] = 1
 		}
-		a := want
+		if len(acts) > 1 {
+			out = append(out, sample{feats: feats, target: target, label: best})
+		}
+		a := acts[best]
 		if follow != nil {
 			a = follow.Decide(s)
 		}
@@ -225,10 +260,7 @@ func (o *adam) step(n *Network, batch []sample) {
 			sum += scores[c]
 		}
 		for c, x := range d.feats {
-			ds := scores[c] / sum
-			if c == d.label {
-				ds--
-			}
+			ds := scores[c]/sum - d.target[c]
 			ds /= float64(len(batch))
 			g[iB2] += ds
 			for h, a := range hid[c] {
