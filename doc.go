@@ -50,6 +50,11 @@
 //     serving/sim replays a request trace at token level (continuous
 //     batching on published Llama-2-70B timings); serving/servingdata embeds
 //     the Azure LLM inference conversation trace. It imports only accel.
+//   - unrelated: offline scheduling of jobs whose processing time differs
+//     per machine (a throughput matrix), with initial occupations, job and
+//     machine deadlines and weights (Hitzges & Sagnol, ICMLA'25): an exact
+//     solver, the paper's dispatching rule and a learned policy trained by
+//     imitating the solver. It imports nothing of goodsched.
 //
 // One round, as the host drives it:
 //

@@ -12,34 +12,111 @@ import (
 
 // FeatureVersion numbers the candidate features a Network reads; a network
 // trained on other features is refused by ReadNetwork.
-const FeatureVersion = 3
+const FeatureVersion = 4
 
 // NumFeatures is the length of one candidate's feature vector.
 const NumFeatures = 29
 
-// Network is a one-hidden-layer perceptron that scores one candidate action
-// (a pending job for the free machine, or retiring it) from its features;
-// the policy takes the candidate with the highest score. Its size does not
-// depend on the numbers of jobs and machines, so a network trained on small
-// instances schedules any instance. Safe for concurrent use once built.
+// Network scores every feasible action of a state (a pending job for the
+// free machine, or retiring it) from the candidates' features; the policy
+// takes the candidate with the highest score. Each candidate is first
+// embedded (Context tanh units); the mean embedding over all candidates is
+// the state's context, appended to every candidate's features before one
+// hidden tanh layer and a linear output (Context 0 leaves the context out).
+// Its size does not depend on the numbers of jobs and machines, so a network
+// trained on small instances schedules any instance. Safe for concurrent use
+// once built.
 type Network struct {
 	FeatureVersion int         `json:"feature_version"`
+	Context        int         `json:"context"`
 	Hidden         int         `json:"hidden"`
-	W1             [][]float64 `json:"w1"` // Hidden × NumFeatures
+	WC             [][]float64 `json:"wc"` // Context × NumFeatures
+	BC             []float64   `json:"bc"`
+	W1             [][]float64 `json:"w1"` // Hidden × (NumFeatures + Context)
 	B1             []float64   `json:"b1"`
 	W2             []float64   `json:"w2"`
-	B2             float64     `json:"b2"`
+	B2             []float64   `json:"b2"` // one value
 }
 
-// Score is the network's preference for a candidate with features x.
-func (n *Network) Score(x []float64) float64 {
-	s := n.B2
-	for h, row := range n.W1 {
-		z := n.B1[h]
-		for f, w := range row {
-			z += w * x[f]
+// forward holds one evaluation's intermediate values, for training.
+type forward struct {
+	emb    [][]float64 // per candidate, Context
+	inputs [][]float64 // per candidate, features then context
+	hidden [][]float64
+	scores []float64
+}
+
+func (n *Network) forward(feats [][]float64) forward {
+	f := forward{emb: make([][]float64, len(feats)), inputs: make([][]float64, len(feats)),
+		hidden: make([][]float64, len(feats)), scores: make([]float64, len(feats))}
+	ctx := make([]float64, n.Context)
+	for c, x := range feats {
+		e := make([]float64, n.Context)
+		for k, row := range n.WC {
+			e[k] = math.Tanh(n.BC[k] + dot(row, x))
+			ctx[k] += e[k] / float64(len(feats))
 		}
-		s += n.W2[h] * math.Tanh(z)
+		f.emb[c] = e
+	}
+	for c, x := range feats {
+		in := append(append(make([]float64, 0, len(x)+n.Context), x...), ctx...)
+		h := make([]float64, n.Hidden)
+		s := n.B2[0]
+		for k, row := range n.W1 {
+			h[k] = math.Tanh(n.B1[k] + dot(row, in))
+			s += n.W2[k] * h[k]
+		}
+		f.inputs[c], f.hidden[c], f.scores[c] = in, h, s
+	}
+	return f
+}
+
+// backward adds to g (a network of the same shape) the gradient of a loss
+// whose derivative with respect to the scores is ds.
+func (n *Network) backward(f forward, ds []float64, g *Network) {
+	dctx := make([]float64, n.Context)
+	for c, in := range f.inputs {
+		g.B2[0] += ds[c]
+		for k, h := range f.hidden[c] {
+			g.W2[k] += ds[c] * h
+			dz := ds[c] * n.W2[k] * (1 - h*h)
+			g.B1[k] += dz
+			for q, v := range in {
+				g.W1[k][q] += dz * v
+			}
+			for q := range dctx {
+				dctx[q] += dz * n.W1[k][NumFeatures+q]
+			}
+		}
+	}
+	for c, in := range f.inputs {
+		x := in[:NumFeatures]
+		for k, e := range f.emb[c] {
+			dz := dctx[k] / float64(len(f.inputs)) * (1 - e*e)
+			g.BC[k] += dz
+			for q, v := range x {
+				g.WC[k][q] += dz * v
+			}
+		}
+	}
+}
+
+// Scores is the network's preference for each candidate of one state.
+func (n *Network) Scores(feats [][]float64) []float64 { return n.forward(feats).scores }
+
+// params lists the parameter slices in a fixed order (for the optimiser).
+func (n *Network) params() [][]float64 {
+	var p [][]float64
+	p = append(p, n.WC...)
+	p = append(p, n.BC)
+	p = append(p, n.W1...)
+	return append(p, n.B1, n.W2, n.B2)
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for k, v := range a {
+		s += v * b[k]
 	}
 	return s
 }
@@ -54,12 +131,18 @@ func ReadNetwork(r io.Reader) (*Network, error) {
 	if n.FeatureVersion != FeatureVersion {
 		return nil, fmt.Errorf("%w: network for feature version %d, this build computes %d", ErrInvalid, n.FeatureVersion, FeatureVersion)
 	}
-	if n.Hidden <= 0 || len(n.W1) != n.Hidden || len(n.B1) != n.Hidden || len(n.W2) != n.Hidden {
-		return nil, fmt.Errorf("%w: network layers do not match hidden size %d", ErrInvalid, n.Hidden)
+	if n.Hidden <= 0 || n.Context < 0 || len(n.W1) != n.Hidden || len(n.B1) != n.Hidden || len(n.W2) != n.Hidden ||
+		len(n.B2) != 1 || len(n.WC) != n.Context || len(n.BC) != n.Context {
+		return nil, fmt.Errorf("%w: network layers do not match sizes hidden %d, context %d", ErrInvalid, n.Hidden, n.Context)
 	}
 	for h, row := range n.W1 {
+		if len(row) != NumFeatures+n.Context {
+			return nil, fmt.Errorf("%w: network row %d has %d inputs, want %d", ErrInvalid, h, len(row), NumFeatures+n.Context)
+		}
+	}
+	for h, row := range n.WC {
 		if len(row) != NumFeatures {
-			return nil, fmt.Errorf("%w: network row %d has %d inputs, want %d", ErrInvalid, h, len(row), NumFeatures)
+			return nil, fmt.Errorf("%w: context row %d has %d inputs, want %d", ErrInvalid, h, len(row), NumFeatures)
 		}
 	}
 	return &n, nil
@@ -102,13 +185,7 @@ func (l Learned) Decide(s *State) Action {
 		}
 	}
 	acts, feats := Candidates(s)
-	best, arg := math.Inf(-1), 0
-	for c, x := range feats {
-		if v := l.Network.Score(x); v > best {
-			best, arg = v, c
-		}
-	}
-	return acts[arg]
+	return acts[argmax(l.Network.Scores(feats))]
 }
 
 // Candidates lists the feasible actions of s (pending jobs in index order,
@@ -326,4 +403,15 @@ func optimalAction(s *State) (Action, error) {
 		return Action(q[len(s.seq[i])]), nil
 	}
 	return Retire, nil
+}
+
+// argmax is the index of the largest value, the first among equals.
+func argmax(v []float64) int {
+	arg := 0
+	for c, x := range v {
+		if x > v[arg] {
+			arg = c
+		}
+	}
+	return arg
 }

@@ -12,17 +12,20 @@ type TrainConfig struct {
 	// Seed drives instance generation, initial weights and shuffling; the
 	// same config trains the same network, bit for bit.
 	Seed int64
-	// Instances is how many random instances each round adds (default 400).
+	// Instances is how many random instances each round adds (default 1200).
 	Instances int
 	// Rounds is the number of DAgger rounds after the first, which follows
 	// the exact solver; later rounds follow the network trained so far and
 	// label each state it visits with the exact solver's action (default 4).
 	Rounds int
 	// Epochs is the passes over the aggregated data after each round
-	// (default 15).
+	// (default 12).
 	Epochs int
 	// Hidden is the hidden layer's width (default 64).
 	Hidden int
+	// Context is the width of the candidates' mean embedding that every
+	// candidate sees (default 16; negative: none).
+	Context int
 	// LearningRate is Adam's step size (default 0.003).
 	LearningRate float64
 	// MaxJobs and MaxMachines bound the random instances' sizes; half of
@@ -39,7 +42,7 @@ type TrainConfig struct {
 }
 
 // DefaultTrainConfig is the configuration the shipped weights were trained with.
-var DefaultTrainConfig = TrainConfig{Seed: 1, Instances: 400, Rounds: 4, Epochs: 15, Hidden: 64, LearningRate: 0.003, MaxJobs: 8, MaxMachines: 4, Temperature: 0.01}
+var DefaultTrainConfig = TrainConfig{Seed: 1, Instances: 1200, Rounds: 4, Epochs: 12, Hidden: 64, Context: 16, LearningRate: 0.003, MaxJobs: 8, MaxMachines: 4, Temperature: 0.01}
 
 // TrainSeedOffset separates training instances from evaluation ones: Train
 // draws its instances from seeds ≥ TrainSeedOffset, so evaluation sets drawn
@@ -80,6 +83,10 @@ func Train(cfg TrainConfig) (*Network, TrainReport, error) {
 	if cfg.Hidden == 0 {
 		cfg.Hidden = def.Hidden
 	}
+	if cfg.Context == 0 {
+		cfg.Context = def.Context
+	}
+	cfg.Context = max(cfg.Context, 0)
 	if cfg.LearningRate == 0 {
 		cfg.LearningRate = def.LearningRate
 	}
@@ -96,7 +103,7 @@ func Train(cfg TrainConfig) (*Network, TrainReport, error) {
 		return nil, TrainReport{}, fmt.Errorf("%w: training sizes %d jobs × %d machines (want 3..%d jobs, ≥ 2 machines)", ErrInvalid, cfg.MaxJobs, cfg.MaxMachines, MaxExactJobs)
 	}
 	rng := rand.New(rand.NewSource(cfg.Seed))
-	net := newNetwork(rng, cfg.Hidden)
+	net := newNetwork(rng, cfg.Hidden, cfg.Context)
 	opt := newAdam(net, cfg.LearningRate)
 	var data []sample
 	next := int64(TrainSeedOffset) + cfg.Seed*1_000_003
@@ -129,13 +136,7 @@ func Train(cfg TrainConfig) (*Network, TrainReport, error) {
 	}
 	right := 0
 	for _, d := range data {
-		best, arg := math.Inf(-1), 0
-		for c, x := range d.feats {
-			if v := net.Score(x); v > best {
-				best, arg = v, c
-			}
-		}
-		if arg == d.label {
+		if argmax(net.Scores(d.feats)) == d.label {
 			right++
 		}
 	}
@@ -203,90 +204,76 @@ func label(in Instance, follow Policy, temperature float64) ([]sample, error) {
 	return out, nil
 }
 
-func newNetwork(rng *rand.Rand, hidden int) *Network {
-	n := &Network{FeatureVersion: FeatureVersion, Hidden: hidden, W1: make([][]float64, hidden), B1: make([]float64, hidden), W2: make([]float64, hidden)}
-	for h := range n.W1 {
-		n.W1[h] = make([]float64, NumFeatures)
-		for f := range n.W1[h] {
-			n.W1[h][f] = rng.NormFloat64() / math.Sqrt(NumFeatures)
+func newNetwork(rng *rand.Rand, hidden, context int) *Network {
+	n := shaped(hidden, context)
+	for _, row := range n.WC {
+		for f := range row {
+			row[f] = rng.NormFloat64() / math.Sqrt(NumFeatures)
+		}
+	}
+	for h, row := range n.W1 {
+		for f := range row {
+			row[f] = rng.NormFloat64() / math.Sqrt(float64(len(row)))
 		}
 		n.W2[h] = rng.NormFloat64() / math.Sqrt(float64(hidden))
 	}
 	return n
 }
 
-// adam holds Adam's moments for every parameter, flattened in the order
-// W1 (row by row), B1, W2, B2.
+// shaped returns a network of zeros with the given sizes.
+func shaped(hidden, context int) *Network {
+	n := &Network{FeatureVersion: FeatureVersion, Context: context, Hidden: hidden, WC: make([][]float64, context), BC: make([]float64, context),
+		W1: make([][]float64, hidden), B1: make([]float64, hidden), W2: make([]float64, hidden), B2: make([]float64, 1)}
+	for k := range n.WC {
+		n.WC[k] = make([]float64, NumFeatures)
+	}
+	for k := range n.W1 {
+		n.W1[k] = make([]float64, NumFeatures+context)
+	}
+	return n
+}
+
+// adam holds Adam's moments in networks shaped like the one trained.
 type adam struct {
 	lr, b1, b2, eps float64
 	t               int
-	m, v, g         []float64
+	m, v, g         *Network
 }
 
 func newAdam(n *Network, lr float64) *adam {
-	size := n.Hidden*NumFeatures + 2*n.Hidden + 1
-	return &adam{lr: lr, b1: 0.9, b2: 0.999, eps: 1e-8, m: make([]float64, size), v: make([]float64, size), g: make([]float64, size)}
+	return &adam{lr: lr, b1: 0.9, b2: 0.999, eps: 1e-8, m: shaped(n.Hidden, n.Context), v: shaped(n.Hidden, n.Context), g: shaped(n.Hidden, n.Context)}
 }
 
 // step takes one Adam step on the mean cross-entropy of a batch.
 func (o *adam) step(n *Network, batch []sample) {
-	H := n.Hidden
-	g := o.g
-	clear(g)
-	iB1, iW2, iB2 := H*NumFeatures, H*NumFeatures+H, H*NumFeatures+2*H
-	hid := make([][]float64, 0, 16)
+	grads := o.g.params()
+	for _, p := range grads {
+		clear(p)
+	}
 	for _, d := range batch {
-		hid = hid[:0]
-		scores := make([]float64, len(d.feats))
-		top := math.Inf(-1)
-		for c, x := range d.feats {
-			a := make([]float64, H)
-			s := n.B2
-			for h, row := range n.W1 {
-				z := n.B1[h]
-				for f, w := range row {
-					z += w * x[f]
-				}
-				a[h] = math.Tanh(z)
-				s += n.W2[h] * a[h]
-			}
-			hid = append(hid, a)
-			scores[c] = s
-			top = math.Max(top, s)
-		}
+		f := n.forward(d.feats)
+		top := f.scores[argmax(f.scores)]
 		sum := 0.0
-		for c := range scores {
-			scores[c] = math.Exp(scores[c] - top)
-			sum += scores[c]
+		ds := make([]float64, len(f.scores))
+		for c, s := range f.scores {
+			ds[c] = math.Exp(s - top)
+			sum += ds[c]
 		}
-		for c, x := range d.feats {
-			ds := scores[c]/sum - d.target[c]
-			ds /= float64(len(batch))
-			g[iB2] += ds
-			for h, a := range hid[c] {
-				g[iW2+h] += ds * a
-				dz := ds * n.W2[h] * (1 - a*a)
-				g[iB1+h] += dz
-				for f, v := range x {
-					g[h*NumFeatures+f] += dz * v
-				}
-			}
+		for c := range ds {
+			ds[c] = (ds[c]/sum - d.target[c]) / float64(len(batch))
 		}
+		n.backward(f, ds, o.g)
 	}
 	o.t++
 	c1 := 1 - math.Pow(o.b1, float64(o.t))
 	c2 := 1 - math.Pow(o.b2, float64(o.t))
-	update := func(k int, p *float64) {
-		o.m[k] = o.b1*o.m[k] + (1-o.b1)*g[k]
-		o.v[k] = o.b2*o.v[k] + (1-o.b2)*g[k]*g[k]
-		*p -= o.lr * (o.m[k] / c1) / (math.Sqrt(o.v[k]/c2) + o.eps)
-	}
-	for h := range n.W1 {
-		for f := range n.W1[h] {
-			update(h*NumFeatures+f, &n.W1[h][f])
+	ms, vs := o.m.params(), o.v.params()
+	for q, p := range n.params() {
+		g, m, v := grads[q], ms[q], vs[q]
+		for k := range p {
+			m[k] = o.b1*m[k] + (1-o.b1)*g[k]
+			v[k] = o.b2*v[k] + (1-o.b2)*g[k]*g[k]
+			p[k] -= o.lr * (m[k] / c1) / (math.Sqrt(v[k]/c2) + o.eps)
 		}
-		update(iB1+h, &n.B1[h])
-		update(iW2+h, &n.W2[h])
 	}
-	update(iB2, &n.B2)
 }

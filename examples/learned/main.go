@@ -27,8 +27,8 @@
 //	-large N       large instances (default 100)
 //	-weights FILE  a network written by -train (default: the shipped one)
 //	-train         train with unrelated.DefaultTrainConfig instead (-seed,
-//	               -instances, -rounds, -temperature, -hidden, -epochs
-//	               override it) and write the network
+//	               -instances, -rounds, -temperature, -hidden, -epochs,
+//	               -context override it) and write the network
 //	               to -out (default stdout); then evaluate it
 package main
 
@@ -78,6 +78,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	temperature := fs.Float64("temperature", 0, "with -train: override the cost-sensitive targets' temperature (negative = hard labels)")
 	hidden := fs.Int("hidden", 0, "with -train: override the hidden layer's width")
 	epochs := fs.Int("epochs", 0, "with -train: override the epochs per round")
+	context := fs.Int("context", 0, "with -train: override the context width (negative = none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -106,6 +107,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		if *epochs != 0 {
 			cfg.Epochs = *epochs
+		}
+		if *context != 0 {
+			cfg.Context = *context
 		}
 		start := time.Now()
 		var rep unrelated.TrainReport
