@@ -26,6 +26,11 @@
 //	-small N       small instances (default 1000)
 //	-large N       large instances (default 100)
 //	-weights FILE  a network written by -train (default: the shipped one)
+//	-paper FILE    also evaluate the paper's own test states (JSON lines
+//	               written by paperdata.py from its Data/DataSet_99): the
+//	               exact solver's Qmin/Q against the paper's brute-force
+//	               targets, and the policies' cost to go from each state
+//	               (paper_* keys)
 //	-train         train with unrelated.DefaultTrainConfig instead (-seed,
 //	               -instances, -rounds, -temperature, -hidden, -epochs,
 //	               -context override it) and write the network
@@ -54,6 +59,7 @@ type Result struct {
 	Small              int     `json:"instances_8x4"`
 	Large              int     `json:"instances_100x10"`
 	ExactMsPerInstance float64 `json:"exact_ms_per_8x4_instance"`
+	*PaperResult
 }
 
 func main() {
@@ -78,6 +84,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	temperature := fs.Float64("temperature", 0, "with -train: override the cost-sensitive targets' temperature (negative = hard labels)")
 	hidden := fs.Int("hidden", 0, "with -train: override the hidden layer's width")
 	epochs := fs.Int("epochs", 0, "with -train: override the epochs per round")
+	paper := fs.String("paper", "", "JSON lines of the paper's test states (from paperdata.py) to evaluate too")
 	context := fs.Int("context", 0, "with -train: override the context width (negative = none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -151,6 +158,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *paper != "" {
+		f, err := os.Open(*paper)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		pr, err := evaluatePaper(f, unrelated.Learned{Network: net})
+		if err != nil {
+			return err
+		}
+		res.PaperResult = &pr
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -160,6 +179,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		res.Small, 100*res.GapLearned8x4, 100*res.GapOptimalEnd8x4, 100*res.GapRule8x4, res.ExactMsPerInstance)
 	fmt.Fprintf(stdout, "100 jobs × 10 machines, %d instances: learned beats the rule on %.1f%%; the rule costs %.2f%% more on average\n",
 		res.Large, 100*res.WinRate100x10, 100*res.RuleOverLearned)
+	if p := res.PaperResult; p != nil {
+		fmt.Fprintf(stdout, "paper's test states, %d: exact solver matches its brute-force targets on %.1f%% (largest Qmin/Q error %.2g); cost to go above optimal: learned %.2f%%, rule %.2f%%\n",
+			p.States, 100*p.SolverAgreement, p.MaxRatioError, 100*p.GapLearned, 100*p.GapRule)
+	}
 	return nil
 }
 
