@@ -40,7 +40,9 @@
 //     runs on 1 to W devices, of several types at once when its Speedup is
 //     a goodput.WorkerModel; scheduler/easyscale is EasyScale's policy.
 //     scheduler/dispatch is a separate request-level path (duplication-aware
-//     dispatch); scheduler/sim replays workloads through any policy.
+//     dispatch); scheduler/sim replays workloads through any policy;
+//     scheduler/dmr answers a malleable job's reconfiguration request
+//     (expand, shrink or none, DMR's protocol) against the last plan.
 //   - serving: inference services (model, accelerator type, GPUs per
 //     replica, start-up lag, p90 TTFT and TPOT objectives), per (model, type)
 //     performance profiles fitted online from replica reports, and
