@@ -153,8 +153,10 @@ func FromThroughput(throughput [][]float64, jobs []WorkJob, machines []Machine, 
 // it, all of it]; integer processing times uniform in [1, max], initial
 // occupations uniform in [0, max] with at least one machine free at time 0,
 // deadlines uniform in [0, 30], weights uniform in [1, 10]. Unlike the
-// paper's code it does not reorder jobs and machines by weight.
+// paper's code it does not reorder jobs and machines by weight. Negative
+// sizes count as 0 (an instance without machines fails Validate).
 func Random(rng *rand.Rand, n, m int) Instance {
+	n, m = max(n, 0), max(m, 0)
 	const maxDeadline, maxWeight = 30, 10
 	maxRuntime := 10 + rng.Intn(36)
 	lo := int(math.Round(float64(maxRuntime) / 3))
@@ -166,7 +168,7 @@ func Random(rng *rand.Rand, n, m int) Instance {
 		anyFree = anyFree || busy == 0
 		in.Machines[i] = Machine{Busy: float64(busy)}
 	}
-	if !anyFree {
+	if !anyFree && m > 0 {
 		in.Machines[rng.Intn(m)].Busy = 0
 	}
 	for i := range in.Machines {

@@ -102,3 +102,22 @@ func TestEvaluateTerms(t *testing.T) {
 		t.Fatalf("missing job accepted: %v", err)
 	}
 }
+
+func TestNoJobsAndDoneStates(t *testing.T) {
+	in := Instance{Machines: []Machine{{Busy: 3, Deadline: 1, Weight: 2}, {}}}
+	for _, p := range []Policy{Rule{}, Learned{}} {
+		_, c, err := Run(in, p)
+		if err != nil || c.Makespan != 3 || c.MachineTardiness != 4 {
+			t.Fatalf("%T on no jobs: %+v %v", p, c, err)
+		}
+	}
+	if _, c, err := Optimal(in); err != nil || c.Total() != 7 {
+		t.Fatalf("optimal on no jobs: %+v %v", c, err)
+	}
+	s, _ := Start(in)
+	for _, p := range []Policy{Rule{}, Learned{}} {
+		if err := s.Step(p.Decide(s)); !errors.Is(err, ErrAction) {
+			t.Fatalf("%T decided on a finished state: %v", p, err)
+		}
+	}
+}

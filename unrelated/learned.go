@@ -169,6 +169,7 @@ func Shipped() (*Network, error) { return shipped() }
 // action with Network and takes the best (the lower job index, then
 // assigning over retiring, among equal scores).
 type Learned struct {
+	// Network scores the candidates; nil means Shipped().
 	Network *Network
 	// OptimalEnd, when > 0, hands the last decisions to the exact solver
 	// once at most OptimalEnd jobs are pending (the paper's "optimal end",
@@ -179,13 +180,23 @@ type Learned struct {
 
 // Decide implements Policy.
 func (l Learned) Decide(s *State) Action {
+	if s.Done() {
+		return Retire // nothing to decide; Step reports ErrAction
+	}
+	net := l.Network
+	if net == nil {
+		var err error
+		if net, err = Shipped(); err != nil {
+			return Rule{}.Decide(s)
+		}
+	}
 	if s.pending <= min(l.OptimalEnd, MaxExactJobs) {
 		if a, err := optimalAction(s); err == nil {
 			return a
 		}
 	}
 	acts, feats := Candidates(s)
-	return acts[argmax(l.Network.Scores(feats))]
+	return acts[argmax(net.Scores(feats))]
 }
 
 // Candidates lists the feasible actions of s (pending jobs in index order,

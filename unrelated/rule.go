@@ -12,6 +12,9 @@ type Rule struct{}
 
 // Decide implements Policy.
 func (Rule) Decide(s *State) Action {
+	if s.Done() {
+		return Retire // nothing to decide; Step reports ErrAction
+	}
 	in := s.in
 	i := s.Machine
 	order := make([]int, 0, s.pending)
