@@ -44,7 +44,9 @@
 //     runs on 1 to W devices, of several types at once when its Speedup is
 //     a goodput.WorkerModel; scheduler/easyscale is EasyScale's policy.
 //     scheduler/dispatch is a separate request-level path (duplication-aware
-//     dispatch); scheduler/sim replays workloads through any policy.
+//     dispatch); scheduler/sim replays workloads through any policy;
+//     scheduler/dmr answers a malleable job's reconfiguration request
+//     (expand, shrink or none, DMR's protocol) against the last plan.
 //   - serving: inference services (model, accelerator type, GPUs per
 //     replica, start-up lag, p90 TTFT and TPOT objectives), per (model, type)
 //     performance profiles fitted online from replica reports, and
@@ -54,6 +56,11 @@
 //     serving/sim replays a request trace at token level (continuous
 //     batching on published Llama-2-70B timings); serving/servingdata embeds
 //     the Azure LLM inference conversation trace. It imports only accel.
+//   - unrelated: offline scheduling of jobs whose processing time differs
+//     per machine (a throughput matrix), with initial occupations, job and
+//     machine deadlines and weights (Hitzges & Sagnol, ICMLA'25): an exact
+//     solver, the paper's dispatching rule and a learned policy trained by
+//     imitating the solver. It imports nothing of goodsched.
 //
 // One round, as the host drives it:
 //
