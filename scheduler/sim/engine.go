@@ -82,9 +82,12 @@ type Config struct {
 	// Policy's own round length when it implements scheduler.RoundLength,
 	// as Gavel's 6-minute rounds do, else 60 s).
 	Interval time.Duration
-	// Interference slows every distributed job that shares a node with
-	// another distributed job by this fraction, in [0, 1) (default 0).
-	Interference float64
+	// InterferenceSlowdown is the workload's physics, not a scheduling
+	// setting: every distributed job that shares a node with another
+	// distributed job runs slower by this fraction, in [0, 1) (default
+	// 0). Whether the scheduler avoids such sharing is
+	// scheduler.Config.AllowInterference.
+	InterferenceSlowdown float64
 	// MaxReplicas caps any job's device count for adaptive jobs (default
 	// 64, as the Pollux simulator).
 	MaxReplicas int
@@ -293,8 +296,8 @@ func (c *Config) validate() error {
 	if c.Faults.Repair == 0 {
 		c.Faults.Repair = time.Hour
 	}
-	if !(c.Interference >= 0 && c.Interference < 1) {
-		return fmt.Errorf("%w: Interference %v is outside [0, 1)", ErrInvalid, c.Interference)
+	if !(c.InterferenceSlowdown >= 0 && c.InterferenceSlowdown < 1) {
+		return fmt.Errorf("%w: InterferenceSlowdown %v is outside [0, 1)", ErrInvalid, c.InterferenceSlowdown)
 	}
 	if c.Kind < scheduler.Rigid || c.Kind > scheduler.Adaptive {
 		return fmt.Errorf("%w: Kind %d", ErrInvalid, c.Kind)
