@@ -38,17 +38,10 @@ import (
 // Round.Place (and, when the Round takes offers, also on the engine's own
 // node layout) and the best realised fitness wins.
 //
-// Queues. With Input.Queues, each queue's per-type entitlement is a cap
-// inside the search (pollux.Problem.Caps): the warm start first sheds
-// what a queue holds beyond its entitlement (the borrowed devices an
-// owner reclaims), one device at a time from the elastic job whose
-// utility falls least, then whole jobs; no greedy, exchange, switch or
-// polish move grows a queue past its cap; and no exchange takes devices
-// from a queue for another queue's job when that leaves it below
-// min(Nominal, demand) (pollux.Problem.Floors; candidate solutions that
-// do are dropped). So goodput decides who grows, within and across
-// queues, and the devices a reclaim frees go to the owner's jobs in the
-// same round.
+// Queues. With Input.Queues, the entitlements bound the search
+// (pollux.Problem.Caps: the warm start sheds what a queue holds beyond
+// them, no move grows a queue past them) and no queue is pushed below
+// min(Nominal, demand) by another's growth (pollux.Problem.Floors).
 //
 // Pollux is a plain value: safe for concurrent use.
 type Pollux struct {
@@ -253,10 +246,10 @@ var whyReasons = [...]Reason{pollux.WhyPinned: ReasonPinned, pollux.WhyUnchanged
 // Genetic is the reference search: Pollux's genetic algorithm over job ×
 // node allocation matrices (population warm-started from the current
 // allocation, crossover over job rows, Pollux's mutations and repair
-// rules, one device type per job), scoring each matrix with the same
-// objective as Pollux (Exponent, Geometric, RestartDelay). It is one to three orders of magnitude slower
-// than Pollux and exists to check Pollux against and to reproduce
-// Pollux's paper; prefer Pollux in production.
+// rules, one device type per job), scoring each matrix with Pollux's
+// objective. It is one to three orders of magnitude slower than Pollux
+// and exists to check Pollux against and to reproduce Pollux's paper;
+// prefer Pollux in production.
 //
 // Genetic is a plain value: safe for concurrent use; for a given Seed its
 // result is deterministic.

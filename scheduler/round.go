@@ -118,7 +118,7 @@ func (j *jobInfo) fits(count int) bool { return count >= j.Min && count <= j.Max
 // by New(Config{}) hands its policy: for calling a policy on its own (in
 // tests, or to inspect its targets). Place then uses RoundPlacer.
 func NewRound(in Input) (*Round, error) {
-	c, err := indexCluster(&in.Cluster)
+	c, err := indexCluster(nil, &in.Cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -515,7 +515,7 @@ func distinct(ns []int32) int {
 // speedup. Keys of types the cluster lacks are allowed (a job's profiles
 // may cover types elsewhere); malformed keys are not.
 func (r *Round) checkSpeedupTypes(j *Job) error {
-	ts, ok := j.Speedup.(interface{ Types() []string })
+	ts, ok := j.Speedup.(goodput.TypeLister)
 	if !ok {
 		return nil
 	}
