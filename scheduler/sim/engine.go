@@ -214,9 +214,6 @@ type engine struct {
 	cfg      Config
 	sched    *scheduler.Scheduler
 	cluster  accel.Cluster
-	nodeIdx  map[string]int
-	devNode  map[string]int
-	devType  map[string]accel.TypeKey
 	perNode  map[accel.TypeKey]int
 	types    []accel.TypeKey
 	jobs     []*job
@@ -391,19 +388,27 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return e.result()
 }
 
+// device returns the node position and type of device id (0 and "" when
+// the cluster has no such device).
+func (e *engine) device(id string) (node int, typ accel.TypeKey) {
+	i, ok := e.devIdx[id]
+	if !ok {
+		return 0, ""
+	}
+	at := e.devAt[i]
+	return at[0], e.cluster.Nodes[at[0]].Devices[at[1]].Type
+}
+
 func newEngine(cfg Config) (*engine, error) {
-	e := &engine{cfg: cfg, nodeIdx: map[string]int{}, devNode: map[string]int{}, devType: map[string]accel.TypeKey{}, perNode: map[accel.TypeKey]int{}, byName: map[string]*job{},
+	e := &engine{cfg: cfg, perNode: map[accel.TypeKey]int{}, byName: map[string]*job{},
 		plans: goodput.NewPlanCache(0)}
 	e.cluster = cloneCluster(cfg.Cluster)
 	e.devIdx = make(map[string]int, e.cluster.Size())
 	for i, n := range e.cluster.Nodes {
-		e.nodeIdx[n.Name] = i
 		per := map[accel.TypeKey]int{}
 		for k, d := range n.Devices {
 			e.devIdx[d.ID] = len(e.devIdx)
 			e.devAt = append(e.devAt, [2]int{i, k})
-			e.devNode[d.ID] = i
-			e.devType[d.ID] = d.Type
 			per[d.Type]++
 		}
 		for t, k := range per {
@@ -655,10 +660,11 @@ func (e *engine) sameShape(j *job, devs []string) bool {
 	}
 	per := make(map[int]int, len(j.nodes))
 	for _, d := range devs {
-		if e.devType[d] != j.typ {
+		n, t := e.device(d)
+		if t != j.typ {
 			return false
 		}
-		per[e.devNode[d]]++
+		per[n]++
 	}
 	if len(per) != len(j.nodes) {
 		return false
@@ -867,7 +873,7 @@ func (e *engine) reallocate(j *job, typ accel.TypeKey, devs []string, plan goodp
 		j.local, j.accum, j.batch, j.stall = 0, 0, 0, 0
 		return
 	}
-	if t, ok := e.devType[devs[0]]; ok && typ == "" {
+	if _, t := e.device(devs[0]); t != "" && typ == "" {
 		typ = t
 	}
 	j.typ = typ
@@ -877,7 +883,8 @@ func (e *engine) reallocate(j *job, typ accel.TypeKey, devs []string, plan goodp
 	e.indexDevices(j)
 	per := make(map[int]int)
 	for _, d := range devs {
-		per[e.devNode[d]]++
+		n, _ := e.device(d)
+		per[n]++
 	}
 	j.nodes = slices.Sorted(maps.Keys(per))
 	j.counts = j.counts[:0]
