@@ -8,7 +8,8 @@
 // returns, and a round of scheduler.Pollux with Parallel searches on a
 // second goroutine.
 //
-// The packages, from the bottom up (imports point down only):
+// The packages, from the bottom up (imports point down only; each does
+// one job):
 //
 //   - accel: devices, nodes and clusters with canonical type keys
 //     ("h100-80gb", "t4"); the Inventory and HealthSource interfaces; a
@@ -21,32 +22,42 @@
 //     Estimator from the job's own step times and gradient statistics;
 //     batch-size and accumulation choice; speedup curves (Curve) that
 //     cluster policies consume through the Speedup interface.
+//   - carbon: carbon-intensity series and readers, forecasters, and plans
+//     that scale delay-tolerant elastic work with the grid; emissions.
+//     carbon/live fetches intensity from Electricity Maps, WattTime and the
+//     Carbon Aware SDK behind carbon.Forecaster, with a fallback chain that
+//     ends in carbon/carbondata's history.
 //   - placement: which concrete devices serve each gang, aware of nodes,
 //     NVLink islands, NUMA, interference between distributed jobs and
-//     fragmentation; a Round realises a set of targets with the fewest moves.
-//   - carbon: carbon-intensity series and readers, forecasters, and plans
-//     that scale delay-tolerant elastic work with the grid; energy and
-//     emission accounting. carbon/live fetches intensity from Electricity
-//     Maps, WattTime and the Carbon Aware SDK behind carbon.Forecaster,
-//     with a fallback chain that ends in carbon/carbondata's history.
-//   - scheduler: the per-round decision. A Policy (Pollux, CarbonAware —
-//     Pollux with delay-tolerant jobs planned into clean hours by carbon's
-//     planner before their deadlines —, FIFO, Tiresias, Optimus, or
-//     scheduler/gavel's heterogeneity-aware fairness policies) says how
-//     many devices of which type each job gets; the Scheduler realises
-//     that through placement and returns a Plan. Input.Queues shares the
-//     cluster among tenants: a tree of queues with guaranteed quotas per
-//     device type, borrowing and lending limits and reclaim, every policy
-//     kept within each queue's entitlement (Pollux optimises goodput
-//     inside them). PowerModel accounts a round's energy and emissions.
+//     fragmentation; the cluster's Index (and its IndexCache), free
+//     capacity filed by node; a Round realises a set of targets with the
+//     fewest moves, Consolidate the simplest packing.
+//   - energy: power models (PUE set once, on PowerModel) and the energy
+//     and emissions of a round's busy and idle devices; it decides
+//     nothing.
+//   - scheduler/quota: the quota tree's arithmetic: entitlements per
+//     queue and type, relaxation, enforcement with a victim order passed
+//     in, the per-queue report.
+//   - scheduler/pollux: Pollux's goodput search (the engine), below the
+//     scheduler.
+//   - scheduler: the per-round decision. The framework (Round, Scheduler,
+//     Plan) validates the Input, hands every Policy the same exported
+//     Round (Restrict narrows it, Carry keeps a policy's caches between
+//     rounds, Entitlements gives the queues' bounds), realises the targets
+//     through a Placer and returns a Plan; it names no policy or placer
+//     beyond its defaults. Built-in policies: Pollux (the default), the
+//     FIFO, Tiresias and Optimus baselines and the Genetic reference.
 //     A job may keep a fixed number of logical workers (Job.Workers,
 //     EasyScale's W-jobs): its world size and batch never change, and it
 //     runs on 1 to W devices, of several types at once when its Speedup is
-//     a goodput.WorkerModel; scheduler/easyscale is EasyScale's policy.
-//     scheduler/dispatch is a separate request-level path (duplication-aware
-//     dispatch); scheduler/sim replays workloads through any policy;
-//     scheduler/dmr answers a malleable job's reconfiguration request
-//     (expand, shrink or none, DMR's protocol) against the last plan.
+//     a goodput.WorkerModel.
+//   - Above the scheduler, policies and tools built on the exported Round:
+//     scheduler/gavel (heterogeneity-aware fairness), scheduler/easyscale
+//     (EasyScale's policy), scheduler/carbonaware (wraps any policy for a
+//     grid that is not always clean), scheduler/sim (trace-driven
+//     simulator), scheduler/dmr (a malleable job's expand, shrink or none
+//     against the last plan, DMR's protocol). scheduler/dispatch is a
+//     separate request-level path (duplication-aware dispatch).
 //   - serving: inference services (model, accelerator type, GPUs per
 //     replica, start-up lag, p90 TTFT and TPOT objectives), per (model, type)
 //     performance profiles fitted online from replica reports, and
@@ -61,6 +72,20 @@
 //     machine deadlines and weights (Hitzges & Sagnol, ICMLA'25): an exact
 //     solver, the paper's dispatching rule and a learned policy trained by
 //     imitating the solver. It imports nothing of goodsched.
+//
+// Where the next features go: heterogeneous gangs and fixed logical
+// workers live in the scheduler contract (Job.Workers, Target.Shares,
+// Assignment.Workers) and goodput (WorkerModel), their policy in
+// scheduler/easyscale; per-device speed is a package below placement (measured and
+// learned device factors) that placement and policies read through the
+// Round; topology tiers extend accel (the tiers) and placement (required
+// and preferred levels, the slowest tier spanned); serving is its own
+// package (serving, beside the scheduler: replica autoscaling whose
+// troughs elastic training fills); power provisioning its own package
+// above energy and carbon; a fleet of clusters its own package above the
+// scheduler (routing and migration between Schedulers); a step-wise
+// simulator (one round per step, for learned policies) lives in
+// scheduler/sim.
 //
 // One round, as the host drives it:
 //

@@ -31,6 +31,13 @@ type BatchPlanner interface {
 	BatchPlan(typ string, nodes, replicas int) BatchPlan
 }
 
+// TypeLister is implemented by speedup models that know which
+// accelerator types they have models for (Curve and Estimator do), so
+// that a scheduler can check those keys against its cluster's types.
+type TypeLister interface {
+	Types() []string
+}
+
 // NodeBounder is implemented by speedup models whose speedup stops
 // depending on the node count beyond some count: NodeBound() = b > 0
 // promises Speedup(typ, n, r) = Speedup(typ, b, r) for every type and

@@ -137,24 +137,38 @@ func (t *csvTable) int(rec []string, name string, min int) (int, error) {
 }
 
 // ParsePlacement returns the nodes (non-zero digits) and replicas (sum of
-// digits) of a placement digit string such as "1444".
+// digits) of a placement digit string such as "1444" (PlacementCounts).
 func ParsePlacement(s string) (nodes, replicas int, err error) {
+	c, err := PlacementCounts(s)
+	for _, k := range c {
+		replicas += k
+	}
+	return len(c), replicas, err
+}
+
+// PlacementCounts parses Pollux's placement encoding, one decimal digit
+// per node giving the devices used on it, into the devices per node:
+// "1444" is [1 4 4 4]. Zeros (nodes without a device) are dropped, as the
+// Pollux simulator does. A string that is empty, longer than 4,096
+// digits, not all digits or without a device fails with ErrParse.
+func PlacementCounts(s string) ([]int, error) {
 	if s == "" || len(s) > 4096 {
-		return 0, 0, fmt.Errorf("%w: placement %q", ErrParse, s)
+		return nil, fmt.Errorf("%w: placement %q", ErrParse, s)
 	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0, 0, fmt.Errorf("%w: placement %q: not a digit string", ErrParse, s)
+	c := make([]int, 0, len(s))
+	for i := range len(s) {
+		d := s[i]
+		if d < '0' || d > '9' {
+			return nil, fmt.Errorf("%w: placement %q: not a digit string", ErrParse, s)
 		}
-		if c != '0' {
-			nodes++
-			replicas += int(c - '0')
+		if d != '0' {
+			c = append(c, int(d-'0'))
 		}
 	}
-	if nodes == 0 {
-		return 0, 0, fmt.Errorf("%w: placement %q has no replica", ErrParse, s)
+	if len(c) == 0 {
+		return nil, fmt.Errorf("%w: placement %q has no replica", ErrParse, s)
 	}
-	return nodes, replicas, nil
+	return c, nil
 }
 
 // rows parses every remaining record with parse, stopping at the first error.

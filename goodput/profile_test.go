@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -192,4 +193,13 @@ func FuzzReadSeed(f *testing.F) {
 			checkRows(t, []ProfileRow{r.ProfileRow})
 		}
 	})
+}
+
+func TestPlacementCounts(t *testing.T) {
+	for in, want := range map[string][]int{"1": {1}, "44": {4, 4}, "404": {4, 4}, " 24 ": nil, "0": nil, "": nil, "12a": nil, "-1": nil} {
+		got, err := PlacementCounts(in)
+		if !slices.Equal(got, want) || (err != nil) != (want == nil) || (err != nil && !errors.Is(err, ErrParse)) {
+			t.Errorf("PlacementCounts(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
 }

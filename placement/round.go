@@ -486,3 +486,53 @@ func nodesUnion(holds []hold, takes []take) []int32 {
 	}
 	return out
 }
+
+// ActionOf classifies a job's change from the devices before to those
+// after, as a plan reports it: Queue (none before or after), Stop (none
+// after), Start (none before), Keep (the same devices, in any order),
+// Grow (a superset of before), Shrink (a subset) or Move.
+func ActionOf(before, after []string) Action {
+	switch {
+	case len(after) == 0 && len(before) > 0:
+		return Stop
+	case len(after) == 0:
+		return Queue
+	case len(before) == 0:
+		return Start
+	case SameDevices(after, before):
+		return Keep
+	case subsetIDs(before, after):
+		return Grow
+	case subsetIDs(after, before):
+		return Shrink
+	}
+	return Move
+}
+
+// subsetIDs reports whether every device of a is in b.
+func subsetIDs(a, b []string) bool {
+	if len(a) > len(b) {
+		return false
+	}
+	if slices.Equal(a, b[:len(a)]) {
+		return true // the common case: devices kept in the same order
+	}
+	if len(b) <= 16 { // a few devices: comparing is cheaper than a set
+		for _, id := range a {
+			if !slices.Contains(b, id) {
+				return false
+			}
+		}
+		return true
+	}
+	set := make(map[string]bool, len(b))
+	for _, id := range b {
+		set[id] = true
+	}
+	for _, id := range a {
+		if !set[id] {
+			return false
+		}
+	}
+	return true
+}

@@ -3,6 +3,7 @@ package placement
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -233,5 +234,38 @@ func TestRoundResultJSON(t *testing.T) {
 	var a Action
 	if err := a.UnmarshalText([]byte("teleport")); !errors.Is(err, ErrInvalid) {
 		t.Fatal(err)
+	}
+}
+
+// subset answers alike for short lists (compared) and long ones (a set).
+func TestSubsetIDs(t *testing.T) {
+	for _, n := range []int{3, 40} {
+		var b []string
+		for i := range n {
+			b = append(b, fmt.Sprint("d", i))
+		}
+		a := []string{b[n-1], b[0]}
+		if !subsetIDs(a, b) || !subsetIDs(b[:1], b) || subsetIDs(b, a) {
+			t.Errorf("%d devices: subset wrong for a subset or a superset", n)
+		}
+		if subsetIDs([]string{b[0], "other"}, b) {
+			t.Errorf("%d devices: a list with another device is a subset", n)
+		}
+	}
+}
+
+// TestActionOf: each change of devices gets its action.
+func TestActionOf(t *testing.T) {
+	for _, tc := range []struct {
+		before, after []string
+		want          Action
+	}{
+		{nil, nil, Queue}, {[]string{"a"}, nil, Stop}, {nil, []string{"a"}, Start},
+		{[]string{"a", "b"}, []string{"b", "a"}, Keep}, {[]string{"a"}, []string{"a", "b"}, Grow},
+		{[]string{"a", "b"}, []string{"b"}, Shrink}, {[]string{"a"}, []string{"b"}, Move},
+	} {
+		if got := ActionOf(tc.before, tc.after); got != tc.want {
+			t.Errorf("%v → %v: %v, want %v", tc.before, tc.after, got, tc.want)
+		}
 	}
 }

@@ -163,12 +163,19 @@ type Input struct {
 // Allocate. Implementations must be deterministic and must not modify
 // what the Round returns.
 //
-// A policy or placer that also has a method Validate() error is checked
-// by New, so that bad settings fail when the Scheduler is built.
+// A policy or placer that is also a Validator is checked by New, so that
+// bad settings fail when the Scheduler is built.
 type Policy interface {
 	// Allocate returns at most one Target per job; a job left out gets
 	// nothing this round.
 	Allocate(ctx context.Context, r *Round) ([]Target, error)
+}
+
+// Validator is an optional interface of a Policy or Placer whose
+// settings can be wrong: New calls Validate and fails with its error.
+type Validator interface {
+	// Validate checks the settings; errors wrap ErrInvalid.
+	Validate() error
 }
 
 // RoundLength is an optional interface of a Policy that is designed for a

@@ -45,14 +45,12 @@
 // with the Scheduler's Placer. Pollux is the elastic, goodput-optimal
 // policy (its search is package scheduler/pollux); FIFO, Tiresias and
 // Optimus are baselines; Genetic is Pollux's genetic search kept as a slow
-// reference; Gavel's policies are package scheduler/gavel. CarbonAware is
-// Pollux for a grid that is not always clean: delay-tolerant jobs with a
-// Deadline are planned against Input.Carbon (a forecast the host fetched)
-// with package carbon's planner, capped per round, down to zero, so that
-// their work lands in clean hours, and share Input.Envelope; PowerModel
-// accounts the energy and emissions of a round's busy and idle devices. A
-// user policy returns a Target (type, count) per job and the Scheduler
-// does the rest.
+// reference; Gavel's policies are package scheduler/gavel; package
+// scheduler/carbonaware wraps any policy for a grid that is not always
+// clean (delay-tolerant jobs planned into clean hours through
+// Round.Restrict). A user policy returns a Target (type, count) per job
+// and the Scheduler does the rest; a policy that wraps another narrows
+// the Round with Restrict and keeps caches between rounds with Carry.
 //
 // # Queues and quotas
 //
@@ -79,16 +77,7 @@
 // reclaim frees go to the owner's waiting jobs in the same round.
 //
 // Work conservation: when the targets leave devices idle while a queue
-// at its entitlement has more demand (jobs whose sizes did not fit
-// what another queue was entitled to, jobs that could use several
-// types counted on each), the policy is asked once more with relaxed
-// entitlements: every queue keeps what it was given; a queue that did
-// not use all of its entitlement keeps the rest only as reserves and,
-// while it has unmet demand, as the guarantee still owed to it (never
-// lent, so that it is there the moment the policy gives it out: the
-// guarantee holds even when Pollux declines a growth that would not
-// pay for its restart), and releases the rest; queues that shed
-// devices get them back first from what is idle, then the idle
-// devices are shared by the rules above. So a reclaim is undone when
-// idle devices can serve the owner instead.
+// at its entitlement has more demand, the policy is asked once more with
+// the entitlements relaxed (quota.Entitlements.Relax has the rule), so a
+// reclaim is undone when idle devices can serve the owner instead.
 package scheduler

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/goodsched/goodsched/placement"
 )
@@ -15,7 +16,9 @@ import (
 // Placer.
 //
 // Interference avoidance follows PlaceInput.AllowInterference (the
-// Scheduler's Config.AllowInterference), not Placer.AllowInterference.
+// Scheduler's Config.AllowInterference, the one setting for it): a
+// Placer.AllowInterference set here fails Validate instead of being
+// silently overridden.
 // RoundPlacer is safe for concurrent use when its Placer's Filters and
 // Scores are.
 type RoundPlacer struct {
@@ -25,6 +28,14 @@ type RoundPlacer struct {
 }
 
 var _ Placer = RoundPlacer{}
+
+// Validate rejects a Placer.AllowInterference (New calls it).
+func (p RoundPlacer) Validate() error {
+	if p.Placer.AllowInterference {
+		return fmt.Errorf("%w: RoundPlacer.Placer.AllowInterference: set Config.AllowInterference instead (the one setting the policy and the placer both read)", ErrInvalid)
+	}
+	return nil
+}
 
 // Place implements Placer.
 func (p RoundPlacer) Place(ctx context.Context, in PlaceInput) (PlaceResult, error) {

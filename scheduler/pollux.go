@@ -38,17 +38,10 @@ import (
 // Round.Place (and, when the Round takes offers, also on the engine's own
 // node layout) and the best realised fitness wins.
 //
-// Queues. With Input.Queues, each queue's per-type entitlement is a cap
-// inside the search (pollux.Problem.Caps): the warm start first sheds
-// what a queue holds beyond its entitlement (the borrowed devices an
-// owner reclaims), one device at a time from the elastic job whose
-// utility falls least, then whole jobs; no greedy, exchange, switch or
-// polish move grows a queue past its cap; and no exchange takes devices
-// from a queue for another queue's job when that leaves it below
-// min(Nominal, demand) (pollux.Problem.Floors; candidate solutions that
-// do are dropped). So goodput decides who grows, within and across
-// queues, and the devices a reclaim frees go to the owner's jobs in the
-// same round.
+// Queues. With Input.Queues, the entitlements bound the search
+// (pollux.Problem.Caps: the warm start sheds what a queue holds beyond
+// them, no move grows a queue past them) and no queue is pushed below
+// min(Nominal, demand) by another's growth (pollux.Problem.Floors).
 //
 // Pollux is a plain value: safe for concurrent use.
 type Pollux struct {
@@ -140,7 +133,7 @@ func (g Pollux) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 			return nil, err
 		}
 	}
-	explain(r, e, order, bestSol, best)
+	explain(e, bestSol, best)
 	return best, nil
 }
 
@@ -182,7 +175,7 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 		return nil, nil, err
 	}
 	p := pollux.Problem{Cluster: &r.in.Cluster, Index: r.cluster, Exponent: g.Exponent, Geometric: g.Geometric,
-		RestartDelay: g.RestartDelay, Interference: !r.AllowInterference(), Parallel: g.Parallel}
+		RestartDelay: g.RestartDelay, AllowInterference: r.AllowInterference(), Parallel: g.Parallel}
 	p.Memo, _ = r.Carry(memoKey{}, func() any { return new(pollux.Memo) }).(*pollux.Memo)
 	if p.Exponent == 0 {
 		p.Exponent = -1
@@ -236,84 +229,36 @@ func targets(r *Round, order []int, sol *pollux.Solution) []Target {
 }
 
 // explain sets the reason and note of every target of out, made by
-// targets from sol: Allocate places several candidates and explains the
-// one it returns.
-func explain(r *Round, e *pollux.Search, order []int, sol *pollux.Solution, out []Target) {
-	for k, i := range order {
-		j := &r.jobs[i]
-		t, c, nodes := sol.Alloc(k)
-		t0 := j.curType // what it runs now, on a type it may use
-		if !slices.Contains(j.allowed, t0) {
-			t0 = -1
-		}
-		rf, charged := e.RestartFactor(k)
-		tg := &out[k]
-		switch {
-		case j.Pinned:
-			tg.Reason, tg.Note = ReasonPinned, "non-preemptible"
-		case c > 0 && t == t0 && c == j.curCount:
-			v := e.Speedup(k, t, nodes, c)
-			tg.Reason = ReasonUnchanged
-			tg.Note = fmt.Sprintf("speedup %.2f (%.2f× its fair share)", v, v/e.Baseline(k))
-		case c > 0:
-			tg.Reason = ReasonObjective
-			before := 0.0
-			if t0 >= 0 {
-				before = e.Speedup(k, t0, j.CurrentNodes, j.curCount)
-			}
-			tg.Note = fmt.Sprintf("speedup %.2f→%.2f", before, e.Speedup(k, t, nodes, c))
-			if charged {
-				tg.Note += fmt.Sprintf(", restart factor %.2f", rf)
-			}
-		default:
-			tg.Reason, tg.Note = whyQueued(r, e, sol, k, j, t0 >= 0)
-		}
+// targets from sol (Search.Explain): Allocate places several candidates
+// and explains the one it returns.
+func explain(e *pollux.Search, sol *pollux.Solution, out []Target) {
+	for k := range out {
+		why, note := e.Explain(sol, k)
+		out[k].Reason, out[k].Note = whyReasons[why], note
 	}
 }
 
-// whyQueued explains why engine job k (round job j) got nothing.
-func whyQueued(r *Round, e *pollux.Search, sol *pollux.Solution, k int, j *jobInfo, running bool) (Reason, string) {
-	largest := 0
-	for _, t := range j.allowed {
-		largest = max(largest, r.cap[t])
-	}
-	if largest < j.Min {
-		return ReasonNoCapacity, fmt.Sprintf("needs %d devices, its largest allowed type has %d", j.Min, largest)
-	}
-	for _, t := range j.allowed {
-		if sol.Free(t) >= j.Min {
-			if !e.Fits(sol, k, t, j.Min) {
-				return ReasonInterference, fmt.Sprintf("%d free %s devices, but not on nodes free of distributed jobs", sol.Free(t), r.types[t])
-			}
-			rf, _ := e.RestartFactor(k)
-			return ReasonRestartCost, fmt.Sprintf("starting on %s would not pay for the restart (factor %.2f)", r.types[t], rf)
-		}
-	}
-	names := make([]string, 0, len(j.allowed))
-	for _, t := range j.allowed {
-		names = append(names, fmt.Sprintf("%d %s", sol.Free(t), r.types[t]))
-	}
-	slices.Sort(names)
-	if running {
-		return ReasonObjective, fmt.Sprintf("devices serve the fairness objective better elsewhere (free: %v)", names)
-	}
-	return ReasonNoCapacity, fmt.Sprintf("needs %d devices; free: %v", j.Min, names)
-}
+// whyReasons maps the engine's explanations onto Reasons.
+var whyReasons = [...]Reason{pollux.WhyPinned: ReasonPinned, pollux.WhyUnchanged: ReasonUnchanged,
+	pollux.WhyObjective: ReasonObjective, pollux.WhyNoCapacity: ReasonNoCapacity,
+	pollux.WhyInterference: ReasonInterference, pollux.WhyRestartCost: ReasonRestartCost}
 
 // Genetic is the reference search: Pollux's genetic algorithm over job ×
 // node allocation matrices (population warm-started from the current
 // allocation, crossover over job rows, Pollux's mutations and repair
-// rules, one device type per job), scoring each matrix with the same
-// objective as Objective. It is one to three orders of magnitude slower
-// than Pollux and exists to check Pollux against and to reproduce
-// Pollux's paper; prefer Pollux in production.
+// rules, one device type per job), scoring each matrix with Pollux's
+// objective. It is one to three orders of magnitude slower than Pollux
+// and exists to check Pollux against and to reproduce Pollux's paper;
+// prefer Pollux in production.
 //
 // Genetic is a plain value: safe for concurrent use; for a given Seed its
 // result is deterministic.
 type Genetic struct {
-	// Objective holds the exponent and restart delay; its search settings
-	// are ignored.
-	Objective Pollux
+	// Exponent, Geometric and RestartDelay are the objective's, as in
+	// Pollux (0 = −1, the harmonic mean; 30 s).
+	Exponent     float64
+	Geometric    bool
+	RestartDelay time.Duration
 	// Population and Generations size the search; 0 = 100 each (Pollux).
 	// Population is at most MaxPopulation; neither may be negative.
 	Population, Generations int
@@ -324,6 +269,11 @@ type Genetic struct {
 }
 
 var _ Policy = Genetic{}
+
+// objective is the Pollux policy whose objective Genetic scores.
+func (g Genetic) objective() Pollux {
+	return Pollux{Exponent: g.Exponent, Geometric: g.Geometric, RestartDelay: g.RestartDelay}
+}
 
 // MaxPopulation bounds Genetic.Population: each member is a job × node
 // matrix, so a population sized by a typo would exhaust memory.
@@ -337,7 +287,7 @@ func (g Genetic) Validate() error {
 	if g.Generations < 0 || g.MaxNodes < 0 {
 		return fmt.Errorf("%w: Genetic.Generations %d and MaxNodes %d must not be negative", ErrInvalid, g.Generations, g.MaxNodes)
 	}
-	return g.Objective.Validate()
+	return g.objective().Validate()
 }
 
 // Allocate implements Policy: it runs the search and, when the Round takes
@@ -347,7 +297,7 @@ func (g Genetic) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	e, order, err := g.Objective.search(r)
+	e, order, err := g.objective().search(r)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +326,7 @@ func (g Genetic) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 			return nil, err
 		}
 	}
-	explain(r, e, order, sol, tg)
+	explain(e, sol, tg)
 	return tg, nil
 }
 

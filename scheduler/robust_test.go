@@ -253,3 +253,13 @@ func TestSpeedupTypeAlias(t *testing.T) {
 		}
 	}
 }
+
+// TestOneInterferenceKnob: the placement package's own interference
+// switch inside RoundPlacer is refused, not silently overridden.
+func TestOneInterferenceKnob(t *testing.T) {
+	pl := RoundPlacer{}
+	pl.Placer.AllowInterference = true
+	if _, err := New(Config{Placer: pl}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Config.AllowInterference") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -118,7 +118,7 @@ func (j *jobInfo) fits(count int) bool { return count >= j.Min && count <= j.Max
 // by New(Config{}) hands its policy: for calling a policy on its own (in
 // tests, or to inspect its targets). Place then uses RoundPlacer.
 func NewRound(in Input) (*Round, error) {
-	c, err := indexCluster(&in.Cluster)
+	c, err := indexCluster(nil, &in.Cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -515,7 +515,7 @@ func distinct(ns []int32) int {
 // speedup. Keys of types the cluster lacks are allowed (a job's profiles
 // may cover types elsewhere); malformed keys are not.
 func (r *Round) checkSpeedupTypes(j *Job) error {
-	ts, ok := j.Speedup.(interface{ Types() []string })
+	ts, ok := j.Speedup.(goodput.TypeLister)
 	if !ok {
 		return nil
 	}
@@ -661,8 +661,10 @@ type Limit struct {
 
 // Restrict returns a view of r in which each limited job is narrowed:
 // left out, capped, or held to one type. Everything else (the Input, the
-// cluster, the other jobs, the queues' entitlements, Place and Offer) is
-// r's. A policy that wraps another restricts the Round and calls the
+// cluster, the other jobs, the queues' entitlements, the Placer) is r's;
+// what is placed or offered on the view stays with the view (Schedule
+// places the returned targets again with the same Placer, and an Offer
+// made on the view is not used). A policy that wraps another restricts the Round and calls the
 // inner policy with the view: carbon-awareness, a maintenance window or
 // a tenant's cap then compose with any policy. It fails with ErrPolicy for
 // an unknown job, a job limited twice, a Max below the job's Min or a
@@ -686,6 +688,7 @@ func (r *Round) Restrict(limits []Limit) (*Round, error) {
 		lim[i] = l
 	}
 	sub := *r
+	sub.placed = nil // indexed by the view's jobs: never shared with r
 	sub.jobs = make([]jobInfo, 0, len(r.jobs))
 	sub.byID = make(map[string]int, len(r.jobs))
 	kept := make([]int, 0, len(r.jobs)) // positions in r of the view's jobs

@@ -52,7 +52,7 @@ type Scheduler struct {
 	// takesOffers: no Placer was configured, so a policy may offer its
 	// own placement when that places better than the Placer.
 	takesOffers bool
-	clusters    *clusterCache
+	clusters    *placement.IndexCache
 	carried     *carrySlot
 }
 
@@ -66,13 +66,13 @@ func New(cfg Config) (*Scheduler, error) {
 		if isNilPointer(v) {
 			return nil, fmt.Errorf("%w: Config.%s is a nil %T; leave it nil for the default", ErrInvalid, name, v)
 		}
-		if v, ok := v.(interface{ Validate() error }); ok {
+		if v, ok := v.(Validator); ok {
 			if err := v.Validate(); err != nil {
 				return nil, fmt.Errorf("Config.%s: %w", name, err)
 			}
 		}
 	}
-	s := &Scheduler{policy: cfg.Policy, placer: cfg.Placer, allowInterference: cfg.AllowInterference, clusters: &clusterCache{}, carried: &carrySlot{}}
+	s := &Scheduler{policy: cfg.Policy, placer: cfg.Placer, allowInterference: cfg.AllowInterference, clusters: &placement.IndexCache{}, carried: &carrySlot{}}
 	if s.policy == nil {
 		s.policy = Pollux{}
 	}
@@ -103,7 +103,7 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 		d.clusters = nil
 		s = d
 	}
-	c, err := s.clusters.index(&in.Cluster)
+	c, err := indexCluster(s.clusters, &in.Cluster)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -409,29 +409,23 @@ func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reaso
 		}
 		return appendCount(b, d.To, d.Type)
 	}
-	switch {
-	case d.To == 0 && d.From > 0:
-		d.Action = placement.Stop
+	d.Action = placement.ActionOf(j.Current, devs)
+	switch d.Action {
+	case placement.Stop:
 		msg = from(append(msg, "preempted from "...))
-	case d.To == 0:
-		d.Action = placement.Queue
+	case placement.Queue:
 		msg = append(msg, "queued"...)
-	case d.From == 0:
-		d.Action = placement.Start
+	case placement.Start:
 		msg = to(append(msg, "started on "...))
 		msg = append(strconv.AppendInt(append(msg, " ("...), int64(d.Nodes), 10), " node"...)
 		msg = append(append(msg, plural(d.Nodes)...), ')')
-	case placement.SameDevices(devs, j.Current):
-		d.Action = placement.Keep
+	case placement.Keep:
 		msg = to(append(msg, "kept "...))
-	case subset(j.Current, devs):
-		d.Action = placement.Grow
+	case placement.Grow:
 		msg = strconv.AppendInt(append(strconv.AppendInt(append(msg, "grew "...), int64(d.From), 10), "→"...), int64(d.To), 10)
-	case subset(devs, j.Current):
-		d.Action = placement.Shrink
+	case placement.Shrink:
 		msg = strconv.AppendInt(append(strconv.AppendInt(append(msg, "shrank "...), int64(d.From), 10), "→"...), int64(d.To), 10)
 	default:
-		d.Action = placement.Move
 		msg = to(append(from(append(msg, "moved "...)), "→"...))
 	}
 	if d.Action == placement.Keep && d.Reason == ReasonObjective {
@@ -475,64 +469,6 @@ func plural(n int) string {
 	return "s"
 }
 
-// subset reports whether every device of a is in b.
-func subset(a, b []string) bool {
-	if len(a) > len(b) {
-		return false
-	}
-	if slices.Equal(a, b[:len(a)]) {
-		return true // the common case: devices kept in the same order
-	}
-	if len(b) <= 16 { // a few devices: comparing is cheaper than a set
-		for _, id := range a {
-			if !slices.Contains(b, id) {
-				return false
-			}
-		}
-		return true
-	}
-	set := make(map[string]bool, len(b))
-	for _, id := range b {
-		set[id] = true
-	}
-	for _, id := range a {
-		if !set[id] {
-			return false
-		}
-	}
-	return true
-}
-
-// clusterCache remembers the index of the last cluster a Scheduler saw,
-// so that a host that passes the same cluster every round (the common
-// case) pays for one comparison instead of validation and indexing. It is
-// safe for concurrent use.
-type clusterCache struct {
-	mu  sync.Mutex
-	idx *placement.Index
-}
-
-// index returns the index of c, the cached one when it indexes c.
-func (cc *clusterCache) index(c *accel.Cluster) (*placement.Index, error) {
-	if cc == nil { // the zero Scheduler
-		return indexCluster(c)
-	}
-	cc.mu.Lock()
-	idx := cc.idx
-	cc.mu.Unlock()
-	if idx.Indexes(c) {
-		return idx, nil
-	}
-	idx, err := indexCluster(c)
-	if err != nil {
-		return nil, err
-	}
-	cc.mu.Lock()
-	cc.idx = idx
-	cc.mu.Unlock()
-	return idx, nil
-}
-
 // carrySlot keeps what policies carry over from one round to the next
 // (Round.Carry). A round takes the values and gives them back when its
 // policy has allocated without error; a round that runs meanwhile finds
@@ -568,12 +504,9 @@ func (cs *carrySlot) put(m map[any]any) {
 	cs.mu.Unlock()
 }
 
-// indexCluster validates c and indexes it.
-func indexCluster(c *accel.Cluster) (*placement.Index, error) {
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: cluster: %w", ErrInvalid, err)
-	}
-	x, err := placement.NewIndex(*c)
+// indexCluster validates c and indexes it, through cache (nil: none).
+func indexCluster(cache *placement.IndexCache, c *accel.Cluster) (*placement.Index, error) {
+	x, err := cache.Index(c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: cluster: %w", ErrInvalid, err)
 	}

@@ -449,19 +449,16 @@ func TestPlanDecisionUnsorted(t *testing.T) {
 	}
 }
 
-// subset answers alike for short lists (compared) and long ones (a set).
-func TestSubset(t *testing.T) {
-	for _, n := range []int{3, 40} {
-		var b []string
-		for i := range n {
-			b = append(b, fmt.Sprint("d", i))
-		}
-		a := []string{b[n-1], b[0]}
-		if !subset(a, b) || !subset(b[:1], b) || subset(b, a) {
-			t.Errorf("%d devices: subset wrong for a subset or a superset", n)
-		}
-		if subset([]string{b[0], "other"}, b) {
-			t.Errorf("%d devices: a list with another device is a subset", n)
+// subset is the naive oracle: every device of a is in b.
+func subset(a, b []string) bool {
+	in := make(map[string]bool, len(b))
+	for _, id := range b {
+		in[id] = true
+	}
+	for _, id := range a {
+		if !in[id] {
+			return false
 		}
 	}
+	return true
 }

@@ -299,7 +299,7 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			cfgs = append(cfgs, sim.Config{
 				Cluster: cluster, Jobs: w.Jobs, Apps: apps, Policy: p, Placer: spec.placer,
 				Kind: spec.kind, Oracle: spec.oracle, PerType: spec.perType && mixed,
-				Interval: o.interval, Interference: o.interference, Explore: o.explore,
+				Interval: o.interval, InterferenceSlowdown: o.interference, Explore: o.explore,
 				Faults:   sim.Faults{MTBF: o.mtbf, Seed: o.seed},
 				Progress: func(sim.Status) { rounds.Add(1) },
 				Carbon:   grid.series, Start: grid.start, Slack: o.slack, Power: energy.PowerModel{PUE: o.pue},

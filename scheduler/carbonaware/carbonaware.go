@@ -94,7 +94,7 @@ func (c Policy) Validate() error {
 	if err := c.Power.Validate(); err != nil {
 		return fmt.Errorf("%w: carbonaware.Policy.Power: %w", scheduler.ErrInvalid, err)
 	}
-	if v, ok := c.inner().(interface{ Validate() error }); ok {
+	if v, ok := c.inner().(scheduler.Validator); ok {
 		return v.Validate()
 	}
 	return nil

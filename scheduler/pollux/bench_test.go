@@ -25,7 +25,7 @@ func onegpuProblem(tb testing.TB, nodes int, current bool) Problem {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := Problem{Cluster: &c, Index: ix, Exponent: -1, RestartDelay: 30 * time.Second, Interference: true}
+	p := Problem{Cluster: &c, Index: ix, Exponent: -1, RestartDelay: 30 * time.Second}
 	next := 0
 	for i := range 5 {
 		alpha := 0.0005 * float64(i+1)
@@ -76,7 +76,7 @@ func BenchmarkSolve65536x1Current(b *testing.B) { benchSolve(b, onegpuProblem(b,
 func simProblem(tb testing.TB, jobs int) Problem {
 	tb.Helper()
 	c, ix := t4Cluster(tb, 512)
-	p := Problem{Cluster: &c, Index: ix, Exponent: -1, RestartDelay: 30 * time.Second, Interference: true}
+	p := Problem{Cluster: &c, Index: ix, Exponent: -1, RestartDelay: 30 * time.Second}
 	for i := range jobs {
 		alpha := 0.01 + 0.004*float64(i)
 		j := Job{ID: fmt.Sprintf("job-%02d", i), Weight: 1, Types: []int{0}, Min: 1, Max: 64, CurrentType: -1,

@@ -48,9 +48,10 @@ type Problem struct {
 	// RestartDelay is δ in Pollux's restart factor
 	// max(age − R·δ, 0)/(age + δ).
 	RestartDelay time.Duration
-	// Interference, when true, lets a node host at most one distributed
-	// (multi-node) job, as in Pollux.
-	Interference bool
+	// AllowInterference lifts the rule, Pollux's, that a node hosts at
+	// most one distributed (multi-node) job (the polarity of
+	// scheduler.Config.AllowInterference).
+	AllowInterference bool
 	// Caps, when set, bounds what groups of jobs (Job.Group) hold
 	// together: Caps[g][t] is the most devices of type t (a position in
 	// Index.Types()) the jobs of group g may hold at once, negative = no
@@ -220,7 +221,7 @@ func New(p Problem) (*Search, error) {
 	case p.RestartDelay < 0:
 		return nil, fmt.Errorf("%w: negative restart delay %v", ErrInvalid, p.RestartDelay)
 	}
-	e := &Search{prob: &p, types: p.Index.Types(), p: p.Exponent, geo: p.Geometric, interference: p.Interference,
+	e := &Search{prob: &p, types: p.Index.Types(), p: p.Exponent, geo: p.Geometric, interference: !p.AllowInterference,
 		fast: len(p.Jobs) > coldStartJobs, byID: make(map[string]int, len(p.Jobs)), wideSlots: wideSlots}
 	nt := len(e.types)
 	e.cap, e.perNode, e.look = make([]int, nt), make([]int, nt), make([]int, nt)

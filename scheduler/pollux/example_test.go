@@ -25,7 +25,7 @@ func Example() {
 	}
 	linear := func(_, nodes, count int) (float64, error) { return float64(count) * (1 - 0.1*float64(nodes-1)), nil }
 	saturating := func(_, _, count int) (float64, error) { return float64(min(count, 2)), nil }
-	p := pollux.Problem{Cluster: &cluster, Index: ix, Exponent: -1, RestartDelay: 30 * time.Second, Interference: true,
+	p := pollux.Problem{Cluster: &cluster, Index: ix, Exponent: -1, RestartDelay: 30 * time.Second,
 		Jobs: []pollux.Job{
 			{ID: "linear", Weight: 1, Types: []int{0}, Min: 1, Max: 8, CurrentType: -1, Age: time.Hour, Speedup: linear},
 			{ID: "saturating", Weight: 1, Types: []int{0}, Min: 1, Max: 8, CurrentType: -1, Age: time.Hour, Speedup: saturating},

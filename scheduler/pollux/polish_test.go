@@ -46,7 +46,7 @@ func vacateProblem(t *testing.T) Problem {
 		"job-0002": {"t4-0-000/0", "t4-0-000/1", "t4-0-000/2", "t4-0-000/3", "t4-0-001/0"},
 		"job-0003": {"t4-0-002/0", "t4-0-002/1", "t4-0-002/2", "t4-0-002/3"},
 	}
-	p := Problem{Cluster: &c, Index: ix, Exponent: -1, RestartDelay: 30 * time.Second, Interference: true}
+	p := Problem{Cluster: &c, Index: ix, Exponent: -1, RestartDelay: 30 * time.Second}
 	for _, j := range []struct {
 		id                 string
 		alpha, node, scale float64
@@ -149,7 +149,7 @@ func randomPolishProblem(t *testing.T, seed uint64) Problem {
 			free[ti] = append(free[ti], d)
 		}
 	}
-	p := Problem{Cluster: &c, Index: ix, Exponent: []float64{-1, -3, 0.5}[rng.IntN(3)], RestartDelay: 30 * time.Second, Interference: rng.IntN(2) == 0}
+	p := Problem{Cluster: &c, Index: ix, Exponent: []float64{-1, -3, 0.5}[rng.IntN(3)], RestartDelay: 30 * time.Second, AllowInterference: rng.IntN(2) != 0}
 	for k := range 2 + rng.IntN(polishJobs-1) {
 		alpha, node, scale := 0.3*rng.Float64(), 0.5+0.7*rng.Float64(), 0.5+rng.Float64()
 		wiggle := rng.Float64()

@@ -33,7 +33,7 @@ func wideProblem(t *testing.T, seed uint64) Problem {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Problem{Cluster: &c, Index: ix, Exponent: -1, RestartDelay: 30 * time.Second, Interference: rng.IntN(2) == 0}
+	p := Problem{Cluster: &c, Index: ix, Exponent: -1, RestartDelay: 30 * time.Second, AllowInterference: rng.IntN(2) != 0}
 	nt := len(ix.Types())
 	used := make(map[string]bool)
 	for i := range 2 + rng.IntN(8) {

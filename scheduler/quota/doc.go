@@ -50,4 +50,20 @@
 // several types at once. A cohort's demand is its children's, each
 // capped by the child's Nominal + BorrowingLimit and raised to its
 // reserve.
+//
+// # Relaxation
+//
+// When a policy's targets leave devices idle while a queue
+// at its entitlement has more demand (jobs whose sizes did not fit
+// what another queue was entitled to, jobs that could use several
+// types counted on each), the policy is asked once more with relaxed
+// entitlements: every queue keeps what it was given; a queue that did
+// not use all of its entitlement keeps the rest only as reserves and,
+// while it has unmet demand, as the guarantee still owed to it (never
+// lent, so that it is there the moment the policy gives it out: the
+// guarantee holds even when Pollux declines a growth that would not
+// pay for its restart), and releases the rest; queues that shed
+// devices get them back first from what is idle, then the idle
+// devices are shared by the rules above. So a reclaim is undone when
+// idle devices can serve the owner instead.
 package quota

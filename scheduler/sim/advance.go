@@ -70,7 +70,7 @@ func (e *engine) advanceJob(j *job, dt float64, slow []bool) {
 	for rem > 0 && !j.done {
 		rate := e.rate(j)
 		if slow != nil && slow[j.idx] {
-			rate *= 1 - e.cfg.Interference
+			rate *= 1 - e.cfg.InterferenceSlowdown
 		}
 		next := j.app.EpochProgress(j.epoch + 1)
 		if !(rate > 0) {
@@ -144,7 +144,7 @@ func (e *engine) rate(j *job) float64 {
 // interfered marks the jobs slowed by interference: distributed jobs on a
 // node that hosts more than one distributed job.
 func (e *engine) interfered() []bool {
-	if e.cfg.Interference == 0 {
+	if e.cfg.InterferenceSlowdown == 0 {
 		return nil
 	}
 	slow := make([]bool, len(e.jobs))

@@ -24,7 +24,7 @@
 // it other devices of its type on the same nodes, as many per node, is no
 // restart (the Pollux simulator tracks GPUs per node only);
 // distributed jobs sharing a node may be slowed down
-// (Config.Interference); nodes may fail (Config.Faults), and affected jobs
+// (Config.InterferenceSlowdown); nodes may fail (Config.Faults), and affected jobs
 // restart from their last checkpoint.
 //
 // The policy never sees the ground truth. Adaptive jobs report what a real

@@ -82,9 +82,12 @@ type Config struct {
 	// Policy's own round length when it implements scheduler.RoundLength,
 	// as Gavel's 6-minute rounds do, else 60 s).
 	Interval time.Duration
-	// Interference slows every distributed job that shares a node with
-	// another distributed job by this fraction, in [0, 1) (default 0).
-	Interference float64
+	// InterferenceSlowdown is the workload's physics, not a scheduling
+	// setting: every distributed job that shares a node with another
+	// distributed job runs slower by this fraction, in [0, 1) (default
+	// 0). Whether the scheduler avoids such sharing is
+	// scheduler.Config.AllowInterference.
+	InterferenceSlowdown float64
 	// MaxReplicas caps any job's device count for adaptive jobs (default
 	// 64, as the Pollux simulator).
 	MaxReplicas int
@@ -211,9 +214,6 @@ type engine struct {
 	cfg      Config
 	sched    *scheduler.Scheduler
 	cluster  accel.Cluster
-	nodeIdx  map[string]int
-	devNode  map[string]int
-	devType  map[string]accel.TypeKey
 	perNode  map[accel.TypeKey]int
 	types    []accel.TypeKey
 	jobs     []*job
@@ -293,8 +293,8 @@ func (c *Config) validate() error {
 	if c.Faults.Repair == 0 {
 		c.Faults.Repair = time.Hour
 	}
-	if !(c.Interference >= 0 && c.Interference < 1) {
-		return fmt.Errorf("%w: Interference %v is outside [0, 1)", ErrInvalid, c.Interference)
+	if !(c.InterferenceSlowdown >= 0 && c.InterferenceSlowdown < 1) {
+		return fmt.Errorf("%w: InterferenceSlowdown %v is outside [0, 1)", ErrInvalid, c.InterferenceSlowdown)
 	}
 	if c.Kind < scheduler.Rigid || c.Kind > scheduler.Adaptive {
 		return fmt.Errorf("%w: Kind %d", ErrInvalid, c.Kind)
@@ -388,19 +388,27 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return e.result()
 }
 
+// device returns the node position and type of device id (0 and "" when
+// the cluster has no such device).
+func (e *engine) device(id string) (node int, typ accel.TypeKey) {
+	i, ok := e.devIdx[id]
+	if !ok {
+		return 0, ""
+	}
+	at := e.devAt[i]
+	return at[0], e.cluster.Nodes[at[0]].Devices[at[1]].Type
+}
+
 func newEngine(cfg Config) (*engine, error) {
-	e := &engine{cfg: cfg, nodeIdx: map[string]int{}, devNode: map[string]int{}, devType: map[string]accel.TypeKey{}, perNode: map[accel.TypeKey]int{}, byName: map[string]*job{},
+	e := &engine{cfg: cfg, perNode: map[accel.TypeKey]int{}, byName: map[string]*job{},
 		plans: goodput.NewPlanCache(0)}
 	e.cluster = cloneCluster(cfg.Cluster)
 	e.devIdx = make(map[string]int, e.cluster.Size())
 	for i, n := range e.cluster.Nodes {
-		e.nodeIdx[n.Name] = i
 		per := map[accel.TypeKey]int{}
 		for k, d := range n.Devices {
 			e.devIdx[d.ID] = len(e.devIdx)
 			e.devAt = append(e.devAt, [2]int{i, k})
-			e.devNode[d.ID] = i
-			e.devType[d.ID] = d.Type
 			per[d.Type]++
 		}
 		for t, k := range per {
@@ -652,10 +660,11 @@ func (e *engine) sameShape(j *job, devs []string) bool {
 	}
 	per := make(map[int]int, len(j.nodes))
 	for _, d := range devs {
-		if e.devType[d] != j.typ {
+		n, t := e.device(d)
+		if t != j.typ {
 			return false
 		}
-		per[e.devNode[d]]++
+		per[n]++
 	}
 	if len(per) != len(j.nodes) {
 		return false
@@ -864,7 +873,7 @@ func (e *engine) reallocate(j *job, typ accel.TypeKey, devs []string, plan goodp
 		j.local, j.accum, j.batch, j.stall = 0, 0, 0, 0
 		return
 	}
-	if t, ok := e.devType[devs[0]]; ok && typ == "" {
+	if _, t := e.device(devs[0]); t != "" && typ == "" {
 		typ = t
 	}
 	j.typ = typ
@@ -874,7 +883,8 @@ func (e *engine) reallocate(j *job, typ accel.TypeKey, devs []string, plan goodp
 	e.indexDevices(j)
 	per := make(map[int]int)
 	for _, d := range devs {
-		per[e.devNode[d]]++
+		n, _ := e.device(d)
+		per[n]++
 	}
 	j.nodes = slices.Sorted(maps.Keys(per))
 	j.counts = j.counts[:0]

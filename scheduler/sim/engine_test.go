@@ -88,7 +88,7 @@ func TestRunHandComputed(t *testing.T) {
 			apps := toyApps(t, tc.opts)
 			res, err := Run(context.Background(), Config{
 				Cluster: cluster(t, tc.spec), Jobs: tc.jobs, Apps: apps,
-				Policy: scheduler.FIFO{}, Placer: tc.placer, Kind: scheduler.Rigid, Interference: tc.interf,
+				Policy: scheduler.FIFO{}, Placer: tc.placer, Kind: scheduler.Rigid, InterferenceSlowdown: tc.interf,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -120,7 +120,7 @@ func TestRunValidation(t *testing.T) {
 		{"no policy", func(c *Config) { c.Policy = nil }, ErrInvalid},
 		{"unknown app", func(c *Config) { c.Jobs = []JobSpec{{Name: "a", Application: "nope", Replicas: 1, BatchSize: 1}} }, ErrUnknownApplication},
 		{"duplicate job", func(c *Config) { c.Jobs = append(c.Jobs, c.Jobs[0]) }, ErrInvalid},
-		{"bad interference", func(c *Config) { c.Interference = 1 }, ErrInvalid},
+		{"bad interference", func(c *Config) { c.InterferenceSlowdown = 1 }, ErrInvalid},
 		{"short interval", func(c *Config) { c.Interval = time.Millisecond }, ErrInvalid},
 		{"negative MTBF", func(c *Config) { c.Faults.MTBF = -time.Second }, ErrInvalid},
 		{"negative Explore", func(c *Config) { c.Explore = -1 }, ErrInvalid},

@@ -59,7 +59,7 @@ func TestGoldenScenarios(t *testing.T) {
 		{"fifo-rigid", Config{Policy: scheduler.FIFO{}, Kind: scheduler.Rigid}},
 		{"tiresias-rigid", Config{Policy: scheduler.Tiresias{}, Kind: scheduler.Rigid}},
 		{"optimus-oracle", Config{Policy: scheduler.Optimus{}, Kind: scheduler.Elastic, Oracle: true}},
-		{"tiresias-spread-interference", Config{Policy: scheduler.Tiresias{}, Placer: spreadPlacer{}, Kind: scheduler.Rigid, Interference: 0.25}},
+		{"tiresias-spread-interference", Config{Policy: scheduler.Tiresias{}, Placer: spreadPlacer{}, Kind: scheduler.Rigid, InterferenceSlowdown: 0.25}},
 		{"tiresias-faults", Config{Policy: scheduler.Tiresias{}, Kind: scheduler.Rigid, Faults: Faults{MTBF: 4 * 3600e9, Seed: 1}}},
 		// Pollux's path: adaptive jobs learn their goodput models online
 		// from what they measure and the goodput policy sizes them.

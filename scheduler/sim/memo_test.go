@@ -56,7 +56,7 @@ func TestMemosAreExact(t *testing.T) {
 		cfg  Config
 	}{
 		{"faults-interference", Config{Cluster: cluster(t, "4x4:t4"), Jobs: polluxJobs(t, "workloads", "workload-6", 40), Apps: apps,
-			Policy: scheduler.Pollux{}, Kind: scheduler.Adaptive, Interference: 0.25, Faults: Faults{MTBF: 3 * time.Hour, Seed: 7}}},
+			Policy: scheduler.Pollux{}, Kind: scheduler.Adaptive, InterferenceSlowdown: 0.25, Faults: Faults{MTBF: 3 * time.Hour, Seed: 7}}},
 		{"per-type", Config{Cluster: cluster(t, "1x2:t4,1x4:rtx2080ti"), Jobs: toyJobs, Apps: toy,
 			Policy: scheduler.Pollux{}, Kind: scheduler.Adaptive, PerType: true, Faults: Faults{MTBF: 5 * time.Minute, Repair: 10 * time.Minute, Seed: 3}}},
 	} {

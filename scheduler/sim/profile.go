@@ -480,29 +480,6 @@ func readValidation(fsys fs.FS, p string, batch int) (validationRun, error) {
 	return run, nil
 }
 
-// ParsePlacement parses Pollux's placement encoding: one decimal digit per
-// node giving the devices used on it ("44" = two nodes × 4). Zeros (nodes
-// without a device) are dropped, as the Pollux simulator does.
-func ParsePlacement(s string) ([]int, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || len(s) > 64 {
-		return nil, fmt.Errorf("%w: placement %q", ErrInvalid, s)
-	}
-	c := make([]int, 0, len(s))
-	for i := range len(s) {
-		if s[i] < '0' || s[i] > '9' {
-			return nil, fmt.Errorf("%w: placement %q", ErrInvalid, s)
-		}
-		if s[i] != '0' {
-			c = append(c, int(s[i]-'0'))
-		}
-	}
-	if len(c) == 0 {
-		return nil, fmt.Errorf("%w: placement %q has no device", ErrInvalid, s)
-	}
-	return c, nil
-}
-
 // readPerf reads one placements or scalability file with goodput's reader
 // into rt; a sync time above the step time is cut to it.
 func readPerf(fsys fs.FS, p string, placements bool, rt *rawTable) error {
@@ -525,9 +502,9 @@ func readPerf(fsys fs.FS, p string, placements bool, rt *rawTable) error {
 	for i, r := range rows {
 		pt := perfPoint{local: float64(r.Local), step: r.StepSeconds, sync: min(r.SyncSeconds, r.StepSeconds)}
 		if placements {
-			c, err := ParsePlacement(r.Placement)
+			c, err := goodput.PlacementCounts(strings.TrimSpace(r.Placement))
 			if err != nil {
-				return fmt.Errorf("%s row %d: %w", p, i+1, err)
+				return fmt.Errorf("%w: %s row %d: %w", ErrInvalid, p, i+1, err)
 			}
 			for _, v := range c {
 				rt.maxCount = max(rt.maxCount, v)

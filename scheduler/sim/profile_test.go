@@ -11,6 +11,7 @@ import (
 	"testing/fstest"
 
 	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
 )
 
@@ -27,15 +28,6 @@ func TestNormalize(t *testing.T) {
 	for _, c := range cases {
 		if got := normalize(c.in); !slices.Equal(got, c.want) {
 			t.Errorf("normalize(%v) = %v, want %v", c.in, got, c.want)
-		}
-	}
-}
-
-func TestParsePlacement(t *testing.T) {
-	for in, want := range map[string][]int{"1": {1}, "44": {4, 4}, "404": {4, 4}, " 24 ": {2, 4}, "0": nil, "": nil, "12a": nil, "-1": nil} {
-		got, err := ParsePlacement(in)
-		if !slices.Equal(got, want) || (err != nil) != (want == nil) || (err != nil && !errors.Is(err, ErrInvalid)) {
-			t.Errorf("ParsePlacement(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 }
@@ -293,12 +285,14 @@ func FuzzReadValidation(f *testing.F) {
 	})
 }
 
-func FuzzParsePlacement(f *testing.F) {
+// FuzzPlacementCounts: every count goodput parses is a digit 1-9 and
+// normalize keeps the length.
+func FuzzPlacementCounts(f *testing.F) {
 	for _, s := range []string{"1", "44", "4444", "404", "0", "", "12a", "99999999"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		c, err := ParsePlacement(s)
+		c, err := goodput.PlacementCounts(s)
 		if err != nil {
 			return
 		}

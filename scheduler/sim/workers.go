@@ -178,7 +178,7 @@ func (e *engine) rateW(j *job) float64 {
 	busiest := map[accel.TypeKey]int{}
 	count := map[accel.TypeKey]int{}
 	for i, d := range j.devs {
-		t := e.devType[d]
+		_, t := e.device(d)
 		count[t]++
 		c := 1
 		if i < len(j.workers) {
