@@ -94,7 +94,9 @@ func (h hiddenGPUs) count(t accel.TypeKey, reason string) int { return h.byType[
 // note says how many GPUs of the given types (none = every type) are
 // hidden and why, for a waiting decision: "; hidden: 8 a100-40gb (taint
 // node.kubernetes.io/not-ready 8), 4 t4 (not-ready 4)". It is "" when
-// none is.
+// none is. GPUs of terminating pods are left out: they are freed within
+// a grace period, and counting them would rewrite every waiting Job's
+// decision at each eviction.
 func (h hiddenGPUs) note(types []accel.TypeKey) string {
 	if len(types) == 0 {
 		types = h.types()
@@ -105,7 +107,7 @@ func (h hiddenGPUs) note(types []accel.TypeKey) string {
 		var why []string
 		for _, r := range hiddenReasons {
 			n := h.byType[t][r]
-			if n == 0 {
+			if n == 0 || r == HiddenTerminating {
 				continue
 			}
 			total += n

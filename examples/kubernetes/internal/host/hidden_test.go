@@ -60,7 +60,7 @@ func TestSnapshotCountsHiddenGPUsByReason(t *testing.T) {
 		t.Errorf("a100-40gb offered %d, want 9", got)
 	}
 	note := s.hidden.note([]accel.TypeKey{"a100-40gb", "t4"})
-	wantNote := "; hidden: 11 a100-40gb (cordoned 3, taint node.kubernetes.io/not-ready 8), 9 t4 (not-ready 4, foreign-pods 2, terminating 1, unallocatable 2)"
+	wantNote := "; hidden: 11 a100-40gb (cordoned 3, taint node.kubernetes.io/not-ready 8), 8 t4 (not-ready 4, foreign-pods 2, unallocatable 2)"
 	if note != wantNote {
 		t.Errorf("note\n got %q\nwant %q", note, wantNote)
 	}
