@@ -21,6 +21,10 @@ if [ ! -d "${state}" ]; then
 	exit 0
 fi
 state="$(cd "${state}" && pwd)"
+if [ ! -f "${state}/.goodsched-local" ]; then
+	echo "local-down: ${state} was not made by local-up.sh (no .goodsched-local in it): left alone" >&2
+	exit 1
+fi
 
 # running PID: the process exists and is not a zombie.
 running() {

@@ -98,6 +98,9 @@ done
 if [ -f "${state}/pids" ]; then
 	die "${state} holds a running cluster: stop it with hack/local-down.sh --dir ${state} first"
 fi
+if [ -d "${state}" ] && [ -n "$(ls -A "${state}")" ]; then
+	die "--dir ${state} exists and is not empty: name a new directory (local-down.sh removes it)"
+fi
 
 # Binaries: KUBEBUILDER_ASSETS when it has them all, else testbin.sh.
 assets="${KUBEBUILDER_ASSETS:-}"
@@ -105,14 +108,14 @@ for b in etcd kube-apiserver kube-controller-manager kwok kubectl kwok-stages.ya
 	[ -n "${assets}" ] && [ -e "${assets}/${b}" ] || { assets=""; break; }
 done
 if [ -z "${assets}" ]; then
-	log "building the control plane's binaries with hack/testbin.sh (cold: see README)"
+	log "getting the control plane's binaries from hack/testbin.sh (at once when its cache is warm; a cold build: see README)"
 	assets="$("${here}/testbin.sh" | tail -n 1)"
 fi
 kubectl="${assets}/kubectl"
 
 mkdir -p "${state}"
 state="$(cd "${state}" && pwd)"
-touch "${state}/pids"
+touch "${state}/pids" "${state}/.goodsched-local" # the mark local-down.sh looks for
 kc="${state}/admin.kubeconfig"
 
 # Anything failing from here stops what was started and removes the state.
