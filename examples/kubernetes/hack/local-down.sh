@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # local-down.sh stops every process hack/local-up.sh started (each in a process
-# group of its own: SIGTERM, then SIGKILL after 10 s) and removes its state
+# group of its own: SIGTERM, then SIGKILL after 5 s) and removes its state
 # directory, then checks that no such process runs and the directory is gone;
 # it exits 1 and says what is left otherwise.
 #
@@ -48,7 +48,7 @@ if [ -f "${state}/pids" ]; then
 		fi
 	done <"${state}/pids"
 fi
-deadline=$(($(date +%s) + 10))
+deadline=$(($(date +%s) + 5))
 for pid in "${pids[@]}"; do
 	while ours "${pid}" && [ "$(date +%s)" -lt "${deadline}" ]; do sleep 0.1; done
 	if ours "${pid}"; then

@@ -118,11 +118,17 @@ state="$(cd "${state}" && pwd)"
 touch "${state}/pids" "${state}/.goodsched-local" # the mark local-down.sh looks for
 kc="${state}/admin.kubeconfig"
 
+# The scheduler builds while the control plane starts.
+(cd "${module}" && go build -o "${state}/goodsched-scheduler" ./cmd/goodsched-scheduler) >"${state}/build.log" 2>&1 &
+build_pid=$!
+
 # Anything failing from here stops what was started and removes the state.
 started=0
 on_exit() {
 	rc=$?
 	if [ "${rc}" -ne 0 ] && [ "${started}" -eq 0 ]; then
+		kill "${build_pid}" 2>/dev/null || true
+		wait "${build_pid}" 2>/dev/null || true
 		for f in "${state}"/*.log; do
 			[ -f "${f}" ] && { echo "--- last lines of ${f}" >&2; tail -n 5 "${f}" >&2; }
 		done
@@ -249,26 +255,36 @@ k apply -f "${state}/nodes.yaml" >/dev/null
 # status subresource (again if kwok's initialisation raced with it), and lift
 # the not-ready taint that admission put on it once kwok made it Ready (what
 # the node lifecycle controller, not run here, would do).
+give_gpus() { # NODE GPUS
+	k patch node "$1" --subresource=status --type=merge -p \
+		"{\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"$2\",\"cpu\":\"64\",\"memory\":\"512Gi\",\"pods\":\"110\"},\"allocatable\":{\"nvidia.com/gpu\":\"$2\",\"cpu\":\"64\",\"memory\":\"512Gi\",\"pods\":\"110\"}}}" >/dev/null
+}
+for i in "${!node_names[@]}"; do give_gpus "${node_names[$i]}" "${node_gpus[$i]}"; done
 nodes_ready() {
-	local i n gpus
+	local i n gpus ready taints pending=0
+	declare -A seen=()
+	while read -r n gpus ready taints; do
+		seen[${n}]="${gpus} ${ready} ${taints:-}"
+	done < <(k get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.status.allocatable.nvidia\.com/gpu} {.status.conditions[?(@.type=="Ready")].status} {.spec.taints}{"\n"}{end}')
 	for i in "${!node_names[@]}"; do
-		n="${node_names[$i]}" gpus="${node_gpus[$i]}"
-		if [ "$(k get node "${n}" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')" != "${gpus}" ]; then
-			k patch node "${n}" --subresource=status --type=merge -p \
-				"{\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"${gpus}\",\"cpu\":\"64\",\"memory\":\"512Gi\",\"pods\":\"110\"},\"allocatable\":{\"nvidia.com/gpu\":\"${gpus}\",\"cpu\":\"64\",\"memory\":\"512Gi\",\"pods\":\"110\"}}}" >/dev/null
-			return 1
-		fi
-		[ "$(k get node "${n}" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ] || return 1
-		if [ -n "$(k get node "${n}" -o jsonpath='{.spec.taints}')" ]; then
+		n="${node_names[$i]}"
+		read -r gpus ready taints <<<"${seen[${n}]:-- - -}"
+		if [ "${gpus}" != "${node_gpus[$i]}" ]; then
+			give_gpus "${n}" "${node_gpus[$i]}"
+			pending=1
+		elif [ "${ready}" != True ]; then
+			pending=1
+		elif [ -n "${taints:-}" ]; then
 			k patch node "${n}" --type=merge -p '{"spec":{"taints":null}}' >/dev/null
-			return 1
+			pending=1
 		fi
 	done
+	return "${pending}"
 }
 wait_until 90 "fake nodes" nodes_ready
 
-log "building goodsched-scheduler"
-(cd "${module}" && go build -o "${state}/goodsched-scheduler" ./cmd/goodsched-scheduler)
+log "waiting for the build of goodsched-scheduler"
+wait "${build_pid}" || { cat "${state}/build.log" >&2; die "go build ./cmd/goodsched-scheduler failed"; }
 log "starting goodsched-scheduler (metrics on 127.0.0.1:${metrics_port})"
 # shellcheck disable=SC2086 # sched_flags is a list of flags
 spawn goodsched-scheduler "${state}/goodsched-scheduler" -kubeconfig "${kc}" -leader-elect=false \
