@@ -283,6 +283,9 @@ nodes_ready() {
 }
 wait_until 90 "fake nodes" nodes_ready
 
+# The scheduler keeps its state (the binding key, measurements) in its own
+# namespace, as deployed.
+k apply -f "${module}/deploy/namespace.yaml" >/dev/null
 log "waiting for the build of goodsched-scheduler"
 wait "${build_pid}" || { cat "${state}/build.log" >&2; die "go build ./cmd/goodsched-scheduler failed"; }
 log "starting goodsched-scheduler (metrics on 127.0.0.1:${metrics_port})"
