@@ -93,6 +93,8 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
@@ -201,11 +203,41 @@ func write(w io.Writer, figs []figure, asJSON bool) error {
 		_, err = fmt.Fprintln(w, string(b))
 		return err
 	}
-	fmt.Fprintf(w, "%-38s %14s  %-8s %s\n", "key", "value", "unit", "target")
+	fmt.Fprintf(w, "%-38s %14s  %-8s %-22s %s\n", "key", "value", "unit", "target", "met")
 	for _, f := range figs {
-		fmt.Fprintf(w, "%-38s %14.4g  %-8s %s\n", f.key, f.value, f.unit, f.target)
+		fmt.Fprintf(w, "%-38s %14.4g  %-8s %-22s %s\n", f.key, f.value, f.unit, f.target, f.met())
 	}
 	return nil
+}
+
+// met says whether the value meets its target: "met", "missed", or ""
+// for a figure without a target. A target is "≤ X" or "≥ X", followed by
+// words that explain it; a value within 1e-9 (relative) of X meets it.
+func (f figure) met() string {
+	fields := strings.Fields(f.target)
+	if len(fields) < 2 {
+		return ""
+	}
+	bound, err := strconv.ParseFloat(fields[1], 64)
+	if err != nil {
+		return ""
+	}
+	// A ratio that equals its bound up to rounding (a fitness equal to
+	// the reference's) meets it.
+	tol := 1e-9 * max(math.Abs(bound), 1)
+	ok := false
+	switch fields[0] {
+	case "≤":
+		ok = f.value <= bound+tol
+	case "≥":
+		ok = f.value >= bound-tol
+	default:
+		return ""
+	}
+	if ok {
+		return "met"
+	}
+	return "missed"
 }
 
 func round(v float64) float64 {

@@ -271,3 +271,33 @@ func TestSlope(t *testing.T) {
 		t.Errorf("slope of one x: %v, want NaN", k)
 	}
 }
+
+// TestFigureMet reads the targets the table prints: "≤ X" and "≥ X" are
+// met or missed, a figure without a target is neither.
+func TestFigureMet(t *testing.T) {
+	for _, tc := range []struct {
+		value  float64
+		target string
+		want   string
+	}{
+		{4.9, "≤ 5", "met"},
+		{5, "≤ 5", "met"},
+		{5.1, "≤ 5", "missed"},
+		{1, "≥ 1 on every instance", "met"},
+		{0.99, "≥ 1 on every instance", "missed"},
+		{1 - 1e-12, "≥ 1 on every instance", "met"},
+		{3, "", ""},
+		{3, "fast", ""},
+	} {
+		if got := (figure{value: tc.value, target: tc.target}).met(); got != tc.want {
+			t.Errorf("%v against %q: %q, want %q", tc.value, tc.target, got, tc.want)
+		}
+	}
+	var b strings.Builder
+	if err := write(&b, []figure{{"k_ms", 600, "ms", "≤ 500"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(b.String(), "\n"); !strings.HasSuffix(strings.TrimSpace(lines[0]), "met") || !strings.HasSuffix(strings.TrimSpace(lines[1]), "missed") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}

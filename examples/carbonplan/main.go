@@ -39,6 +39,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -377,6 +378,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err := plotWeek(o.svg, s, weeks[0], maxS); err != nil {
 			return fmt.Errorf("svg: %w", err)
 		}
+		fmt.Fprintf(stderr, "carbonplan: wrote %s\n", displayPath(o.svg))
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
@@ -473,4 +475,12 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// displayPath is path as a user finds it: absolute when it can be made so.
+func displayPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }

@@ -15,9 +15,12 @@ import (
 
 func TestDefaultsJSON(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "plan.svg")
-	var out bytes.Buffer
-	if err := run([]string{"-json", "-verify", "-svg", svg}, &out, io.Discard); err != nil {
+	var out, errb bytes.Buffer
+	if err := run([]string{"-json", "-verify", "-svg", svg}, &out, &errb); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(errb.String(), "carbonplan: wrote "+svg) {
+		t.Errorf("stderr does not say where the SVG went: %q", errb.String())
 	}
 	var r map[string]any
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {

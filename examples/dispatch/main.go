@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -183,6 +184,7 @@ func run(o options, stdout, stderr io.Writer) error {
 		if err := plotP99(o.svg, o, results); err != nil {
 			return err
 		}
+		fmt.Fprintf(stderr, "dispatch: wrote %s\n", displayPath(o.svg))
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
@@ -238,6 +240,7 @@ func runFaulty(o options, stdout, stderr io.Writer) error {
 		if err := plotQueues(o.svg, o, results); err != nil {
 			return err
 		}
+		fmt.Fprintf(stderr, "dispatch: wrote %s\n", displayPath(o.svg))
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
@@ -261,4 +264,12 @@ func runFaulty(o options, stdout, stderr io.Writer) error {
 			100*r.Load, r.Policy, r.PredictedLoad, r.QueueSlope, r.MeanQueue, r.FinalQueue, r.Bad, r.Scans, r.BadCaught, r.BadRun, per)
 	}
 	return tw.Flush()
+}
+
+// displayPath is path as a user finds it: absolute when it can be made so.
+func displayPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }

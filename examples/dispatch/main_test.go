@@ -84,9 +84,12 @@ func TestRunJSONAndSVG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	if err := run(o, &out, io.Discard); err != nil {
+	var out, errb bytes.Buffer
+	if err := run(o, &out, &errb); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(errb.String(), "dispatch: wrote "+svg) {
+		t.Errorf("stderr does not say where the SVG went: %q", errb.String())
 	}
 	var doc struct {
 		Results []map[string]any `json:"results"`

@@ -104,6 +104,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	asJSON := fl.Bool("json", false, `print {"objective", "bound", "types", "allocation"}`)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, "usage: gavel [flags]\n\n"+
+				"gavel solves one of Gavel's allocation policies on a throughput matrix:\n"+
+				"which fraction of its time each job spends on each accelerator type.\n"+
+				"A problem is one JSON object (go doc ./examples/gavel describes it).\n\nflags:\n")
 			fl.SetOutput(stderr)
 			fl.PrintDefaults()
 			return 0

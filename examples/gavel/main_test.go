@@ -130,7 +130,7 @@ func TestBadInputExits2(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
 		}
 	}
-	if code, _, _ := runCmd(t, "-h"); code != 0 {
-		t.Errorf("-h: exit %d", code)
+	if code, _, errOut := runCmd(t, "-h"); code != 0 || !strings.HasPrefix(errOut, "usage: gavel [flags]\n") {
+		t.Errorf("-h: exit %d, stderr %q", code, errOut)
 	}
 }

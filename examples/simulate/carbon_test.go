@@ -63,6 +63,17 @@ func TestRunCarbon(t *testing.T) {
 	}
 }
 
+// TestRunSlackWithoutUnit: "-slack 24" says that a unit is missing, in
+// one line, instead of the flag package's bare "parse error".
+func TestRunSlackWithoutUnit(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"-slack", "24"}, &out, &errb)
+	msg := strings.TrimSpace(errb.String())
+	if code != 2 || !strings.Contains(msg, "needs a unit") || !strings.Contains(msg, "24h") || strings.Contains(msg, "\n") {
+		t.Errorf("exit %d, stderr %q", code, msg)
+	}
+}
+
 func TestRunCarbonBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"-slack", "-1h"},

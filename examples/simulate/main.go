@@ -89,6 +89,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,18 +137,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&o.jobs, "jobs", 10000, "jobs to take from the -philly trace")
 	fl.StringVar(&o.cluster, "cluster", "16x4:t4", "cluster spec")
 	fl.StringVar(&o.policies, "policies", "goodput,tiresias,optimus", "comma-separated policies: goodput, goodput-blind, tiresias, optimus, fifo, gavel, gavel-blind, goodput-carbon, easyscale, easyscale-homo")
-	fl.DurationVar(&o.interval, "interval", 0, "scheduling round (0 = each policy's own: 60s, 6m for gavel and gavel-blind)")
+	fl.Var((*durationFlag)(&o.interval), "interval", "scheduling round, a `duration` (0 = each policy's own: 60s, 6m for gavel and gavel-blind)")
 	fl.StringVar(&o.profiles, "profiles", "", "extra profile directories, comma-separated, searched before the embedded Pollux traces")
 	fl.Float64Var(&o.interference, "interference", 0, "slowdown of distributed jobs sharing a node, in [0,1)")
 	fl.IntVar(&o.explore, "explore", goodput.DefaultExplore, "goodput jobs may grow to this many times the most GPUs they have run on (Pollux: 2)")
-	fl.DurationVar(&o.mtbf, "mtbf", 0, "mean time between failures per node (0 = none)")
+	fl.Var((*durationFlag)(&o.mtbf), "mtbf", "mean time between failures per node, a `duration` (0 = none)")
 	fl.Uint64Var(&o.seed, "seed", 1, "seed for failures and Philly sampling")
 	fl.StringVar(&o.out, "out", "simulate-out", "directory for SVG plots and per-job CSVs (\"\" = none; with -json, none unless set)")
 	fl.BoolVar(&o.json, "json", false, "print one JSON object instead of the table")
 	fl.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the simulation to this file")
 	fl.StringVar(&o.carbon, "carbon", "", "carbon-intensity file (any format package carbon reads, optionally .gz; \"embedded\" = California 2022, ODbL)")
 	fl.StringVar(&o.start, "start", "", "time in the -carbon series the workload starts at (RFC 3339 or YYYY-MM-DD; default: the series' start)")
-	fl.DurationVar(&o.slack, "slack", 0, "deadline = submission + isolated run time + slack; jobs become delay-tolerant (0 = no deadlines)")
+	fl.Var((*durationFlag)(&o.slack), "slack", "deadline = submission + isolated run time + slack, a `duration` such as 24h; jobs become delay-tolerant (0 = no deadlines)")
 	fl.Float64Var(&o.pue, "pue", 1, "power usage effectiveness applied to energy and carbon")
 	fl.Float64Var(&o.carbonWeight, "carbon-weight", 1, "goodput-carbon's carbon weight, in (0, 1]")
 	fl.StringVar(&o.sweep, "sweep", "", "comma-separated carbon weights to run goodput-carbon at; writes carbon-tradeoff.svg")
@@ -544,4 +545,23 @@ func withWorkers(mode string, ws []sim.Workload) ([]sim.Workload, error) {
 		}
 	}
 	return out, nil
+}
+
+// durationFlag is a time.Duration flag whose error says what a bare
+// number lacks: "-slack 24" fails with "a duration needs a unit", not
+// the flag package's "parse error".
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		if _, numErr := strconv.ParseFloat(s, 64); numErr == nil {
+			return fmt.Errorf("a duration needs a unit: %sh, %sm or %ss", s, s, s)
+		}
+		return fmt.Errorf("want a duration such as 24h or 90m")
+	}
+	*d = durationFlag(v)
+	return nil
 }

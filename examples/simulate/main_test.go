@@ -143,3 +143,43 @@ func TestFirstContact(t *testing.T) {
 		t.Errorf("-h: exit %d\n%s", code, errb.String())
 	}
 }
+
+// TestReadmePathsExistInAClone: the files README.md's commands name are in
+// a clone (relative to the repository root, where the commands run) or
+// fetched to /tmp by the commands it gives; none is on a developer's
+// machine.
+func TestReadmePathsExistInAClone(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	for _, private := range []string{"/work/", "/home/", "/Users/", "shared/data"} {
+		if strings.Contains(text, private) {
+			t.Errorf("README.md names %q, which a clone does not have", private)
+		}
+	}
+	var commands strings.Builder // the indented lines: commands and their continuations
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "    ") {
+			commands.WriteString(line + "\n")
+		}
+	}
+	checked := 0
+	for _, flagName := range []string{"-carbon", "-profiles", "-workload", "-philly", "-tenants"} {
+		for _, rest := range strings.Split(commands.String(), " "+flagName+" ")[1:] {
+			path := strings.Fields(rest)[0]
+			switch {
+			case path == "embedded" || path == "vc" || strings.HasPrefix(path, "workloads") || strings.HasPrefix(path, "/tmp/"):
+				continue
+			}
+			checked++
+			if _, err := os.Stat(filepath.Join("..", "..", path)); err != nil {
+				t.Errorf("README.md's %s %s: %v", flagName, path, err)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no repository path checked: the test no longer reads README.md's commands")
+	}
+}

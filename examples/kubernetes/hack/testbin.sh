@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # testbin.sh builds the binaries the integration tests of examples/kubernetes run
 # against — kube-apiserver and kube-controller-manager v1.37.2, etcd v3.6.16 and
-# kwok v0.8.0 — from the Go module proxy (nothing is downloaded from anywhere else)
-# into a cache directory keyed by their versions, and prints that directory as the
-# last line of stdout, the form KUBEBUILDER_ASSETS takes:
+# kwok v0.8.0 — and kubectl v1.37.2 for hack/local-up.sh and its user, from the Go
+# module proxy (nothing is downloaded from anywhere else) into a cache directory
+# keyed by their versions, and prints that directory as the last line of stdout,
+# the form KUBEBUILDER_ASSETS takes:
 #
 #     export KUBEBUILDER_ASSETS="$(examples/kubernetes/hack/testbin.sh)"
+#     export PATH="$(examples/kubernetes/hack/testbin.sh):$PATH"    # kubectl
 #
-# A warm cache returns at once. A cold build took 16 min of CPU here (33 min
+# Each binary is built only when missing: a warm cache returns at once, and a
+# cache from before kubectl was added gains kubectl alone. A cold build took 16 min of CPU here (33 min
 # wall on a 2-core machine busy with other builds; roughly half that idle); the
 # binaries take 330 MB, the Go build cache a few GB more. Progress goes to
 # stderr.
@@ -52,46 +55,62 @@ if need etcd; then
 	)
 fi
 
-if need kube-apiserver kube-controller-manager; then
-	log "building kube-apiserver and kube-controller-manager ${K8S_VERSION} (about 8 min cold)"
-	d="${work}/kubernetes"
-	mkdir -p "${d}"
-	(
-		cd "${d}"
-		if [ ! -f go.sum ]; then
-			# k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces
-			# them with local paths; point each at its published version instead.
-			modfile="$(go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
-			{
-				echo "module goodsched.io/testbin/kubernetes"
-				echo
-				echo "go 1.25"
-				echo
-				echo "require k8s.io/kubernetes ${K8S_VERSION}"
-				echo
-				echo "replace ("
-				sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\t\1 => \1 '"${STAGING_VERSION}"'#p' "${modfile}"
-				echo ")"
-			} >go.mod
-			cat >tools.go <<'GO'
-//go:build tools
+# kube-apiserver, kube-controller-manager and kubectl come from one tools module
+# that requires k8s.io/kubernetes.
+k8s_tools="${work}/kubernetes"
+k8s_module() {
+	mkdir -p "${k8s_tools}"
+	cd "${k8s_tools}"
+	local tools
+	tools='//go:build tools
 
 package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-)
-GO
-			go mod tidy >&2
-		fi
-		V=k8s.io/component-base/version
-		flags="-s -w -X ${V}.gitVersion=${K8S_VERSION} -X ${V}.gitMajor=1 -X ${V}.gitMinor=37 -X ${V}.gitTreeState=clean"
-		for cmd in kube-apiserver kube-controller-manager; do
-			go build -trimpath -ldflags "${flags}" -o "${bin}/${cmd}.tmp" "k8s.io/kubernetes/cmd/${cmd}" >&2
-			mv "${bin}/${cmd}.tmp" "${bin}/${cmd}"
-		done
-	)
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)'
+	if [ ! -f go.mod ]; then
+		# k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces
+		# them with local paths; point each at its published version instead.
+		local modfile
+		modfile="$(go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+		{
+			echo "module goodsched.io/testbin/kubernetes"
+			echo
+			echo "go 1.25"
+			echo
+			echo "require k8s.io/kubernetes ${K8S_VERSION}"
+			echo
+			echo "replace ("
+			sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\t\1 => \1 '"${STAGING_VERSION}"'#p' "${modfile}"
+			echo ")"
+		} >go.mod
+		rm -f go.sum
+	fi
+	if [ ! -f go.sum ] || [ "$(cat tools.go 2>/dev/null)" != "${tools}" ]; then
+		printf '%s\n' "${tools}" >tools.go
+		go mod tidy >&2
+	fi
+}
+k8s_build() {
+	local V=k8s.io/component-base/version cmd
+	local flags="-s -w -X ${V}.gitVersion=${K8S_VERSION} -X ${V}.gitMajor=1 -X ${V}.gitMinor=37 -X ${V}.gitTreeState=clean"
+	for cmd in "$@"; do
+		go build -trimpath -ldflags "${flags}" -o "${bin}/${cmd}.tmp" "k8s.io/kubernetes/cmd/${cmd}" >&2
+		mv "${bin}/${cmd}.tmp" "${bin}/${cmd}"
+	done
+}
+
+if need kube-apiserver kube-controller-manager; then
+	log "building kube-apiserver and kube-controller-manager ${K8S_VERSION} (about 8 min cold)"
+	(k8s_module; k8s_build kube-apiserver kube-controller-manager)
+fi
+
+if need kubectl; then
+	log "building kubectl ${K8S_VERSION} (about 2 min after the API server)"
+	(k8s_module; k8s_build kubectl)
 fi
 
 if need kwok; then

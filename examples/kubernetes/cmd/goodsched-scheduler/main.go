@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -60,15 +61,32 @@ func policyFor(name string, parallel bool) (scheduler.Policy, error) {
 }
 
 func main() {
-	if err := run(os.Args[1:], os.Stderr); err != nil {
+	err := run(os.Args[1:], os.Stderr)
+	code := exitCode(err)
+	if code != 0 {
 		fmt.Fprintln(os.Stderr, "goodsched-scheduler:", err)
-		os.Exit(1)
 	}
+	os.Exit(code)
 }
 
-func run(args []string, stderr *os.File) error {
+// exitCode is the exit status for run's error: 0 for none and for -h
+// (asking for help is not a failure), 2 for a bad command line, 1 else.
+func exitCode(err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	return 1
+}
+
+// errUsage marks a bad command line: exit status 2, one line on stderr.
+var errUsage = errors.New("usage")
+
+func run(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("goodsched-scheduler", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // a bad flag is reported in one line by main
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty = in-cluster configuration")
 	schedName := fs.String("scheduler-name", host.DefaultSchedulerName, "spec.schedulerName of the pods to schedule")
 	namespace := fs.String("namespace", "", "schedule only the Jobs and pods of this namespace (empty = all)")
@@ -90,11 +108,22 @@ func run(args []string, stderr *os.File) error {
 	var rep reportFlags
 	rep.register(fs)
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, "usage: goodsched-scheduler [flags]\n\n"+
+				"goodsched-scheduler schedules the GPU Jobs whose pods name it (schedulerName:\n"+
+				"goodsched) with goodsched's policies; examples/kubernetes/README.md has the rest.\n\nflags:\n")
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+			return err
+		}
+		return fmt.Errorf("%w: %v (see -h)", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q (see -h)", errUsage, fs.Arg(0))
 	}
 	pol, err := policyFor(*policy, *parallel)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 
 	var cfg *rest.Config

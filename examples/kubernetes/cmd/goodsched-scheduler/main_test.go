@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"flag"
 	"os"
 	"strings"
 	"testing"
@@ -19,6 +22,26 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 	if err := run([]string{"-kubeconfig", "/nonexistent/kubeconfig"}, null); err == nil || !strings.Contains(err.Error(), "kubeconfig") {
 		t.Errorf("missing kubeconfig: %v", err)
+	}
+}
+
+// TestHelpAndBadFlags: -h prints the usage and exits 0; a bad flag or
+// argument is one line and exit status 2.
+func TestHelpAndBadFlags(t *testing.T) {
+	var help bytes.Buffer
+	err := run([]string{"-h"}, &help)
+	if !errors.Is(err, flag.ErrHelp) || exitCode(err) != 0 || !strings.HasPrefix(help.String(), "usage: goodsched-scheduler [flags]\n") || !strings.Contains(help.String(), "-tolerated-taints") {
+		t.Errorf("-h: err %v, exit %d, stderr %q", err, exitCode(err), help.String())
+	}
+	for _, args := range [][]string{{"-no-such-flag"}, {"-interval", "10"}, {"extra"}, {"-policy", "bogus"}} {
+		var stderr bytes.Buffer
+		err := run(args, &stderr)
+		if exitCode(err) != 2 || stderr.Len() != 0 || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: err %v, exit %d, stderr %q", args, err, exitCode(err), stderr.String())
+		}
+	}
+	if exitCode(nil) != 0 || exitCode(errors.New("boom")) != 1 {
+		t.Error("exitCode")
 	}
 }
 

@@ -258,3 +258,31 @@ func formatDevices(idx []int) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// checkKnownTypes rejects the GPU types of AnnotationGPUTypes that are
+// neither in accel's catalog nor the type of a node (nodeTypes): "t44" is
+// a typo, not a type the job waits for.
+func checkKnownTypes(types []accel.TypeKey, nodeTypes map[accel.TypeKey]bool) error {
+	var unknown []string
+	for _, t := range types {
+		if _, ok := accel.LookupProduct(t); !ok && !nodeTypes[t] {
+			unknown = append(unknown, string(t))
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: unknown GPU type %s: want a type of accel's catalog (a100-40gb, h100-80gb, t4, ...) or of a node", ErrAnnotation, AnnotationGPUTypes, strings.Join(unknown, ", "))
+}
+
+// errorText is err in one line, for an Event: the errors errors.Join put
+// on separate lines are separated by "; ", and ErrAnnotation's prefix is
+// said once.
+func errorText(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	prefix := ErrAnnotation.Error() + ": "
+	for i := 1; i < len(lines); i++ {
+		lines[i] = strings.TrimPrefix(lines[i], prefix)
+	}
+	return strings.Join(lines, "; ")
+}

@@ -15,6 +15,7 @@ type metrics struct {
 	gpus          *prometheus.GaugeVec // type: allocated GPUs
 	gpusOffered   *prometheus.GaugeVec // type: offered GPUs
 	queueGPUs     *prometheus.GaugeVec // queue, type, measure: Plan.Queues
+	gpusHidden    *prometheus.GaugeVec // type, reason: GPUs not offered
 	binds         prometheus.Counter
 	evictions     *prometheus.CounterVec // reason
 	errors        *prometheus.CounterVec // op
@@ -32,7 +33,9 @@ func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
 		gpus: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goodsched_gpus_allocated",
 			Help: "GPUs the last round's plan gives jobs, by canonical type."}, []string{"type"}),
 		gpusOffered: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goodsched_gpus_offered",
-			Help: "GPUs offered to the last round, by canonical type."}, []string{"type"}),
+			Help: "GPUs offered to the last round, by canonical type (every type of a node with GPUs, zero included)."}, []string{"type"}),
+		gpusHidden: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goodsched_gpus_hidden",
+			Help: "GPUs of the nodes the last round did not offer, by canonical type and reason (not-ready, cordoned, taint, foreign-pods, terminating, unallocatable; every type of a node with GPUs, zero included)."}, []string{"type", "reason"}),
 		queueGPUs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goodsched_queue_gpus",
 			Help: "Each queue's standing after the last round (scheduler.Plan.Queues), by queue, canonical type and measure (guaranteed, entitled, used, borrowed, lent, pending)."}, []string{"queue", "type", "measure"}),
 		binds: prometheus.NewCounter(prometheus.CounterOpts{Name: "goodsched_binds_total",
@@ -47,7 +50,7 @@ func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
 			Help: "1 while this replica runs rounds (holds the lease)."}),
 		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: "goodsched_rounds_total", Help: "Rounds run."}),
 	}
-	cs := []prometheus.Collector{m.roundDuration, m.jobs, m.gpus, m.gpusOffered, m.queueGPUs, m.binds, m.evictions, m.errors, m.refused, m.leader, m.rounds}
+	cs := []prometheus.Collector{m.roundDuration, m.jobs, m.gpus, m.gpusOffered, m.gpusHidden, m.queueGPUs, m.binds, m.evictions, m.errors, m.refused, m.leader, m.rounds}
 	if own {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

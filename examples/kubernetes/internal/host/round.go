@@ -95,6 +95,7 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 		h.deleteAll(ctx, a.cleanup, &r)
 		return r, fmt.Errorf("host: schedule: %w", err)
 	}
+	a.snap.explainWaits(plan.Decisions, a.byKey)
 	r.Plan = plan
 	t2 := time.Now()
 	r.Schedule = t2.Sub(t1)
@@ -140,7 +141,7 @@ func (h *Host) assemble(r *Round) (*assembly, error) {
 
 	for _, sk := range snap.skipped {
 		r.Skipped = append(r.Skipped, sk.key)
-		if msg := sk.err.Error(); h.state.warned[sk.key] != msg {
+		if msg := errorText(sk.err); h.state.warned[sk.key] != msg {
 			h.state.warned[sk.key] = msg
 			h.m.errors.WithLabelValues("annotation").Inc()
 			h.log.Warn("job skipped", "job", sk.key, "err", sk.err)
@@ -272,7 +273,7 @@ func (h *Host) apply(ctx context.Context, a *assembly, plan scheduler.Plan, r *R
 		}
 	}
 	for _, u := range snap.waitingNoType {
-		msg := waitingNoTypeText(u)
+		msg := waitingNoTypeText(u) + snap.hidden.note(u.spec.types)
 		if h.state.said[u.key] != msg {
 			h.state.said[u.key] = msg
 			if obj := u.regarding(); obj != nil {
@@ -309,7 +310,6 @@ func waitingNoTypeText(u *unit) string {
 func (h *Host) recordMetrics(snap *snapshot, plan scheduler.Plan) {
 	h.m.jobs.Reset()
 	h.m.gpus.Reset()
-	h.m.gpusOffered.Reset()
 	h.m.queueGPUs.Reset()
 	running := 0
 	for _, d := range plan.Decisions {
@@ -321,9 +321,7 @@ func (h *Host) recordMetrics(snap *snapshot, plan scheduler.Plan) {
 	h.m.jobs.WithLabelValues("running").Set(float64(running))
 	h.m.jobs.WithLabelValues("waiting").Set(float64(len(plan.Decisions) - running + len(snap.waitingNoType)))
 	h.m.jobs.WithLabelValues("skipped").Set(float64(len(snap.skipped)))
-	for t, n := range snap.capacity {
-		h.m.gpusOffered.WithLabelValues(string(t)).Set(float64(n))
-	}
+	h.m.setOffered(snap)
 	for _, q := range plan.Queues {
 		t := string(q.Type)
 		for _, m := range []struct {

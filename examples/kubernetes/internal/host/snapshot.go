@@ -2,6 +2,7 @@ package host
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -92,6 +93,9 @@ type snapshot struct {
 	offered map[string]bool
 	// perType counts the devices offered per type (capacity).
 	capacity map[accel.TypeKey]int
+	// hidden counts the GPUs of each type the round does not offer, and
+	// why.
+	hidden hiddenGPUs
 }
 
 // snapshotOptions are the parts of Config the mapping needs.
@@ -147,15 +151,8 @@ func nodeReady(n *corev1.Node) bool {
 // nodeSchedulable reports that new pods may go to the node: not cordoned
 // and without NoSchedule or NoExecute taints other than tolerated ones.
 func nodeSchedulable(n *corev1.Node, tolerated []string) bool {
-	if n.Spec.Unschedulable {
-		return false
-	}
-	for _, t := range n.Spec.Taints {
-		if (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && !slices.Contains(tolerated, t.Key) {
-			return false
-		}
-	}
-	return true
+	reason, _ := nodeBlock(n, tolerated)
+	return reason == ""
 }
 
 // nodeType returns the canonical type of a node's GPUs from GPU feature
@@ -223,7 +220,7 @@ func boundDevices(p *corev1.Pod, gpus int, key []byte) ([]int, string, error) {
 // and the placement in effect, rebuilt from the pods' nodes and device
 // annotations. It reads only what it is given.
 func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job, opt snapshotOptions, as assumed) *snapshot {
-	s := &snapshot{offered: map[string]bool{}, capacity: map[accel.TypeKey]int{}, devices: map[types.UID][]int{}}
+	s := &snapshot{offered: map[string]bool{}, capacity: map[accel.TypeKey]int{}, devices: map[types.UID][]int{}, hidden: newHiddenGPUs()}
 	type nodeState struct {
 		node        *corev1.Node
 		gpus        int
@@ -233,6 +230,7 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 		product     string
 		holder      map[int]*podInfo // device index → our live pod
 		removed     map[int]bool     // held by terminating or skipped pods
+		terminating map[int]bool     // the removed ones held by terminating pods
 		foreign     int              // GPUs used by other pods
 		unhealthy   int              // capacity the device plugin does not offer now
 	}
@@ -246,9 +244,15 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 		gpus := int(alloc.Value())
 		total := max(gpus, int(capacity.Value()))
 		st := &nodeState{node: n, gpus: total, unhealthy: total - gpus, ready: nodeReady(n), schedulable: nodeSchedulable(n, opt.toleratedTaints),
-			holder: map[int]*podInfo{}, removed: map[int]bool{}}
+			holder: map[int]*podInfo{}, removed: map[int]bool{}, terminating: map[int]bool{}}
 		st.typ, st.product = nodeType(n)
 		ns[n.Name] = st
+	}
+
+	// The GPU types a job may name: the catalog's and the nodes'.
+	nodeTypes := map[accel.TypeKey]bool{}
+	for _, st := range ns {
+		nodeTypes[st.typ] = true
 	}
 
 	// Units: Jobs of ours first.
@@ -265,14 +269,8 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 		key := JobKey(j.Namespace + "/" + j.Name)
 		u := &unit{key: key, job: j}
 		byUID[j.UID] = u
-		sp, err := parseSpec(j.Annotations)
-		if err == nil && opt.queueOf != nil {
-			sp.queue, err = opt.queueOf(j.Namespace, j.Labels)
-		}
-		if err == nil {
-			u.perPod = gpuCount(&j.Spec.Template.Spec)
-			err = checkPerPod(sp, u.perPod)
-		}
+		u.perPod = gpuCount(&j.Spec.Template.Spec)
+		sp, err := unitSpec(j.Annotations, j.Namespace, j.Labels, u.perPod, nodeTypes, opt)
 		if err != nil {
 			s.skipped = append(s.skipped, skippedUnit{key: key, obj: j, err: err})
 			skipped[key] = true
@@ -347,6 +345,7 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 				if mine && verified && len(pi.devices) > 0 {
 					for _, d := range pi.devices {
 						st.removed[d] = true
+						st.terminating[d] = st.terminating[d] || terminating
 					}
 				} else {
 					st.foreign += gpuCount(&p.Spec)
@@ -377,31 +376,25 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 		if u.group == "" {
 			u.group = first.Name
 		}
-		sp, err := parseSpec(first.Annotations)
-		if err == nil && opt.queueOf != nil {
-			sp.queue, err = opt.queueOf(first.Namespace, first.Labels)
-		}
-		if err == nil {
-			u.perPod = gpuCount(&first.Spec)
-			for _, p := range gp.pods[1:] {
-				if gpuCount(&p.Spec) != u.perPod {
-					err = fmt.Errorf("%w: pods of group %q ask for different %s counts", ErrAnnotation, u.group, ResourceGPU)
-					break
-				}
+		u.perPod = gpuCount(&first.Spec)
+		sp, err := unitSpec(first.Annotations, first.Namespace, first.Labels, u.perPod, nodeTypes, opt)
+		errs := []error{err}
+		for _, p := range gp.pods[1:] {
+			if gpuCount(&p.Spec) != u.perPod {
+				errs = append(errs, fmt.Errorf("%w: pods of group %q ask for different %s counts", ErrAnnotation, u.group, ResourceGPU))
+				break
 			}
 		}
-		if err == nil {
-			err = checkPerPod(sp, u.perPod)
-		}
 		u.size = len(gp.pods)
-		if v, ok := first.Annotations[AnnotationGroupSize]; ok && err == nil {
+		if v, ok := first.Annotations[AnnotationGroupSize]; ok {
 			n, perr := strconv.Atoi(v)
 			if perr != nil || n < 1 {
-				err = fmt.Errorf("%w: %s=%q: want an integer ≥ 1", ErrAnnotation, AnnotationGroupSize, v)
+				errs = append(errs, fmt.Errorf("%w: %s=%q: want an integer ≥ 1", ErrAnnotation, AnnotationGroupSize, v))
 			} else {
 				u.size = n
 			}
 		}
+		err = errors.Join(errs...)
 		if err != nil {
 			s.skipped = append(s.skipped, skippedUnit{key: key, obj: first, err: err})
 			skipped[key] = true
@@ -451,7 +444,11 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 	// Build the cluster.
 	for _, name := range slices.Sorted(maps.Keys(ns)) {
 		st := ns[name]
+		if st.gpus > 0 {
+			s.hidden.present(st.typ)
+		}
 		if !st.ready || st.gpus <= 0 {
+			s.hidden.add(st.typ, HiddenNotReady, st.gpus)
 			continue
 		}
 		s.offered[name] = st.schedulable
@@ -475,6 +472,7 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 			s.cluster.Nodes = append(s.cluster.Nodes, node)
 			s.capacity[st.typ] += len(node.Devices)
 		}
+		s.hidden.countNode(st.node, opt.toleratedTaints, st.typ, st.gpus, len(st.holder), st.removed, st.terminating, len(hide), st.unhealthy)
 	}
 
 	// Units become scheduler jobs; half-bound gangs are broken.
@@ -547,6 +545,21 @@ func validIndices(idx []int, n int) bool {
 		}
 	}
 	return true
+}
+
+// unitSpec reads a Job's (or pod group's) scheduling annotations, its
+// queue and its GPUs per pod, and reports every problem at once, not only
+// the first: a GPU type neither in the catalog nor on a node is one.
+func unitSpec(ann map[string]string, namespace string, labels map[string]string, perPod int, nodeTypes map[accel.TypeKey]bool, opt snapshotOptions) (jobSpec, error) {
+	sp, err := parseSpec(ann)
+	errs := []error{err, checkKnownTypes(sp.types, nodeTypes)}
+	if opt.queueOf != nil {
+		q, qerr := opt.queueOf(namespace, labels)
+		sp.queue = q
+		errs = append(errs, qerr)
+	}
+	errs = append(errs, checkPerPod(sp, perPod))
+	return sp, errors.Join(errs...)
 }
 
 // checkPerPod checks a unit's GPUs per pod: at least one, and exactly one

@@ -7,6 +7,13 @@
 // module proxy and prints the directory that KUBEBUILDER_ASSETS must name.
 // Without that variable a test skips with one line naming the script; when
 // CI is set the test fails instead, so CI never skips.
+//
+// A cluster leaves nothing behind. Each process runs in a process group of
+// its own and is killed with it when the test ends; on Linux the kernel
+// also kills it when the test binary dies (a panic, go test's -timeout,
+// SIGKILL). SIGINT or SIGTERM to the test binary stops every running
+// cluster and removes its directory before the binary exits, and Start
+// removes the directories that dead test binaries left.
 package testcluster
 
 import (
@@ -99,7 +106,7 @@ func Assets(t testing.TB) string {
 func Start(t testing.TB, opts Options, users ...string) *Cluster {
 	t.Helper()
 	assets := Assets(t)
-	dir := t.TempDir()
+	dir := newDir(t)
 	c := &Cluster{t: t, Dir: dir, Assets: assets, tokens: map[string]string{}}
 	c.writeKeys()
 	c.writeTokens(users)
@@ -205,7 +212,7 @@ func (c *Cluster) StopAPIServer() {
 	if cmd == nil {
 		return
 	}
-	_ = cmd.Process.Kill()
+	killGroup(cmd.Process.Pid)
 	<-exited
 }
 
@@ -258,17 +265,20 @@ func (c *Cluster) spawnCmd(name, bin string, args ...string) (*exec.Cmd, chan st
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = ownGroup()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("testcluster: start %s: %v", name, err)
 	}
+	live.add(cmd.Process.Pid)
 	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
 		logFile.Close()
+		live.remove(cmd.Process.Pid)
 		close(exited)
 	}()
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		killGroup(cmd.Process.Pid)
 		<-exited
 		if t.Failed() {
 			t.Logf("testcluster: last lines of %s:\n%s", name, tail(logPath, 15))
