@@ -332,16 +332,14 @@ func checkSteps(t *testing.T, ls []stepLine, h []run) {
 			next++
 		}
 	}
-	if runs != len(h) || !slices.Equal(runWorlds, worlds(h)) {
-		t.Errorf("log has %d runs on %v replicas, launcher started %d on %v", runs, runWorlds, len(h), worlds(h))
-	}
 	if lastStopped != next-1 {
 		t.Errorf("the last run stopped at step %d, the log ends at %d", lastStopped, next-1)
 	}
-	if len(h) < 3 || h[0].World != 1 || !slices.Contains(worlds(h)[1:], 2) || h[len(h)-1].World != 1 {
-		t.Errorf("runs on %v replicas, want 1, then 2, then 1 again", worlds(h))
+	// A torchrun stopped before its trainers started logs no run.
+	if len(runWorlds) < 3 || runWorlds[0] != 1 || !slices.Contains(runWorlds[1:], 2) || runWorlds[len(runWorlds)-1] != 1 {
+		t.Errorf("runs on %v replicas, want 1, then 2, then 1 again", runWorlds)
 	}
-	t.Logf("%d steps over %d runs on %v replicas, none lost or repeated", next-1, runs, runWorlds)
+	t.Logf("%d steps over %d runs on %v replicas (torchrun started on %v), none lost or repeated", next-1, runs, runWorlds, worlds(h))
 }
 
 // savedStep is one line of a run's steps.jsonl in --save-grads.

@@ -93,6 +93,8 @@ def parse_args(argv=None):
     p.add_argument("--theta", type=float, default=0.99, help="the noise estimate's EMA factor per unit scale")
     p.add_argument("--report-period", type=float, default=30.0, help="seconds between reports")
     p.add_argument("--fixed-batch", action="store_true", help="report, but train at the initial batch whatever the plan")
+    p.add_argument("--warmup-steps", type=int, default=2,
+                   help="untimed steps at the start of each run (DDP builds its buckets in the first)")
     p.add_argument("--checkpoint-every", type=int, default=100, help="steps between checkpoints (and on SIGTERM)")
     p.add_argument("--log", default="", help="rank 0 appends a JSON line per step and evaluation")
     p.add_argument("--save-grads", default="", help="directory for per-replica gradients (offline check)")
@@ -220,12 +222,12 @@ def main(argv=None):
             scale = plan.batch / args.init_batch
             for g in opt.param_groups:
                 g["lr"] = args.lr * gain(gns.noise.stats(), scale)
+            timed = loop is not None and state["step"] - run_start >= args.warmup_steps
             for idx in micro[:-1]:
-                ctx = loop.accum_step() if loop else _null()
-                with ctx, ddp.no_sync():
+                with (loop.accum_step() if timed else _null()), ddp.no_sync():
                     (F.cross_entropy(ddp(xt[idx]), yt[idx]) / (plan.accum + 1)).backward()
             idx = micro[-1]
-            with (loop.step() if loop else _null()):
+            with (loop.step() if timed else _null()):
                 (F.cross_entropy(ddp(xt[idx]), yt[idx]) / (plan.accum + 1)).backward()
                 opt.step()
             before = gns.state_dict() if record is not None else None
