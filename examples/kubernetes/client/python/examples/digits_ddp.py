@@ -178,12 +178,12 @@ def main(argv=None):
         state = c["state"]
     run_start = state["step"]
 
+    local = -(-args.init_batch // world)
+    fixed = Plan(batch=local * world, local=local)
     if os.environ.get("GOODSCHED_URL"):
         loop = Loop.from_env(limits, period_s=args.report_period, check=reachable)
     else:
         loop = None
-    local = -(-args.init_batch // world)
-    fixed = Plan(batch=local * world, local=local)
 
     log = open(args.log, "a") if args.log and rank == 0 else None
     stop = Stop()
@@ -264,8 +264,11 @@ def main(argv=None):
                        "train_seconds": state["train_seconds"] + time.perf_counter() - t0 - aside})
             if args.steps and state["step"] >= args.steps:
                 done = True
-            if loop and loop.maybe_report() != plan and not args.fixed_batch:
-                new_plan = True
+            if loop and loop.maybe_report() != plan:
+                if args.fixed_batch:
+                    loop.plan = fixed  # measured and reported as what it runs
+                else:
+                    new_plan = True
             stopping = stop.agreed()
             state["train_seconds"] += time.perf_counter() - t0 - aside
             if stopping:
