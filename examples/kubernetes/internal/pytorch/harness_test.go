@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -510,10 +511,14 @@ func (s stepLine) isStep() bool {
 	return s.Run == nil && s.Eval == nil && s.Stopped == nil && s.Done == nil && s.Step > 0
 }
 
-// noiseScale is var/sqr, the gradient noise scale at the initial batch.
+// noiseScale is var/sqr, the gradient noise scale over the initial batch
+// (+Inf when the estimate of |g|² is floored at 0; 0 without statistics).
 func (s stepLine) noiseScale() float64 {
-	if s.Sqr == nil || s.Var == nil || *s.Sqr <= 0 {
+	if s.Sqr == nil || s.Var == nil {
 		return 0
+	}
+	if *s.Sqr <= 0 {
+		return math.Inf(1)
 	}
 	return *s.Var / *s.Sqr
 }

@@ -91,6 +91,8 @@ def parse_args(argv=None):
     p.add_argument("--max-local", type=int, default=256)
     p.add_argument("--lr", type=float, default=0.05, help="learning rate at the initial batch")
     p.add_argument("--theta", type=float, default=0.99, help="the noise estimate's EMA factor per unit scale")
+    p.add_argument("--grad-min-steps", type=int, default=50,
+                   help="steps of a run before its noise estimate is reported (its first steps are noisy)")
     p.add_argument("--report-period", type=float, default=30.0, help="seconds between reports")
     p.add_argument("--fixed-batch", action="store_true", help="report, but train at the initial batch whatever the plan")
     p.add_argument("--warmup-steps", type=int, default=2,
@@ -233,7 +235,7 @@ def main(argv=None):
             before = gns.state_dict() if record is not None else None
             stats = gns.step(scale=scale)
             opt.zero_grad(set_to_none=False)
-            if loop:
+            if loop and state["step"] - run_start >= args.grad_min_steps:
                 loop.grad(stats)
             state["step"] += 1
             state["pos"] += plan.batch
