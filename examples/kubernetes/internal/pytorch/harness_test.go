@@ -104,8 +104,10 @@ func startEnv(t *testing.T, restartDelay time.Duration) *env {
 	t.Cleanup(cancel)
 	e := &env{t: t, c: c, cs: c.Client, dir: t.TempDir(), python: py, logs: &logRecorder{}}
 	cs := e.cs
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, ns := range []string{namespace, host.DefaultLeaseNamespace} { // the job's; the scheduler's (binding key, report state)
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := cs.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "trainer"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
