@@ -108,7 +108,14 @@ type Report struct {
 	// response then keeps it unless the scheduler's plan is more than 5%
 	// better (goodput.Switch).
 	Current *goodput.BatchPlan `json:"current,omitempty"`
+	// Error, if set, is the trainer's problem with the last plan it got
+	// (a global batch its data loader cannot reach, a malformed plan): it
+	// kept its current plan. The endpoint logs it; at most MaxErrorBytes.
+	Error string `json:"error,omitempty"`
 }
+
+// MaxErrorBytes is the longest Report.Error the endpoint logs in full.
+const MaxErrorBytes = 1024
 
 // Response is the endpoint's answer to an acknowledged report.
 type Response struct {

@@ -40,6 +40,7 @@ __all__ = [
     "Plan",
     "Response",
     "ReportError",
+    "BadResponse",
     "Client",
     "Meter",
     "GradientNoiseScale",
@@ -108,6 +109,18 @@ class Plan:
     def __eq__(self, other):
         return isinstance(other, Plan) and self.to_json() == other.to_json()
 
+    def problem(self, replicas):
+        """Why the plan cannot be run on replicas replicas as given (a
+        per-GPU batch below 1, negative accumulation, or a total batch
+        that is not local * replicas * (accum + 1)), or None."""
+        if self.local < 1 or self.accum < 0:
+            return "plan %r: local must be >= 1 and accum >= 0" % (self,)
+        if self.batch != self.local * replicas * (self.accum + 1):
+            return "plan %r: batch is not local * %d replicas * (accum + 1)" % (self, replicas)
+        if not math.isfinite(self.goodput):
+            return "plan %r: goodput is not finite" % (self,)
+        return None
+
     def __repr__(self):
         return "Plan(batch=%d, local=%d, accum=%d, goodput=%g)" % (self.batch, self.local, self.accum, self.goodput)
 
@@ -138,6 +151,15 @@ class ReportError(Exception):
         self.code = code
 
 
+class BadResponse(ValueError):
+    """An acknowledged report whose answer is not a valid response (not
+    JSON, or fields of the wrong type): the report itself was stored."""
+
+
+MAX_ERROR_CHARS = 1024
+"""The longest trainer error message a report carries."""
+
+
 class Client:
     """Posts reports for one job. The token file is read before every
     report (projected tokens rotate). opener, if given, replaces urllib's
@@ -162,9 +184,13 @@ class Client:
         env = os.environ if env is None else env
         return cls(env.get(ENV_URL, ""), env.get(ENV_JOB, ""), env.get(ENV_TOKEN_FILE) or None, env.get(ENV_CA_FILE) or None)
 
-    def report(self, limits=None, steps=None, grad=None, current=None):
+    def report(self, limits=None, steps=None, grad=None, current=None, error=None):
         """Posts one report and returns a Response. steps are Meter.take()'s
-        dicts, grad a (sqr, var) pair, current the Plan trained with now."""
+        dicts, grad a (sqr, var) pair, current the Plan trained with now,
+        error the trainer's problem with the last plan it got (e.g. a
+        global batch its data loader cannot reach), which the scheduler
+        logs. Raises ReportError for a refusal and BadResponse when the
+        report was acknowledged but the answer is malformed."""
         with open(self.token_file) as f:
             token = f.read().strip()
         body = {"job": self.job}
@@ -177,6 +203,8 @@ class Client:
             body["grad"] = {"sqr": float(grad[0]), "var": float(grad[1])}
         if current:
             body["current"] = current.to_json()
+        if error:
+            body["error"] = str(error)[:MAX_ERROR_CHARS]
         data = json.dumps(body).encode()
         if len(data) > MAX_REQUEST_BYTES:
             raise ValueError("report of %d bytes is over the endpoint's limit" % len(data))
@@ -185,7 +213,14 @@ class Client:
                 "Content-Type": "application/json", "Authorization": "Bearer " + token})
             try:
                 with self._opener.open(req, timeout=self.timeout_s) as resp:
-                    return Response(json.loads(resp.read(1 << 20).decode()))
+                    raw = resp.read(1 << 20)
+                try:
+                    d = json.loads(raw.decode())
+                    if not isinstance(d, dict):
+                        raise TypeError("not a JSON object")
+                    return Response(d)
+                except (ValueError, TypeError, AttributeError) as e:
+                    raise BadResponse("goodsched: malformed response: %s" % (e,)) from None
             except urllib.error.HTTPError as e:
                 err = ReportError(e.code, e.read(4096).decode(errors="replace"))
             # 503: a replica that is not the leader. Each urllib request is
@@ -340,6 +375,14 @@ class GradientNoiseScale:
         and the squared norm of their average, as a count-2 step."""
         self.update((prev_sqr + cur_sqr) / 2, avg_sqr, 2, scale)
 
+    def state_dict(self):
+        """The estimator's state, for a checkpoint (load_state_dict)."""
+        return {"theta": self.theta, "sqr": self._sqr, "var": self._var, "weight": self._weight}
+
+    def load_state_dict(self, d):
+        self.theta = float(d["theta"])
+        self._sqr, self._var, self._weight = float(d["sqr"]), float(d["var"]), float(d["weight"])
+
     def stats(self):
         """(sqr, var), or None before the first update."""
         if self._weight <= 0:
@@ -349,27 +392,49 @@ class GradientNoiseScale:
 
 class TorchGradientNoise:
     """Feeds a GradientNoiseScale from a torch DistributedDataParallel
-    model: a communication hook adds each bucket's local squared norm
-    before the all-reduce and the averaged gradient's after it. Call
-    step(scale) after each optimizer step (and only then: accumulation
-    passes run under no_sync, so the hook sees the accumulated gradient of
-    one replica at local * (accum + 1) samples). Needs torch; with one
-    process (no DDP) use GradientNoiseScale.update_differenced yourself."""
+    model. With several replicas a communication hook adds each bucket's
+    local squared norm before the all-reduce and the averaged gradient's
+    after it. Call step(scale) after each optimizer step (and only then:
+    accumulation passes run under no_sync, so the hook sees the accumulated
+    gradient of one replica at local * (accum + 1) samples), with scale =
+    total batch / init batch.
 
-    def __init__(self, ddp_model, noise=None):
+    On a single replica there is one gradient per step: step() then
+    differences consecutive steps' gradients (read from the parameters'
+    .grad) as a count-2 step at twice the scale, as AdaptDL does, and the
+    averages are reset when the job next runs on several replicas (the
+    differenced estimate is biased).
+
+    record, if given, is called with each piece of this replica's own
+    gradient that the estimate uses, as a float64 copy: with several
+    replicas each bucket before the all-reduce, on one replica the whole
+    flattened gradient once per step (e.g. to check the estimate offline).
+    Needs torch."""
+
+    def __init__(self, ddp_model, noise=None, record=None):
         import torch  # noqa: F401  (optional dependency)
         import torch.distributed as dist
 
         self._torch, self._dist = torch, dist
         self.noise = noise or GradientNoiseScale()
+        self._record = record
+        self._params = [p for p in ddp_model.parameters() if p.requires_grad]
         self._local = 0.0
         self._total = 0.0
+        self._prev = None  # the previous step's gradient (one replica)
+        self._biased = False  # the averages hold differenced estimates
         ddp_model.register_comm_hook(None, self._hook)
 
     def _hook(self, _state, bucket):
         buf = bucket.buffer()
-        self._local += float(buf.double().pow(2).sum())
         world = self._dist.get_world_size()
+        if world == 1:
+            fut = self._torch.futures.Future()
+            fut.set_result(buf)
+            return fut
+        if self._record is not None:
+            self._record(buf.detach().double().clone())
+        self._local += float(buf.double().pow(2).sum())
         fut = self._dist.all_reduce(buf.div_(world), async_op=True).get_future()
 
         def done(f):
@@ -383,6 +448,20 @@ class TorchGradientNoise:
         """Folds the step's statistics into the estimate and returns stats()."""
         torch, dist = self._torch, self._dist
         world = dist.get_world_size()
+        if world == 1:
+            self._local = self._total = 0.0
+            g = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1).double()
+                           for p in self._params])
+            if self._record is not None:
+                self._record(g.clone())
+            prev, self._prev = self._prev, g
+            if prev is not None:
+                avg = (prev + g) / 2
+                self.noise.update_differenced(float(prev.pow(2).sum()), float(g.pow(2).sum()),
+                                              float(avg.pow(2).sum()), 2 * scale)
+                self._biased = True
+            return self.noise.stats()
+        self._prev = None
         # NCCL reduces only GPU tensors; gloo takes CPU ones.
         device = "cpu"
         if dist.get_backend() == "nccl":
@@ -392,9 +471,21 @@ class TorchGradientNoise:
         mean_local = float(local) / world
         total = self._total
         self._local = self._total = 0.0
-        if world >= 2:
-            self.noise.update(mean_local, total, world, scale)
+        if self._biased:
+            self.noise.reset()
+            self._biased = False
+        self.noise.update(mean_local, total, world, scale)
         return self.noise.stats()
+
+    def state_dict(self):
+        """The estimate's state, for a checkpoint (load_state_dict)."""
+        d = self.noise.state_dict()
+        d["biased"] = self._biased
+        return d
+
+    def load_state_dict(self, d):
+        self.noise.load_state_dict(d)
+        self._biased = bool(d.get("biased", False))
 
 
 class Loop:
@@ -402,9 +493,24 @@ class Loop:
     a training loop: times steps in the current shape, reports every
     period_s seconds, and keeps the latest plan (Pollux's 5% hysteresis is
     applied by the scheduler: the response keeps the current plan unless
-    the new one is better by more than 5%)."""
+    the new one is better by more than 5%).
 
-    def __init__(self, client, limits, nodes=1, replicas=1, plan=None, period_s=REPORT_PERIOD_S, clock=time.monotonic):
+    Bad answers never stop training: a refused report (401, 403, 413, 429,
+    503 after the client's retries), an unreachable endpoint or a malformed
+    answer keeps the current plan and the next report is tried after
+    period_s. A plan that is malformed (Plan.problem) or that check(plan)
+    refuses (check returns a message, e.g. a global batch the data loader
+    cannot reach) is not adopted either, and the message goes with the next
+    report.
+
+    dist, if given, is an initialised torch.distributed with several
+    processes (from_env sets it): then every process must call
+    maybe_report at the same point of each step; rank 0 alone reports and
+    broadcasts its plan, so that all replicas switch plans at the same
+    step."""
+
+    def __init__(self, client, limits, nodes=1, replicas=1, plan=None, period_s=REPORT_PERIOD_S, clock=time.monotonic,
+                 check=None, dist=None):
         self.client = client
         self.limits = limits
         self.meter = Meter()
@@ -413,8 +519,11 @@ class Loop:
         self.plan = plan or Plan(local=local, batch=local * replicas)
         self.period_s = period_s
         self._clock = clock
+        self._check = check
+        self._dist = dist if dist is not None and dist.get_world_size() > 1 else None
         self._last = None
         self._grad = None
+        self._error = None  # sent with the next report
         self.last_response = None
         self.last_error = None
 
@@ -428,6 +537,7 @@ class Loop:
 
             if dist.is_available() and dist.is_initialized():
                 replicas = dist.get_world_size()
+                kw.setdefault("dist", dist)
         except ImportError:
             pass
         nodes = int(os.environ.get("NNODES", "1"))
@@ -452,21 +562,53 @@ class Loop:
     def maybe_report(self, force=False):
         """Reports when period_s has passed since the last report (or when
         forced) and returns the plan to train with."""
+        if self._dist is None or self._dist.get_rank() == 0:
+            self._maybe_report(force)
+        if self._dist is not None:
+            self._broadcast_plan()
+        return self.plan
+
+    def _maybe_report(self, force):
         now = self._clock()
         if not force and self._last is not None and now - self._last < self.period_s:
-            return self.plan
+            return
         self._last = now
         steps = self.meter.take()
+        error, self._error = self._error, None
         try:
-            resp = self.client.report(limits=self.limits, steps=steps, grad=self._grad, current=self.plan)
-        except (ReportError, OSError) as e:
-            # Keep training on the plan we have; the measurements go with
-            # the next report.
-            self.meter.restore(steps)
+            resp = self.client.report(limits=self.limits, steps=steps, grad=self._grad, current=self.plan, error=error)
+        except BadResponse as e:
+            # Stored by the scheduler: the measurements are not sent again.
             self.last_error = e
-            return self.plan
+            return
+        except (ReportError, OSError) as e:
+            # Keep training on the plan we have; the measurements (and
+            # the error) go with the next report.
+            self.meter.restore(steps)
+            self._error = self._error or error
+            self.last_error = e
+            return
         self.last_error = None
         self.last_response = resp
-        if resp.plan and (resp.replicas in (0, self.replicas)):
-            self.plan = resp.plan
-        return self.plan
+        if not resp.plan or resp.replicas not in (0, self.replicas) or resp.plan == self.plan:
+            return
+        problem = resp.plan.problem(self.replicas)
+        if problem is None and self._check is not None:
+            problem = self._check(resp.plan)
+        if problem:
+            self._error = problem
+            self.last_error = ValueError(problem)
+            return
+        self.plan = resp.plan
+
+    def _broadcast_plan(self):
+        import torch
+
+        device = "cpu"
+        if self._dist.get_backend() == "nccl":
+            device = torch.device("cuda", torch.cuda.current_device())
+        p = self.plan
+        t = torch.tensor([p.batch, p.local, p.accum, p.goodput], dtype=torch.float64, device=device)
+        self._dist.broadcast(t, 0)
+        b, l, a, g = t.tolist()
+        self.plan = Plan(int(b), int(l), int(a), g)

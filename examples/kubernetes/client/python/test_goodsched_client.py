@@ -198,11 +198,30 @@ class ClientTest(unittest.TestCase):
             c.report()
         self.assertEqual(self.srv.requests, [])
 
+    def test_malformed_answers_raise_bad_response(self):
+        self.srv.answers = [(200, "{not json"), (200, "[1]"), (200, {"plan": {"batch": "x"}}), (200, {"plan": [1]})]
+        for _ in range(4):
+            with self.assertRaises(gc.BadResponse):
+                self.client.report(limits=gc.Limits(128))
+        self.assertEqual(len(self.srv.requests), 4)  # delivered once each: not retried
+
+    def test_error_goes_with_the_report(self):
+        self.client.report(error="x" * 5000)
+        self.assertEqual(self.srv.requests[0][2]["error"], "x" * gc.MAX_ERROR_CHARS)
+
     def test_bad_config(self):
         with self.assertRaises(ValueError):
             gc.Client("", "ml/a", ca_file=os.path.join(TESTDATA, "ca.crt"))
         with self.assertRaises(ValueError):
             gc.Client("https://x", "a", ca_file=os.path.join(TESTDATA, "ca.crt"))
+
+
+try:
+    import torch  # noqa: F401
+
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
 
 
 class FakeClient:
@@ -264,6 +283,74 @@ class LoopTest(unittest.TestCase):
         self.assertEqual(steps[0]["count"], 2)
         self.assertAlmostEqual(steps[0]["optim_seconds"], 0.2)
         self.assertAlmostEqual(steps[0]["sync_seconds"], 0.03)
+
+    def test_bad_answers_keep_the_plan(self):
+        # The trainer's bad-input contract: refusals (401, 403, 413, 429,
+        # 503 after the client's retries), a malformed answer, a malformed
+        # plan and a plan the data loader cannot reach all keep the
+        # current plan; the last two are reported with the next report.
+        now = [0.0]
+        good = {"plan": {"batch": 256, "local": 128, "accum": 0}, "replicas": 2}
+        fc = FakeClient([gc.ReportError(c, "no") for c in (401, 403, 413, 429, 503)] + [
+            gc.BadResponse("malformed"),
+            {"plan": {"batch": 999, "local": 3, "accum": 0}, "replicas": 2},
+            {"plan": {"batch": 4096, "local": 2048, "accum": 0}, "replicas": 2},
+            gc.ReportError(429, "slow down"),
+            good,
+        ])
+        limits = gc.Limits(128, max_batch=8192, min_local=32, max_local=4096)
+
+        def check(plan):
+            return "global batch %d is over the 1437 samples" % plan.batch if plan.batch > 1437 else None
+
+        loop = gc.Loop(fc, limits, nodes=1, replicas=2, period_s=1, clock=lambda: now[0], check=check)
+        start = loop.plan
+        for i in range(9):
+            loop.meter.optim(loop.shape(), 0.1)
+            now[0] += 1
+            self.assertEqual(loop.maybe_report(), start, "answer %d" % i)
+            self.assertIsNotNone(loop.last_error)
+        calls = fc.calls
+        self.assertNotIn("error", [k for k, v in calls[6].items() if v])
+        self.assertIn("999", calls[7]["error"])  # the inconsistent plan, reported next
+        self.assertIn("global batch 4096", calls[8]["error"])
+        # The refused report keeps the error for the one after it.
+        now[0] += 1
+        self.assertEqual(loop.maybe_report(), gc.Plan(256, 128, 0))
+        self.assertIn("global batch 4096", calls[9]["error"])
+        # Measurements: the refused reports' steps went with the next
+        # report; the malformed answer's report was stored, not resent.
+        self.assertEqual(calls[5]["steps"][0]["count"], 6)
+        self.assertEqual(calls[6]["steps"][0]["count"], 1)
+
+    @unittest.skipUnless(HAVE_TORCH, "needs torch")
+    def test_rank_zero_reports_and_broadcasts(self):
+        class FakeDist:
+            def __init__(self, rank, plan):
+                self.rank, self.plan = rank, plan
+
+            def get_world_size(self):
+                return 2
+
+            def get_rank(self):
+                return self.rank
+
+            def get_backend(self):
+                return "gloo"
+
+            def broadcast(self, t, src):
+                if self.rank != src:
+                    t.copy_(torch.tensor(self.plan, dtype=torch.float64))
+
+        limits = gc.Limits(128, max_batch=4096, min_local=32, max_local=256)
+        fc = FakeClient([])
+        loop = gc.Loop(fc, limits, replicas=2, dist=FakeDist(1, [512, 256, 0, 3.5]))
+        self.assertEqual(loop.maybe_report(), gc.Plan(512, 256, 0, 3.5))
+        self.assertEqual(fc.calls, [])  # only rank 0 reports
+        fc0 = FakeClient([{"plan": {"batch": 256, "local": 128, "accum": 0}, "replicas": 2}])
+        loop0 = gc.Loop(fc0, limits, replicas=2, dist=FakeDist(0, None))
+        self.assertEqual(loop0.maybe_report(), gc.Plan(256, 128, 0))
+        self.assertEqual(len(fc0.calls), 1)
 
 
 if __name__ == "__main__":

@@ -452,6 +452,13 @@ func (s *Server) handle(r *http.Request) (client.Response, *httpError) {
 	if !s.limiter(job).AllowN(s.cfg.Now(), 1) {
 		return client.Response{}, &httpError{http.StatusTooManyRequests, fmt.Errorf("report: job %s reports too often", job)}
 	}
+	if rep.Error != "" {
+		msg := rep.Error
+		if len(msg) > client.MaxErrorBytes {
+			msg = msg[:client.MaxErrorBytes]
+		}
+		s.cfg.Logger.Warn("report: the trainer kept its plan", "job", job, "pod", id.pod, "error", msg)
+	}
 	prev := s.models.state(job)
 	if err := validateReport(&rep, prev == nil || prev.Limits.InitBatch == 0); err != nil {
 		return client.Response{}, &httpError{http.StatusBadRequest, err}
