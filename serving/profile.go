@@ -20,6 +20,7 @@ const (
 	Decode
 )
 
+// String names the phase as reports and errors spell it.
 func (p Phase) String() string {
 	switch p {
 	case Prefill:

@@ -42,6 +42,7 @@ type RowError struct {
 	Reason string
 }
 
+// Error names the trace line, the field and why it was refused.
 func (e *RowError) Error() string {
 	return fmt.Sprintf("%v: line %d: %s: %s", ErrInvalidTrace, e.Line, e.Field, e.Reason)
 }

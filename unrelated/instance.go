@@ -22,6 +22,7 @@ type ProcessingTimeError struct {
 	Value        float64
 }
 
+// Error names the job, the machine and the refused processing time.
 func (e *ProcessingTimeError) Error() string {
 	return fmt.Sprintf("unrelated: job %d on machine %d: processing time %v must be finite and > 0", e.Job, e.Machine, e.Value)
 }

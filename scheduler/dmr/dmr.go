@@ -43,6 +43,7 @@ const (
 	Shrink
 )
 
+// String names the verdict: "expand", "shrink" or "none".
 func (v Verdict) String() string {
 	switch v {
 	case Expand:
