@@ -1,6 +1,7 @@
 package unrelated
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand"
@@ -71,34 +72,16 @@ type sample struct {
 // fitted by softmax cross-entropy over each state's candidates with Adam.
 func Train(cfg TrainConfig) (*Network, TrainReport, error) {
 	def := DefaultTrainConfig
-	if cfg.Instances == 0 {
-		cfg.Instances = def.Instances
-	}
-	if cfg.Rounds == 0 {
-		cfg.Rounds = def.Rounds
-	}
-	if cfg.Epochs == 0 {
-		cfg.Epochs = def.Epochs
-	}
-	if cfg.Hidden == 0 {
-		cfg.Hidden = def.Hidden
-	}
-	if cfg.Context == 0 {
-		cfg.Context = def.Context
-	}
+	cfg.Instances = cmp.Or(cfg.Instances, def.Instances)
+	cfg.Rounds = cmp.Or(cfg.Rounds, def.Rounds)
+	cfg.Epochs = cmp.Or(cfg.Epochs, def.Epochs)
+	cfg.Hidden = cmp.Or(cfg.Hidden, def.Hidden)
+	cfg.Context = cmp.Or(cfg.Context, def.Context)
 	cfg.Context = max(cfg.Context, 0)
-	if cfg.LearningRate == 0 {
-		cfg.LearningRate = def.LearningRate
-	}
-	if cfg.Temperature == 0 {
-		cfg.Temperature = def.Temperature
-	}
-	if cfg.MaxJobs == 0 {
-		cfg.MaxJobs = def.MaxJobs
-	}
-	if cfg.MaxMachines == 0 {
-		cfg.MaxMachines = def.MaxMachines
-	}
+	cfg.LearningRate = cmp.Or(cfg.LearningRate, def.LearningRate)
+	cfg.Temperature = cmp.Or(cfg.Temperature, def.Temperature)
+	cfg.MaxJobs = cmp.Or(cfg.MaxJobs, def.MaxJobs)
+	cfg.MaxMachines = cmp.Or(cfg.MaxMachines, def.MaxMachines)
 	if cfg.MaxJobs < 3 || cfg.MaxJobs > MaxExactJobs || cfg.MaxMachines < 2 {
 		return nil, TrainReport{}, fmt.Errorf("%w: training sizes %d jobs × %d machines (want 3..%d jobs, ≥ 2 machines)", ErrInvalid, cfg.MaxJobs, cfg.MaxMachines, MaxExactJobs)
 	}
