@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -202,21 +201,11 @@ func (e *env) createNode(name string) {
 }
 
 func (e *env) writeCerts() {
-	t := e.t
-	ca, caKey, err := testcluster.SelfSignedCA("pytorch-ca")
+	caFile, err := testcluster.WriteServingFiles(e.dir, "pytorch-ca")
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	certPEM, keyPEM, err := testcluster.ServingCert(ca, caKey, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.caFile = filepath.Join(e.dir, "ca.crt")
-	for name, data := range map[string][]byte{"ca.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}), "tls.crt": certPEM, "tls.key": keyPEM} {
-		if err := os.WriteFile(filepath.Join(e.dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.caFile = caFile
 }
 
 // adaptiveJob is a Job of the goodsched scheduler, one GPU per pod,
@@ -439,7 +428,7 @@ func (l *launcher) start(world int) {
 			case err == nil:
 				l.done = true
 			default:
-				l.failed = fmt.Errorf("torchrun (world %d) exited on its own: %v\n%s", world, err, tailFile(filepath.Join(l.dir, "torchrun.log"), 30))
+				l.failed = fmt.Errorf("torchrun (world %d) exited on its own: %v\n%s", world, err, testcluster.Tail(filepath.Join(l.dir, "torchrun.log"), 30))
 			}
 		}
 		close(exited)
@@ -714,18 +703,6 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func tailFile(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // trainerScriptPath is the example's absolute path.

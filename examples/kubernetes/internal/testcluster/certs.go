@@ -9,6 +9,8 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -67,4 +69,26 @@ func ServingCert(ca *x509.Certificate, caKey *ecdsa.PrivateKey, dnsNames []strin
 	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 	return certPEM, keyPEM, nil
+}
+
+// WriteServingFiles writes into dir a fresh CA named caName ("ca.crt") and
+// a serving certificate for localhost and 127.0.0.1 that it signed
+// ("tls.crt", "tls.key"), and returns the CA file's path: what a test's
+// HTTPS endpoint serves and its clients trust.
+func WriteServingFiles(dir, caName string) (string, error) {
+	ca, caKey, err := SelfSignedCA(caName)
+	if err != nil {
+		return "", err
+	}
+	certPEM, keyPEM, err := ServingCert(ca, caKey, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		return "", err
+	}
+	files := map[string][]byte{"ca.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}), "tls.crt": certPEM, "tls.key": keyPEM}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(dir, "ca.crt"), nil
 }

@@ -281,7 +281,7 @@ func (c *Cluster) spawnCmd(name, bin string, args ...string) (*exec.Cmd, chan st
 		killGroup(cmd.Process.Pid)
 		<-exited
 		if t.Failed() {
-			t.Logf("testcluster: last lines of %s:\n%s", name, tail(logPath, 15))
+			t.Logf("testcluster: last lines of %s:\n%s", name, Tail(logPath, 15))
 		}
 	})
 	return cmd, exited
@@ -393,7 +393,9 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func tail(path string, n int) string {
+// Tail returns the last n lines of the file at path (or the error reading
+// it), for a failing test's log.
+func Tail(path string, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()

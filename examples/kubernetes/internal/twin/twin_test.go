@@ -2,7 +2,6 @@ package twin_test
 
 import (
 	"context"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -850,20 +849,11 @@ func mustScheduler(t *testing.T, cfg scheduler.Config) *scheduler.Scheduler {
 }
 
 func writeCerts(t *testing.T, tw *twin) {
-	ca, caKey, err := testcluster.SelfSignedCA("twin-ca")
+	caFile, err := testcluster.WriteServingFiles(tw.dir, "twin-ca")
 	if err != nil {
 		t.Fatal(err)
 	}
-	certPEM, keyPEM, err := testcluster.ServingCert(ca, caKey, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tw.caFile = filepath.Join(tw.dir, "ca.crt")
-	for name, data := range map[string][]byte{"ca.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}), "tls.crt": certPEM, "tls.key": keyPEM} {
-		if err := os.WriteFile(filepath.Join(tw.dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tw.caFile = caFile
 }
 
 // restartScheduler stops the host and the report endpoint (in-flight
