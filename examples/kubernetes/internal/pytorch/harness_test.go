@@ -98,6 +98,11 @@ type env struct {
 
 func startEnv(t *testing.T, restartDelay time.Duration) *env {
 	py := python(t)
+	t.Cleanup(func() {
+		if msg, ok := failures.Load(t); ok {
+			t.Logf("FAILED: %s", msg)
+		}
+	})
 	c := testcluster.Start(t, testcluster.Options{ControllerManager: true, Kwok: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -686,6 +691,11 @@ func (r *logRecorder) all() []string {
 	return slices.Clone(r.lines)
 }
 
+// failures keeps each test's waitFor timeout, which startEnv's first
+// cleanup logs again after the control plane's log tails, so that the
+// reason is the last thing a failed run prints.
+var failures sync.Map
+
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -699,7 +709,9 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 			last = why
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, last)
+			msg := fmt.Sprintf("timed out after %v waiting for %s: %s", timeout, what, last)
+			failures.Store(t, msg)
+			t.Fatal(msg)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -302,25 +302,38 @@ func (g growth) String() string {
 }
 
 // planGrowth finds two plans followed on the same number of replicas, the
-// later one with a larger global batch adopted when the noise scale was
-// larger than when the earlier one was (the noise scale at each plan's
-// first step).
+// later one with a larger global batch, adopted when the noise scale was
+// larger than while the earlier one was in force. The earlier plan's noise
+// scale is the first finite, positive one logged under it: a run starts
+// with an empty estimate (0) and a converged model's estimate of |g|² can
+// floor at 0 (+Inf), neither of which says what the noise was when the
+// plan was chosen. +Inf at the later plan counts as larger.
 func planGrowth(ls []stepLine) (growth, bool) {
-	var segs []stepLine
+	type segment struct {
+		first stepLine // the plan's first step
+		noise float64  // the first finite, positive noise scale under it
+	}
+	var segs []segment
 	prev := stepLine{}
 	for _, s := range ls {
-		if s.isStep() && (s.Batch != prev.Batch || s.World != prev.World) {
-			segs = append(segs, s)
+		if !s.isStep() {
+			continue
 		}
-		if s.isStep() {
-			prev = s
+		if s.Batch != prev.Batch || s.World != prev.World {
+			segs = append(segs, segment{first: s})
 		}
+		if seg := &segs[len(segs)-1]; seg.noise == 0 {
+			if n := s.noiseScale(); n > 0 && !math.IsInf(n, 1) {
+				seg.noise = n
+			}
+		}
+		prev = s
 	}
 	for j, b := range segs {
 		for _, a := range segs[:j] {
-			na, nb := a.noiseScale(), b.noiseScale()
-			if a.World == b.World && b.Batch > a.Batch && na > 0 && !math.IsInf(na, 1) && nb > na {
-				return growth{world: a.World, from: a, to: b, noiseBefore: na, noiseAtSwap: nb}, true
+			nb := b.first.noiseScale()
+			if a.first.World == b.first.World && b.first.Batch > a.first.Batch && a.noise > 0 && nb > a.noise {
+				return growth{world: a.first.World, from: a.first, to: b.first, noiseBefore: a.noise, noiseAtSwap: nb}, true
 			}
 		}
 	}
