@@ -34,6 +34,7 @@ import (
 
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/carbonaware"
 )
 
 // policies are the policies -policy names.
@@ -43,6 +44,10 @@ func policies() map[string]scheduler.Policy {
 		"fifo":     scheduler.FIFO{},
 		"tiresias": scheduler.Tiresias{},
 		"optimus":  scheduler.Optimus{},
+		// Delay-tolerant jobs with a deadline (goodsched.io/delay-tolerant,
+		// goodsched.io/deadline, goodsched.io/work) run in the forecast's
+		// clean hours (-carbon-zone); carbon only, as CarbonScaler.
+		"goodput-carbon": carbonaware.Policy{CarbonWeight: 1},
 	}
 }
 
@@ -53,9 +58,13 @@ func policyFor(name string, parallel bool) (scheduler.Policy, error) {
 		names := slices.Sorted(maps.Keys(policies()))
 		return nil, fmt.Errorf("-policy %q: want one of %s", name, strings.Join(names, ", "))
 	}
-	if g, ok := pol.(scheduler.Pollux); ok {
-		g.Parallel = parallel
-		pol = g
+	switch p := pol.(type) {
+	case scheduler.Pollux:
+		p.Parallel = parallel
+		pol = p
+	case carbonaware.Policy:
+		p.Inner = scheduler.Pollux{Parallel: parallel}
+		pol = p
 	}
 	return pol, nil
 }
@@ -107,6 +116,8 @@ func run(args []string, stderr io.Writer) error {
 	queuesCM := fs.String("queues-configmap", "", "namespace/name of the ConfigMap with the tenants' queues and quotas (key "+host.QueuesConfigKey+"; empty = no queues)")
 	var rep reportFlags
 	rep.register(fs)
+	var cf carbonFlags
+	cf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, "usage: goodsched-scheduler [flags]\n\n"+
@@ -126,6 +137,10 @@ func run(args []string, stderr io.Writer) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 
+	forecaster, err := cf.forecaster()
+	if err != nil {
+		return err
+	}
 	var cfg *rest.Config
 	if *kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -160,6 +175,7 @@ func run(args []string, stderr io.Writer) error {
 		Scheduler: scheduler.Config{Policy: pol}, Models: models,
 		Identity: *identity, LeaderElection: *leaderElect, LeaseNamespace: *leaseNS, LeaseName: *leaseName,
 		BindWorkers: *workers, ToleratedTaints: taints, Logger: log, QueuesConfigMap: *queuesCM,
+		Carbon: forecaster, CarbonZone: cf.zone,
 	})
 	if err != nil {
 		return err

@@ -61,7 +61,7 @@ func TestPolicyForParallel(t *testing.T) {
 			t.Errorf("-policy fifo -parallel=%v: %#v, %v", parallel, pol, err)
 		}
 	}
-	if _, err := policyFor("bogus", true); err == nil || !strings.Contains(err.Error(), "fifo, goodput, optimus, tiresias") {
+	if _, err := policyFor("bogus", true); err == nil || !strings.Contains(err.Error(), "fifo, goodput, goodput-carbon, optimus, tiresias") {
 		t.Errorf("-policy bogus: %v", err)
 	}
 }

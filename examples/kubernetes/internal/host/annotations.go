@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
@@ -45,6 +46,22 @@ const (
 	// the group starts only when that many pods exist (default: the pods
 	// seen).
 	AnnotationGroupSize = "goodsched.io/group-size"
+	// AnnotationDeadline is when the job must finish, an RFC 3339 time
+	// ("2026-12-09T06:00:00Z"); absent = none.
+	AnnotationDeadline = "goodsched.io/deadline"
+	// AnnotationDelayTolerant is "true" when the job's work may be shifted
+	// in time (run narrower, or not at all, in high-carbon hours) as long as
+	// it meets its AnnotationDeadline; "false" (default) runs it as soon
+	// and as wide as the policy allows. Only the goodput-carbon policy with
+	// a carbon forecast (Config.Carbon) shifts work.
+	AnnotationDelayTolerant = "goodsched.io/delay-tolerant"
+	// AnnotationWork is the job's total work as time on one GPU, a Go
+	// duration ("36h"). The host subtracts the GPU-time the job has held
+	// since this host started (it keeps no record across restarts, so a
+	// restarted host over-estimates what is left and runs the job earlier,
+	// never later); the rest is the job's scheduler.Job.RemainingWork, which
+	// the goodput-carbon policy plans from. Absent = unknown: not shifted.
+	AnnotationWork = "goodsched.io/work"
 
 	// AnnotationLastDecision (written by the host on the Job) is the last
 	// decision that changed something, in words: action, counts, type,
@@ -106,6 +123,9 @@ type jobSpec struct {
 	preemptible bool
 	types       []accel.TypeKey
 	queue       string // leaf queue; "" without queues
+	deadline    time.Time
+	tolerant    bool          // delay-tolerant
+	work        time.Duration // total work on one GPU; 0 = unknown
 }
 
 // parseSpec reads the scheduling annotations. Every malformed value is an
@@ -166,6 +186,31 @@ func parseSpec(ann map[string]string) (jobSpec, error) {
 			bad(AnnotationPreemptible, v, "want true or false")
 		}
 		sp.preemptible = b || err != nil
+	}
+	if v, ok := ann[AnnotationDeadline]; ok {
+		t, err := time.Parse(time.RFC3339, strings.TrimSpace(v))
+		if err != nil {
+			bad(AnnotationDeadline, v, "want an RFC 3339 time such as 2026-12-09T06:00:00Z")
+		}
+		sp.deadline = t
+	}
+	if v, ok := ann[AnnotationDelayTolerant]; ok {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			bad(AnnotationDelayTolerant, v, "want true or false")
+		}
+		sp.tolerant = b
+	}
+	if v, ok := ann[AnnotationWork]; ok {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			bad(AnnotationWork, v, "want a positive duration of work on one GPU, such as 36h")
+		} else {
+			sp.work = d
+		}
+	}
+	if sp.tolerant && sp.deadline.IsZero() && ann[AnnotationDeadline] == "" {
+		bad(AnnotationDelayTolerant, ann[AnnotationDelayTolerant], "a delay-tolerant job needs "+AnnotationDeadline)
 	}
 	if v, ok := ann[AnnotationGPUTypes]; ok && strings.TrimSpace(v) != "" {
 		for _, f := range strings.Split(v, ",") {

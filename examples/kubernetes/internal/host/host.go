@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/goodsched/goodsched/carbon"
 	"github.com/goodsched/goodsched/scheduler"
 )
 
@@ -118,6 +119,25 @@ type Config struct {
 	// While it does not exist no quota applies; while it is malformed the
 	// last valid version does.
 	QueuesConfigMap string
+	// Carbon supplies each round's carbon-intensity forecast
+	// (scheduler.Input.Carbon) for CarbonZone from the round's Now, down to
+	// the hour so that a carbon.Cache in front shares answers, over
+	// CarbonHorizon; nil = none. Only a carbon-aware policy
+	// (carbonaware.Policy) reads it. A failed fetch is logged, counted
+	// (goodsched_errors_total{op="carbon"}) and the round runs without a
+	// forecast, so jobs run as the inner policy decides: chain providers
+	// with carbon.Fallback ending in carbon/live's History so that a
+	// round always has one.
+	Carbon carbon.Forecaster
+	// CarbonZone is the grid zone Carbon is asked for (required with
+	// Carbon), such as "US-CAL-CISO".
+	CarbonZone string
+	// CarbonHorizon is how far ahead the forecast reaches; 0 = 48 h. The
+	// policy plans a job's work before its deadline or the forecast's end,
+	// whichever is first.
+	CarbonHorizon time.Duration
+	// CarbonTimeout bounds one fetch; 0 = 10 s.
+	CarbonTimeout time.Duration
 }
 
 // Host runs goodsched's rounds against a Kubernetes API server. Its
@@ -175,6 +195,13 @@ type hostState struct {
 	// forbidden are the namespaces whose Job patches were refused (logged
 	// once each).
 	forbidden map[string]bool
+	// used is the GPU-time each job has held since this host started
+	// (AnnotationWork minus it is the job's remaining work), and usedAt
+	// the round it was last counted at.
+	used   map[JobKey]time.Duration
+	usedAt time.Time
+	// carbonErr is the last carbon fetch error's text (logged once).
+	carbonErr string
 }
 
 type refusalKey struct {
@@ -199,13 +226,23 @@ func New(cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("%w: Client is nil", ErrConfig)
 	}
 	for name, d := range map[string]time.Duration{"Interval": cfg.Interval, "MinInterval": cfg.MinInterval,
-		"LeaseDuration": cfg.LeaseDuration, "RenewDeadline": cfg.RenewDeadline, "RetryPeriod": cfg.RetryPeriod} {
+		"LeaseDuration": cfg.LeaseDuration, "RenewDeadline": cfg.RenewDeadline, "RetryPeriod": cfg.RetryPeriod,
+		"CarbonHorizon": cfg.CarbonHorizon, "CarbonTimeout": cfg.CarbonTimeout} {
 		if d < 0 {
 			return nil, fmt.Errorf("%w: %s is negative (%v)", ErrConfig, name, d)
 		}
 	}
 	if cfg.BindingKey != nil && len(cfg.BindingKey) < MinBindingKeyBytes {
 		return nil, fmt.Errorf("%w: BindingKey has %d bytes, want at least %d", ErrConfig, len(cfg.BindingKey), MinBindingKeyBytes)
+	}
+	if cfg.Carbon != nil && strings.TrimSpace(cfg.CarbonZone) == "" {
+		return nil, fmt.Errorf("%w: Carbon is set but CarbonZone is empty", ErrConfig)
+	}
+	if cfg.CarbonHorizon == 0 {
+		cfg.CarbonHorizon = 48 * time.Hour
+	}
+	if cfg.CarbonTimeout == 0 {
+		cfg.CarbonTimeout = 10 * time.Second
 	}
 	if cfg.BindWorkers < 0 {
 		return nil, fmt.Errorf("%w: BindWorkers is negative (%d)", ErrConfig, cfg.BindWorkers)
@@ -272,7 +309,7 @@ func New(cfg Config) (*Host, error) {
 	h := &Host{cfg: cfg, sched: s, log: cfg.Logger, m: m, reg: reg,
 		state: hostState{binds: map[types.UID]timedBind{}, deleting: map[types.UID]time.Time{},
 			rollback: map[types.UID]podRef{}, warned: map[JobKey]string{}, said: map[JobKey]string{},
-			refusedSeen: map[refusalKey]bool{}, forbidden: map[string]bool{}}}
+			refusedSeen: map[refusalKey]bool{}, forbidden: map[string]bool{}, used: map[JobKey]time.Duration{}}}
 	h.factory = informers.NewSharedInformerFactory(cfg.Client, 0)
 	nodeInf := h.factory.Core().V1().Nodes()
 	podInf := h.factory.Core().V1().Pods()

@@ -239,13 +239,24 @@ func TestParseSpecRejectsMalformedAnnotations(t *testing.T) {
 		{map[string]string{AnnotationPreemptible: "maybe"}, AnnotationPreemptible},
 		{map[string]string{AnnotationGPUTypes: "a100,,t4"}, AnnotationGPUTypes},
 		{map[string]string{AnnotationGPUTypes: "H100 SXM"}, AnnotationGPUTypes},
+		{map[string]string{AnnotationDeadline: "tomorrow"}, AnnotationDeadline},
+		{map[string]string{AnnotationDeadline: "2026-12-09"}, AnnotationDeadline},
+		{map[string]string{AnnotationDelayTolerant: "yes", AnnotationDeadline: "2026-12-09T06:00:00Z"}, AnnotationDelayTolerant},
+		{map[string]string{AnnotationDelayTolerant: "true"}, AnnotationDeadline}, // a delay-tolerant job needs a deadline
+		{map[string]string{AnnotationWork: "0s"}, AnnotationWork},
+		{map[string]string{AnnotationWork: "-3h"}, AnnotationWork},
+		{map[string]string{AnnotationWork: "36"}, AnnotationWork},
 	} {
 		_, err := parseSpec(tc.ann)
 		if !errors.Is(err, ErrAnnotation) || !strings.Contains(err.Error(), tc.key) {
 			t.Errorf("%v: err %v, want ErrAnnotation naming %s", tc.ann, err, tc.key)
 		}
 	}
-	sp, err := parseSpec(map[string]string{AnnotationKind: " Elastic ", AnnotationGPUTypes: "A100,a100-40gb,t4"})
+	sp, err := parseSpec(map[string]string{AnnotationDelayTolerant: "true", AnnotationDeadline: "2026-12-09T06:00:00+01:00", AnnotationWork: "36h"})
+	if err != nil || !sp.tolerant || !sp.deadline.Equal(time.Date(2026, 12, 9, 5, 0, 0, 0, time.UTC)) || sp.work != 36*time.Hour {
+		t.Errorf("delay-tolerant spec: got %+v, %v", sp, err)
+	}
+	sp, err = parseSpec(map[string]string{AnnotationKind: " Elastic ", AnnotationGPUTypes: "A100,a100-40gb,t4"})
 	if err != nil || sp.kind != scheduler.Elastic || !slices.Equal(sp.types, []accel.TypeKey{"a100-40gb", "t4"}) {
 		t.Errorf("got %+v, %v", sp, err)
 	}

@@ -22,6 +22,7 @@ type metrics struct {
 	refused       *prometheus.CounterVec // reason
 	leader        prometheus.Gauge
 	rounds        prometheus.Counter
+	carbon        prometheus.Gauge // g/kWh now, from Config.Carbon
 }
 
 func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
@@ -43,14 +44,16 @@ func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodsched_evictions_total",
 			Help: "Pods evicted or deleted by the scheduler, by reason (preempt, shrink, move, node-lost, half-bound, rollback, extra)."}, []string{"reason"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodsched_errors_total",
-			Help: "Failed operations, by op (schedule, bind, evict, delete, patch, annotation)."}, []string{"op"}),
+			Help: "Failed operations, by op (schedule, bind, evict, delete, patch, annotation, carbon)."}, []string{"op"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodsched_refused_total",
 			Help: "Pods of ours whose goodsched.io/devices annotation was not read, counted once per pod, by reason (annotation-too-long, binding-unverified, annotation-malformed)."}, []string{"reason"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "goodsched_leader",
 			Help: "1 while this replica runs rounds (holds the lease)."}),
 		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: "goodsched_rounds_total", Help: "Rounds run."}),
+		carbon: prometheus.NewGauge(prometheus.GaugeOpts{Name: "goodsched_carbon_intensity_grams_per_kwh",
+			Help: "Grid carbon intensity for the last round's moment, from the configured forecast (Config.Carbon); NaN when the last fetch failed."}),
 	}
-	cs := []prometheus.Collector{m.roundDuration, m.jobs, m.gpus, m.gpusOffered, m.gpusHidden, m.queueGPUs, m.binds, m.evictions, m.errors, m.refused, m.leader, m.rounds}
+	cs := []prometheus.Collector{m.roundDuration, m.jobs, m.gpus, m.gpusOffered, m.gpusHidden, m.queueGPUs, m.binds, m.evictions, m.errors, m.refused, m.leader, m.rounds, m.carbon}
 	if own {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

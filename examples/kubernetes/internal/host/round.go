@@ -23,6 +23,7 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/goodsched/goodsched/carbon"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
@@ -173,9 +174,14 @@ func (h *Host) assemble(r *Round) (*assembly, error) {
 	if qc != nil {
 		a.in.Queues = qc.Queues
 	}
+	a.in.Carbon = h.carbonForecast(now)
+	h.countUsed(snap.current, now)
 	a.in.Jobs = make([]scheduler.Job, 0, len(snap.units))
 	for _, u := range snap.units {
 		j := u.sj
+		if w := u.spec.work; w > 0 {
+			j.RemainingWork = max(w-h.state.used[u.key], 0).Seconds()
+		}
 		if h.cfg.Models != nil && u.spec.kind != scheduler.Rigid {
 			if s, ok := h.cfg.Models.Speedup(u.key); ok && s != nil {
 				j.Kind, j.Speedup = scheduler.Adaptive, s
@@ -189,6 +195,52 @@ func (h *Host) assemble(r *Round) (*assembly, error) {
 		a.byKey[u.key] = u
 	}
 	return a, nil
+}
+
+// carbonForecast fetches the round's carbon forecast (Config.Carbon): the
+// zero Series, logged once and counted, when there is none.
+func (h *Host) carbonForecast(now time.Time) carbon.Series {
+	if h.cfg.Carbon == nil {
+		return carbon.Series{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.CarbonTimeout)
+	defer cancel()
+	s, err := h.cfg.Carbon.Forecast(ctx, h.cfg.CarbonZone, now.Truncate(time.Hour), h.cfg.CarbonHorizon)
+	if err == nil {
+		err = s.Validate()
+	}
+	if err == nil {
+		s, err = s.Convert(carbon.GPerKWh)
+	}
+	if err == nil {
+		var v float64
+		if v, err = s.At(now); err == nil {
+			h.m.carbon.Set(v)
+			if h.state.carbonErr != "" {
+				h.log.Info("carbon forecast available again", "zone", h.cfg.CarbonZone)
+				h.state.carbonErr = ""
+			}
+			return s
+		}
+	}
+	h.m.errors.WithLabelValues("carbon").Inc()
+	h.m.carbon.Set(math.NaN())
+	if msg := err.Error(); msg != h.state.carbonErr {
+		h.state.carbonErr = msg
+		h.log.Warn("no carbon forecast: delay-tolerant jobs run unshifted until one is available", "zone", h.cfg.CarbonZone, "err", err)
+	}
+	return carbon.Series{}
+}
+
+// countUsed adds the GPU-time each job held since the last round.
+func (h *Host) countUsed(current []placement.Assignment, now time.Time) {
+	if !h.state.usedAt.IsZero() && now.After(h.state.usedAt) {
+		dt := now.Sub(h.state.usedAt)
+		for _, a := range current {
+			h.state.used[JobKey(a.Job)] += dt * time.Duration(len(a.Devices))
+		}
+	}
+	h.state.usedAt = now
 }
 
 // plan calls the scheduler; a misbehaving measured model makes the round
