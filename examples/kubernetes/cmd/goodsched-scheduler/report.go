@@ -76,12 +76,15 @@ func (f *reportFlags) setup(ctx context.Context, cs kubernetes.Interface, log *s
 }
 
 // pruneStates deletes, every 10 minutes while this replica leads, the
-// report states of Jobs that are gone (the states live in the scheduler's
-// namespace, where no owner reference to a Job can reach).
+// report states of Jobs and pod groups that are gone (the states live in
+// the scheduler's namespace, where no owner reference can reach).
 func pruneStates(ctx context.Context, srv *report.Server, h *host.Host, log *slog.Logger) {
 	t := time.NewTicker(10 * time.Minute)
 	defer t.Stop()
 	live := func(job host.JobKey, uid types.UID) bool {
+		if uid == "" { // a pod group: alive while it has live pods
+			return len(h.PodsOfJob(job)) > 0
+		}
 		got, ok := h.JobUID(job)
 		return ok && got == uid
 	}
@@ -97,7 +100,7 @@ func pruneStates(ctx context.Context, srv *report.Server, h *host.Host, log *slo
 		if n, err := srv.PruneStates(ctx, live, 10*time.Minute); err != nil {
 			log.Warn("report: prune states", "err", err)
 		} else if n > 0 {
-			log.Info("report: pruned the states of deleted Jobs", "deleted", n)
+			log.Info("report: pruned the states of deleted Jobs and pod groups", "deleted", n)
 		}
 	}
 }

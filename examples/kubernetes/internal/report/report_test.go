@@ -396,7 +396,8 @@ func TestTokenExpiryShortensCache(t *testing.T) {
 }
 
 // TestPruneStatesOfDeletedJobs: the state of a Job that is gone is deleted,
-// a live Job's and a pod group's are kept.
+// a live Job's and a live pod group's are kept; a pod group's state is
+// deleted once live says the group is gone.
 func TestPruneStatesOfDeletedJobs(t *testing.T) {
 	f := newFixture(t, Config{})
 	for _, c := range []struct{ tok, job string }{{"tok-a-0", "ml/a"}, {"tok-b-0", "ml/b"}, {"tok-g-0", "ml/g"}} {
@@ -405,7 +406,10 @@ func TestPruneStatesOfDeletedJobs(t *testing.T) {
 		}
 	}
 	pollFor(t, func() bool { return len(f.s.cms.GetStore().List()) == 3 })
-	live := func(job host.JobKey, uid types.UID) bool { return job == "ml/a" && uid == "job-a" }
+	groupAlive := true
+	live := func(job host.JobKey, uid types.UID) bool {
+		return job == "ml/a" && uid == "job-a" || job == "ml/g" && uid == "" && groupAlive
+	}
 	// Just written: kept, whatever live says.
 	if n, err := f.s.PruneStates(context.Background(), live, time.Hour); err != nil || n != 0 {
 		t.Fatalf("pruned %d states written less than an hour ago, %v; want 0", n, err)
@@ -416,6 +420,11 @@ func TestPruneStatesOfDeletedJobs(t *testing.T) {
 	}
 	if f.stateRV("ml/b") != "<none>" || f.stateRV("ml/a") == "<none>" || f.stateRV("ml/g") == "<none>" {
 		t.Errorf("after pruning: a %q, b %q, g %q; want only b's gone", f.stateRV("ml/a"), f.stateRV("ml/b"), f.stateRV("ml/g"))
+	}
+	groupAlive = false
+	pollFor(t, func() bool { return len(f.s.cms.GetStore().List()) == 2 })
+	if n, err := f.s.PruneStates(context.Background(), live, 0); err != nil || n != 1 || f.stateRV("ml/g") != "<none>" || f.stateRV("ml/a") == "<none>" {
+		t.Errorf("the group gone: pruned %d, %v; a %q, g %q; want g's gone", n, err, f.stateRV("ml/a"), f.stateRV("ml/g"))
 	}
 }
 

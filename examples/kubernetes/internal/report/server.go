@@ -649,11 +649,12 @@ func (s *Server) response(job host.JobKey, current *goodput.BatchPlan) client.Re
 	return resp
 }
 
-// PruneStates deletes the state ConfigMaps of Jobs that no longer exist
-// (live reports false for the Job key and UID the state was written for)
-// and that were last written more than minAge ago, so that a Job still
-// unknown to live's informer keeps its state. Pod groups' states are kept.
-// It returns how many it deleted.
+// PruneStates deletes the state ConfigMaps of Jobs and pod groups that no
+// longer exist (live reports false for the Job key and the UID the state
+// was written for; the UID is "" for a pod group, which is alive while it
+// has live pods) and that were last written more than minAge ago, so that
+// a Job still unknown to live's informer, or a group between its pods,
+// keeps its state. It returns how many it deleted.
 func (s *Server) PruneStates(ctx context.Context, live func(host.JobKey, types.UID) bool, minAge time.Duration) (int, error) {
 	n := 0
 	now := s.cfg.Now()
@@ -664,7 +665,7 @@ func (s *Server) PruneStates(ctx context.Context, live func(host.JobKey, types.U
 		}
 		uid := types.UID(cm.Annotations[JobUIDAnnotation])
 		job := host.JobKey(cm.Annotations[JobAnnotation])
-		if uid == "" || job == "" || live(job, uid) || now.Sub(lastWrite(cm)) < minAge {
+		if job == "" || live(job, uid) || now.Sub(lastWrite(cm)) < minAge {
 			continue
 		}
 		var opts metav1.DeleteOptions
