@@ -57,9 +57,11 @@ func BenchmarkGenetic160x64(b *testing.B) {
 	benchSchedule(b, Genetic{Seed: 1}, genInput(1, shape160x64))
 }
 
-func BenchmarkFIFO2000x8192(b *testing.B)     { benchSchedule(b, FIFO{}, genInput(1, shape2000x8)) }
-func BenchmarkTiresias2000x8192(b *testing.B) { benchSchedule(b, Tiresias{}, genInput(1, shape2000x8)) }
-func BenchmarkOptimus2000x8192(b *testing.B)  { benchSchedule(b, Optimus{}, genInput(1, shape2000x8)) }
+func BenchmarkFIFO2000x8192(b *testing.B) { benchSchedule(b, fifo, genInput(1, shape2000x8)) }
+func BenchmarkTiresias2000x8192(b *testing.B) {
+	benchSchedule(b, tiresiasAt(0), genInput(1, shape2000x8))
+}
+func BenchmarkOptimus2000x8192(b *testing.B) { benchSchedule(b, optimus, genInput(1, shape2000x8)) }
 
 // BenchmarkGoodput40x64 is the small end: 40 jobs on 64 T4s, where the
 // polish on replayed placements runs (≤ 48 jobs).
@@ -128,5 +130,5 @@ func BenchmarkQueues50x2000x8192(b *testing.B) {
 // BenchmarkQueuesFIFO50x2000x8192 is the same round under FIFO, whose
 // targets the Scheduler trims to the entitlements.
 func BenchmarkQueuesFIFO50x2000x8192(b *testing.B) {
-	benchSchedule(b, FIFO{}, queued50(genInput(1, shape2000x8)))
+	benchSchedule(b, fifo, queued50(genInput(1, shape2000x8)))
 }

@@ -43,9 +43,10 @@
 // Round: the validated view of the Input, the cluster's placement.Index,
 // each job's effective bounds, and Round.Place to try candidate targets
 // with the Scheduler's Placer. Pollux is the elastic, goodput-optimal
-// policy (its search is package scheduler/pollux); FIFO, Tiresias and
-// Optimus are baselines; Genetic is Pollux's genetic search kept as a slow
-// reference; Gavel's policies are package scheduler/gavel; package
+// policy (its search is package scheduler/pollux); Genetic is Pollux's
+// genetic search kept as a slow reference; the FIFO, Tiresias and Optimus
+// baselines are package scheduler/baselines, Gavel's policies package
+// scheduler/gavel; package
 // scheduler/carbonaware wraps any policy for a grid that is not always
 // clean (delay-tolerant jobs planned into clean hours through
 // Round.Restrict). A user policy returns a Target (type, count) per job
@@ -72,7 +73,7 @@
 // touched. A queue within its guarantee is never trimmed, since its
 // entitlement is at least its guarantee; under Pollux it also loses
 // no devices to another queue's growth (its guarantee is a floor in
-// the search: pollux.Problem.Floors). FIFO and Tiresias keep a
+// the search: pollux.Problem.Floors). The FIFO and Tiresias baselines keep a
 // running job only within its queue's entitlement, so the devices a
 // reclaim frees go to the owner's waiting jobs in the same round.
 //

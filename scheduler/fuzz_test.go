@@ -59,7 +59,7 @@ func FuzzSchedule(f *testing.F) {
 		if len(data) > 0 && data[0]%3 == 0 && len(in.Jobs) > 0 {
 			in.Current = []placement.Assignment{{Job: in.Jobs[0].ID, Devices: []string{"t4-0-000/0", "t4-0-000/1"}}}
 		}
-		for _, pol := range []Policy{Pollux{}, FIFO{}, Tiresias{}, Optimus{}} {
+		for _, pol := range []Policy{Pollux{}, fifo, tiresiasAt(0), optimus} {
 			s, _ := New(Config{Policy: pol})
 			plan, err := s.Schedule(context.Background(), in)
 			if err != nil {

@@ -82,7 +82,7 @@ func TestQueueProperties(t *testing.T) {
 	policies := []struct {
 		name string
 		pol  Policy
-	}{{"pollux", Pollux{}}, {"fifo", FIFO{}}, {"tiresias", Tiresias{}}, {"optimus", Optimus{}}}
+	}{{"pollux", Pollux{}}, {"fifo", fifo}, {"tiresias", tiresiasAt(0)}, {"optimus", optimus}}
 	seeds := 12
 	if testing.Short() {
 		seeds = 4

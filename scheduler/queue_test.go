@@ -211,7 +211,7 @@ func usage(p Plan, q string, typ accel.TypeKey) quota.Usage {
 // no decision (its entitlement is the whole demand), for every policy.
 func TestQueuesOff(t *testing.T) {
 	in := genInput(3, shape160x64)
-	for _, pol := range []Policy{Pollux{}, FIFO{}, Tiresias{}, Optimus{}} {
+	for _, pol := range []Policy{Pollux{}, fifo, tiresiasAt(0), optimus} {
 		s, _ := New(Config{Policy: pol})
 		plain, err := s.Schedule(context.Background(), in)
 		if err != nil {

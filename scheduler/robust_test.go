@@ -33,10 +33,9 @@ func TestZeroValueScheduler(t *testing.T) {
 
 func TestNewRejectsNilPointers(t *testing.T) {
 	for name, cfg := range map[string]Config{
-		"*Pollux":   {Policy: (*Pollux)(nil)},
-		"*Tiresias": {Policy: (*Tiresias)(nil)},
-		"*Genetic":  {Policy: (*Genetic)(nil)},
-		"*Packer":   {Placer: (*Packer)(nil)},
+		"*Pollux":  {Policy: (*Pollux)(nil)},
+		"*Genetic": {Policy: (*Genetic)(nil)},
+		"*Packer":  {Placer: (*Packer)(nil)},
 	} {
 		if _, err := New(cfg); !errors.Is(err, ErrInvalid) {
 			t.Errorf("New with a nil %s: err %v, want ErrInvalid", name, err)
@@ -59,7 +58,7 @@ func TestNilSpeedupPointer(t *testing.T) {
 	in := Input{Cluster: testCluster(group{1, 4, "t4"}), Now: t0, Jobs: []Job{
 		{ID: "a", Kind: Elastic, Submitted: t0, Speedup: (*goodput.Curve)(nil)},
 	}}
-	for _, p := range []Policy{Pollux{}, FIFO{}} {
+	for _, p := range []Policy{Pollux{}, fifo} {
 		s, err := New(Config{Policy: p})
 		if err != nil {
 			t.Fatal(err)
@@ -180,7 +179,7 @@ func TestNegativeKnobs(t *testing.T) {
 		"Genetic.Population":     Genetic{Population: -1},
 		"Genetic.Generations":    Genetic{Generations: -5},
 		"Genetic.Population 1e9": Genetic{Population: 1_000_000_000},
-		"Tiresias.Threshold":     Tiresias{Threshold: -time.Hour},
+		"Tiresias.Threshold":     tiresiasAt(-time.Hour),
 		"Pollux.RestartDelay":    Pollux{RestartDelay: -time.Second},
 	} {
 		if _, err := pol.Allocate(context.Background(), mustRound(t, in)); !errors.Is(err, ErrInvalid) {
@@ -210,7 +209,7 @@ func FuzzPolicyKnobs(f *testing.F) {
 		for _, pol := range []Policy{
 			Genetic{Population: int(pop), Generations: int(min(gens, 3)), Seed: 1},
 			Pollux{MaxPasses: int(passes)},
-			Tiresias{Threshold: time.Duration(th)},
+			tiresiasAt(time.Duration(th)),
 		} {
 			s, err := New(Config{Policy: pol})
 			if err != nil {

@@ -590,27 +590,6 @@ func (r *Round) packedNodes(t, count int) int {
 	return (count + d - 1) / d
 }
 
-// sortedJobs returns the jobs in the order cmpFn gives, pinned jobs first.
-// cmpFn must order every pair of distinct jobs (end with their IDs), so
-// that a plain sort gives the one order (a stable sort would move
-// elements O(n log² n) times).
-func (r *Round) sortedJobs(cmpFn func(a, b *jobInfo) int) []*jobInfo {
-	order := make([]*jobInfo, len(r.jobs))
-	for i := range r.jobs {
-		order[i] = &r.jobs[i]
-	}
-	slices.SortFunc(order, func(a, b *jobInfo) int {
-		if a.Pinned != b.Pinned {
-			if a.Pinned {
-				return -1
-			}
-			return 1
-		}
-		return cmpFn(a, b)
-	})
-	return order
-}
-
 // byIDOrder returns the job positions sorted by job ID.
 func (r *Round) byIDOrder() []int {
 	// Sorted as (ID, position) pairs, side by side in memory: comparing

@@ -22,15 +22,15 @@ func policies() map[string]Policy {
 		"goodput":   Pollux{},
 		"geometric": Pollux{Geometric: true},
 		"p=-10":     Pollux{Exponent: -10},
-		"fifo":      FIFO{},
-		"tiresias":  Tiresias{},
-		"optimus":   Optimus{},
+		"fifo":      fifo,
+		"tiresias":  tiresiasAt(0),
+		"optimus":   optimus,
 		"genetic":   Genetic{Population: 20, Generations: 10, Seed: 1},
 	}
 }
 
 func TestPackerProperties(t *testing.T) {
-	for _, pol := range []Policy{Pollux{}, FIFO{}} {
+	for _, pol := range []Policy{Pollux{}, fifo} {
 		s, _ := New(Config{Policy: pol, Placer: Packer{}})
 		for si, sh := range shapes {
 			in := genInput(uint64(si), sh)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/easyscale"
 	"github.com/goodsched/goodsched/scheduler/gavel"
 )
@@ -41,17 +42,17 @@ func registry() map[string]policySpec {
 		},
 		"tiresias": {
 			about: "Tiresias 2-queue LAS on the workload's tuned GPU counts and batch sizes",
-			build: func() (scheduler.Policy, error) { return scheduler.Tiresias{}, nil },
+			build: func() (scheduler.Policy, error) { return baselines.Tiresias{}, nil },
 			kind:  scheduler.Rigid, placer: scheduler.Packer{},
 		},
 		"fifo": {
 			about: "FIFO with backfill on the workload's GPU counts and batch sizes",
-			build: func() (scheduler.Policy, error) { return scheduler.FIFO{}, nil },
+			build: func() (scheduler.Policy, error) { return baselines.FIFO{}, nil },
 			kind:  scheduler.Rigid, placer: scheduler.Packer{},
 		},
 		"optimus": {
 			about: "Optimus+Oracle: elastic counts at the workload's batch size, ground-truth remaining work",
-			build: func() (scheduler.Policy, error) { return scheduler.Optimus{}, nil },
+			build: func() (scheduler.Policy, error) { return baselines.Optimus{}, nil },
 			kind:  scheduler.Elastic, oracle: true, placer: scheduler.Packer{},
 		},
 		"gavel": {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/quota"
 	"github.com/goodsched/goodsched/scheduler/sim"
 )
@@ -249,7 +250,7 @@ func parseQuotasFile(data []byte, cluster accel.Cluster) (*tenancy, error) {
 // checkQueues validates a queue tree with the scheduler: one round with
 // no jobs.
 func checkQueues(qs []quota.Queue, cluster accel.Cluster) error {
-	s, err := scheduler.New(scheduler.Config{Policy: scheduler.FIFO{}})
+	s, err := scheduler.New(scheduler.Config{Policy: baselines.FIFO{}})
 	if err != nil {
 		return err
 	}

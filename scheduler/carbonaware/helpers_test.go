@@ -12,6 +12,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -139,14 +140,14 @@ func TestWrapsAnyPolicy(t *testing.T) {
 	plain := scheduler.Job{ID: "b", Submitted: t0, Kind: scheduler.Rigid, Requested: 2}
 	in := scheduler.Input{Cluster: cl, Jobs: []scheduler.Job{flexJob("a", 2, 5*time.Hour), plain}, Now: t0,
 		Carbon: hourly(300, 250, 100, 100, 300, 300, 300, 300)}
-	p := scheduleOnce(t, Policy{CarbonWeight: 1, Inner: scheduler.FIFO{}}, in)
+	p := scheduleOnce(t, Policy{CarbonWeight: 1, Inner: baselines.FIFO{}}, in)
 	da, _ := p.Decision("a")
 	db, _ := p.Decision("b")
 	if da.To != 0 || da.Reason != scheduler.ReasonCarbon || db.To != 2 {
 		t.Fatalf("a %d (%v), b %d; want a 0 (carbon), b 2", da.To, da.Reason, db.To)
 	}
 	in.Now = t0.Add(2 * time.Hour)
-	if d := scheduleOnce(t, Policy{CarbonWeight: 1, Inner: scheduler.FIFO{}}, in).Decisions[0]; d.To == 0 {
+	if d := scheduleOnce(t, Policy{CarbonWeight: 1, Inner: baselines.FIFO{}}, in).Decisions[0]; d.To == 0 {
 		t.Fatalf("clean hour: a gets nothing (%s)", d.Message)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -91,7 +92,7 @@ func TestReconfigureErrors(t *testing.T) {
 // malleable job alone on the cluster is told to use what is free, or to
 // keep its size when it already has everything.
 func TestReconfigureOnSchedulersPlan(t *testing.T) {
-	s, err := scheduler.New(scheduler.Config{Policy: scheduler.FIFO{}})
+	s, err := scheduler.New(scheduler.Config{Policy: baselines.FIFO{}})
 	if err != nil {
 		t.Fatal(err)
 	}

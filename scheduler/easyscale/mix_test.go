@@ -9,6 +9,7 @@ import (
 
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/easyscale"
 )
 
@@ -21,7 +22,7 @@ func TestMixForwards(t *testing.T) {
 		jobs = append(jobs, scheduler.Job{ID: fmt.Sprintf("j%d", i), Submitted: t0.Add(time.Duration(i) * time.Minute), Kind: scheduler.Elastic, MinReplicas: 1, MaxReplicas: 1 + i%5})
 	}
 	in := scheduler.Input{Cluster: c, Jobs: jobs, Now: t0.Add(time.Hour)}
-	for _, pol := range []scheduler.Policy{scheduler.Pollux{}, scheduler.FIFO{}} {
+	for _, pol := range []scheduler.Policy{scheduler.Pollux{}, baselines.FIFO{}} {
 		a, _ := scheduler.New(scheduler.Config{Policy: pol})
 		b, _ := scheduler.New(scheduler.Config{Policy: easyscale.Mix{Policy: pol}})
 		pa, err := a.Schedule(context.Background(), in)

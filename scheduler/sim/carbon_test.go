@@ -11,6 +11,7 @@ import (
 	"github.com/goodsched/goodsched/carbon"
 	"github.com/goodsched/goodsched/energy"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/carbonaware"
 )
 
@@ -37,7 +38,7 @@ func TestEnergyAccount(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
 	ci := daily(2, 200, 200)
 	cfg := Config{Cluster: cluster(t, "1x1:t4"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}},
-		Apps: apps, Policy: scheduler.FIFO{}, Start: carbonStart, Carbon: ci, Power: energy.PowerModel{PUE: 1.2}}
+		Apps: apps, Policy: baselines.FIFO{}, Start: carbonStart, Carbon: ci, Power: energy.PowerModel{PUE: 1.2}}
 	r, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +94,7 @@ func TestCarbonAwareSim(t *testing.T) {
 func TestCarbonConfigInvalid(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
 	good := Config{Cluster: cluster(t, "1x1:t4"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}},
-		Apps: apps, Policy: scheduler.FIFO{}, Start: carbonStart, Carbon: daily(1, 1, 1)}
+		Apps: apps, Policy: baselines.FIFO{}, Start: carbonStart, Carbon: daily(1, 1, 1)}
 	for _, tc := range []struct {
 		name, field string
 		mod         func(*Config)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 )
 
 func TestRunHandComputed(t *testing.T) {
@@ -88,7 +89,7 @@ func TestRunHandComputed(t *testing.T) {
 			apps := toyApps(t, tc.opts)
 			res, err := Run(context.Background(), Config{
 				Cluster: cluster(t, tc.spec), Jobs: tc.jobs, Apps: apps,
-				Policy: scheduler.FIFO{}, Placer: tc.placer, Kind: scheduler.Rigid, InterferenceSlowdown: tc.interf,
+				Policy: baselines.FIFO{}, Placer: tc.placer, Kind: scheduler.Rigid, InterferenceSlowdown: tc.interf,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -110,7 +111,7 @@ func TestRunHandComputed(t *testing.T) {
 
 func TestRunValidation(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
-	good := Config{Cluster: cluster(t, "1x1:t4"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}, Apps: apps, Policy: scheduler.FIFO{}, Kind: scheduler.Adaptive}
+	good := Config{Cluster: cluster(t, "1x1:t4"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}, Apps: apps, Policy: baselines.FIFO{}, Kind: scheduler.Adaptive}
 	cases := []struct {
 		name string
 		mod  func(*Config)
@@ -145,7 +146,7 @@ func TestFaultsLoseNoJob(t *testing.T) {
 	for i := range 12 {
 		jobs = append(jobs, JobSpec{Name: string(rune('a' + i)), Submit: time.Duration(i) * 50 * time.Second, Application: "toy", Replicas: 1 + i%2, BatchSize: 10})
 	}
-	cfg := Config{Cluster: cluster(t, "3x2:t4"), Jobs: jobs, Apps: apps, Policy: scheduler.Tiresias{}, Kind: scheduler.Rigid,
+	cfg := Config{Cluster: cluster(t, "3x2:t4"), Jobs: jobs, Apps: apps, Policy: baselines.Tiresias{}, Kind: scheduler.Rigid,
 		Faults: Faults{MTBF: 10 * time.Minute, Repair: 5 * time.Minute, Seed: 7}}
 	a, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -184,7 +185,7 @@ func (r *kindRecorder) Allocate(ctx context.Context, sr *scheduler.Round) ([]sch
 	for _, j := range sr.Input().Jobs {
 		r.kinds[j.Kind] = true
 	}
-	return scheduler.FIFO{}.Allocate(ctx, sr)
+	return baselines.FIFO{}.Allocate(ctx, sr)
 }
 
 // TestConfigKind checks that Config.Kind is the scheduler.Kind the policy
@@ -204,7 +205,7 @@ func TestConfigKind(t *testing.T) {
 		}
 	}
 	for _, bad := range []scheduler.Kind{-1, scheduler.Adaptive + 1} {
-		_, err := Run(context.Background(), Config{Cluster: cluster(t, "1x2:t4"), Apps: apps, Policy: scheduler.FIFO{}, Kind: bad,
+		_, err := Run(context.Background(), Config{Cluster: cluster(t, "1x2:t4"), Apps: apps, Policy: baselines.FIFO{}, Kind: bad,
 			Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 2, BatchSize: 10}}})
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Kind") {
 			t.Errorf("Config.Kind %d: err %v, want ErrInvalid naming Kind", int(bad), err)
@@ -215,7 +216,7 @@ func TestConfigKind(t *testing.T) {
 func TestHorizonReportsUnfinished(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
 	res, err := Run(context.Background(), Config{
-		Cluster: cluster(t, "1x1:t4"), Apps: apps, Policy: scheduler.FIFO{}, Kind: scheduler.Rigid, Horizon: 2 * time.Minute,
+		Cluster: cluster(t, "1x1:t4"), Apps: apps, Policy: baselines.FIFO{}, Kind: scheduler.Rigid, Horizon: 2 * time.Minute,
 		Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}},
 	})
 	if err != nil {
@@ -230,7 +231,7 @@ func TestRunCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	apps := toyApps(t, ProfileOptions{})
-	_, err := Run(ctx, Config{Cluster: cluster(t, "1x1:t4"), Apps: apps, Policy: scheduler.FIFO{}, Kind: scheduler.Adaptive,
+	_, err := Run(ctx, Config{Cluster: cluster(t, "1x1:t4"), Apps: apps, Policy: baselines.FIFO{}, Kind: scheduler.Adaptive,
 		Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
@@ -242,7 +243,7 @@ func TestRunCancelled(t *testing.T) {
 func TestRunAllMatchesSequential(t *testing.T) {
 	apps := polluxApps(t)
 	var cfgs []Config
-	for i, p := range []scheduler.Policy{scheduler.FIFO{}, scheduler.Tiresias{}, scheduler.Optimus{}, scheduler.Pollux{}} {
+	for i, p := range []scheduler.Policy{baselines.FIFO{}, baselines.Tiresias{}, baselines.Optimus{}, scheduler.Pollux{}} {
 		mode := []scheduler.Kind{scheduler.Rigid, scheduler.Rigid, scheduler.Elastic, scheduler.Adaptive}[i]
 		cfgs = append(cfgs, Config{Cluster: cluster(t, "4x4:t4"), Jobs: polluxJobs(t, "workloads", "workload-3", 16), Apps: apps, Policy: p, Kind: mode, Oracle: mode == scheduler.Elastic})
 	}
@@ -270,7 +271,7 @@ func TestRunAllMatchesSequential(t *testing.T) {
 func TestQuietRoundsAreExact(t *testing.T) {
 	apps := polluxApps(t)
 	jobs := polluxJobs(t, "workloads", "workload-2", 60)
-	for _, p := range []scheduler.Policy{scheduler.FIFO{}, scheduler.Tiresias{}} {
+	for _, p := range []scheduler.Policy{baselines.FIFO{}, baselines.Tiresias{}} {
 		cfg := Config{Cluster: cluster(t, "4x4:t4"), Jobs: jobs, Apps: apps, Policy: p, Placer: scheduler.Packer{}, Kind: scheduler.Rigid,
 			Faults: Faults{MTBF: 6 * time.Hour, Seed: 3}}
 		fast, err := Run(context.Background(), cfg)
@@ -294,7 +295,7 @@ func BenchmarkRunTiresiasWorkload(b *testing.B) {
 	cl := cluster(b, "16x4:t4")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Run(context.Background(), Config{Cluster: cl, Jobs: jobs, Apps: apps, Policy: scheduler.Tiresias{}, Placer: scheduler.Packer{}, Kind: scheduler.Rigid}); err != nil {
+		if _, err := Run(context.Background(), Config{Cluster: cl, Jobs: jobs, Apps: apps, Policy: baselines.Tiresias{}, Placer: scheduler.Packer{}, Kind: scheduler.Rigid}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -333,8 +334,8 @@ func TestHeterogeneousModes(t *testing.T) {
 	}{
 		{"per-type", Config{Policy: scheduler.Pollux{}, Kind: scheduler.Adaptive, PerType: true}},
 		{"blind", Config{Policy: scheduler.Pollux{}, Kind: scheduler.Adaptive}},
-		{"rigid-oracle", Config{Policy: scheduler.FIFO{}, Kind: scheduler.Rigid, Oracle: true}},
-		{"elastic-oracle", Config{Policy: scheduler.Optimus{}, Kind: scheduler.Elastic, Oracle: true}},
+		{"rigid-oracle", Config{Policy: baselines.FIFO{}, Kind: scheduler.Rigid, Oracle: true}},
+		{"elastic-oracle", Config{Policy: baselines.Optimus{}, Kind: scheduler.Elastic, Oracle: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
@@ -350,7 +351,7 @@ func TestHeterogeneousModes(t *testing.T) {
 	}
 	// A lone rigid job prefers the faster type through its oracle speedup:
 	// 30 s stall + 200 steps of 0.25 s on an RTX 2080 Ti.
-	res, err := Run(context.Background(), Config{Cluster: cl, Apps: apps, Policy: scheduler.FIFO{}, Kind: scheduler.Rigid, Oracle: true,
+	res, err := Run(context.Background(), Config{Cluster: cl, Apps: apps, Policy: baselines.FIFO{}, Kind: scheduler.Rigid, Oracle: true,
 		Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}})
 	if err != nil {
 		t.Fatal(err)
@@ -387,7 +388,7 @@ func TestRelabelWithinNodeIsNoRestart(t *testing.T) {
 	res, err := Run(context.Background(), Config{
 		Cluster: cluster(t, "1x4:t4"), Apps: toyApps(t, ProfileOptions{}),
 		Jobs:   []JobSpec{{Name: "a", Application: "toy", Replicas: 2, BatchSize: 10}},
-		Policy: scheduler.FIFO{}, Placer: pl, Kind: scheduler.Rigid, EveryRound: true,
+		Policy: baselines.FIFO{}, Placer: pl, Kind: scheduler.Rigid, EveryRound: true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
 )
@@ -33,7 +34,7 @@ func ExampleRun() {
 		Cluster: cluster,
 		Jobs:    ws[0].Jobs[:20],
 		Apps:    apps,
-		Policy:  scheduler.Tiresias{},
+		Policy:  baselines.Tiresias{},
 		Kind:    scheduler.Rigid,
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
 )
 
@@ -56,11 +57,11 @@ func TestGoldenScenarios(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"fifo-rigid", Config{Policy: scheduler.FIFO{}, Kind: scheduler.Rigid}},
-		{"tiresias-rigid", Config{Policy: scheduler.Tiresias{}, Kind: scheduler.Rigid}},
-		{"optimus-oracle", Config{Policy: scheduler.Optimus{}, Kind: scheduler.Elastic, Oracle: true}},
-		{"tiresias-spread-interference", Config{Policy: scheduler.Tiresias{}, Placer: spreadPlacer{}, Kind: scheduler.Rigid, InterferenceSlowdown: 0.25}},
-		{"tiresias-faults", Config{Policy: scheduler.Tiresias{}, Kind: scheduler.Rigid, Faults: Faults{MTBF: 4 * 3600e9, Seed: 1}}},
+		{"fifo-rigid", Config{Policy: baselines.FIFO{}, Kind: scheduler.Rigid}},
+		{"tiresias-rigid", Config{Policy: baselines.Tiresias{}, Kind: scheduler.Rigid}},
+		{"optimus-oracle", Config{Policy: baselines.Optimus{}, Kind: scheduler.Elastic, Oracle: true}},
+		{"tiresias-spread-interference", Config{Policy: baselines.Tiresias{}, Placer: spreadPlacer{}, Kind: scheduler.Rigid, InterferenceSlowdown: 0.25}},
+		{"tiresias-faults", Config{Policy: baselines.Tiresias{}, Kind: scheduler.Rigid, Faults: Faults{MTBF: 4 * 3600e9, Seed: 1}}},
 		// Pollux's path: adaptive jobs learn their goodput models online
 		// from what they measure and the goodput policy sizes them.
 		{"goodput-adaptive", Config{Policy: scheduler.Pollux{}, Kind: scheduler.Adaptive}},

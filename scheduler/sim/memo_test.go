@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 )
 
 // runNoMemo runs cfg with the engine's per-job memos (step times, rebatch
@@ -84,7 +85,7 @@ func TestMemosAreExact(t *testing.T) {
 // cluster does not have, and passes a consistent state.
 func TestInvariantsCatchBadAllocations(t *testing.T) {
 	cfg := Config{Cluster: cluster(t, "2x2:t4"), Jobs: polluxJobs(t, "workloads", "workload-6", 2), Apps: polluxApps(t),
-		Policy: scheduler.FIFO{}}
+		Policy: baselines.FIFO{}}
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 )
 
 // Issue 17: a cluster no profile covers, and a round longer than a day,
@@ -17,7 +18,7 @@ import (
 
 func TestUnprofiledCluster(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
-	cfg := Config{Cluster: cluster(t, "4x4:a100"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}, Apps: apps, Policy: scheduler.FIFO{}, Kind: scheduler.Adaptive}
+	cfg := Config{Cluster: cluster(t, "4x4:a100"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}, Apps: apps, Policy: baselines.FIFO{}, Kind: scheduler.Adaptive}
 	_, err := Run(context.Background(), cfg)
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "a100-40gb") {
 		t.Fatalf("T4 profiles on an A100 cluster: err %v, want ErrInvalid naming a100-40gb", err)
@@ -37,7 +38,7 @@ func TestUnprofiledCluster(t *testing.T) {
 
 func TestIntervalBound(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
-	cfg := Config{Cluster: cluster(t, "1x1:t4"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}, Apps: apps, Policy: scheduler.FIFO{}, Kind: scheduler.Adaptive, Interval: 10000 * time.Hour}
+	cfg := Config{Cluster: cluster(t, "1x1:t4"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}, Apps: apps, Policy: baselines.FIFO{}, Kind: scheduler.Adaptive, Interval: 10000 * time.Hour}
 	if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Interval 10000h: err %v, want ErrInvalid", err)
 	}

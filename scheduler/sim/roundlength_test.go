@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 )
 
 // tenMinutes is FIFO designed for 10-minute rounds.
-type tenMinutes struct{ scheduler.FIFO }
+type tenMinutes struct{ baselines.FIFO }
 
 func (tenMinutes) RoundLength() time.Duration { return 10 * time.Minute }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
@@ -73,7 +74,7 @@ func quotas(typ string, nominal int) []quota.Quota {
 func TestTenantsHandComputed(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
 	cfg := Config{
-		Cluster: cluster(t, "1x2:t4"), Apps: apps, Policy: scheduler.FIFO{}, Placer: scheduler.Packer{},
+		Cluster: cluster(t, "1x2:t4"), Apps: apps, Policy: baselines.FIFO{}, Placer: scheduler.Packer{},
 		Jobs: []JobSpec{
 			{Name: "a0", Application: "toy", Replicas: 2, BatchSize: 10, Queue: "A"},
 			{Name: "b0", Submit: 60 * time.Second, Application: "toy", Replicas: 1, BatchSize: 10, Queue: "B"},
@@ -147,7 +148,7 @@ func TestTenantsQueuesReachScheduler(t *testing.T) {
 
 func TestTenantsValidation(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
-	good := Config{Cluster: cluster(t, "1x2:t4"), Apps: apps, Policy: scheduler.FIFO{},
+	good := Config{Cluster: cluster(t, "1x2:t4"), Apps: apps, Policy: baselines.FIFO{},
 		Jobs:   []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10, Queue: "leaf"}},
 		Queues: []quota.Queue{{Name: "root"}, {Name: "leaf", Parent: "root"}}}
 	if _, err := Run(context.Background(), good); err != nil {
@@ -178,7 +179,7 @@ func TestDemandMatchesDescribe(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
 	jobs := []JobSpec{{Name: "a", Application: "toy", Replicas: 2, BatchSize: 20}, {Name: "b", Application: "toy", Replicas: 1, BatchSize: 40}}
 	for _, kind := range []scheduler.Kind{scheduler.Rigid, scheduler.Elastic, scheduler.Adaptive} {
-		cfg := Config{Cluster: cluster(t, "2x2:t4"), Apps: apps, Policy: scheduler.FIFO{}, Kind: kind, Jobs: jobs}
+		cfg := Config{Cluster: cluster(t, "2x2:t4"), Apps: apps, Policy: baselines.FIFO{}, Kind: kind, Jobs: jobs}
 		if err := cfg.validate(); err != nil {
 			t.Fatal(err)
 		}

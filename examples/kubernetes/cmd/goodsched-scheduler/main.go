@@ -34,6 +34,7 @@ import (
 
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/carbonaware"
 )
 
@@ -41,9 +42,9 @@ import (
 func policies() map[string]scheduler.Policy {
 	return map[string]scheduler.Policy{
 		"goodput":  scheduler.Pollux{},
-		"fifo":     scheduler.FIFO{},
-		"tiresias": scheduler.Tiresias{},
-		"optimus":  scheduler.Optimus{},
+		"fifo":     baselines.FIFO{},
+		"tiresias": baselines.Tiresias{},
+		"optimus":  baselines.Optimus{},
 		// Delay-tolerant jobs with a deadline (goodsched.io/delay-tolerant,
 		// goodsched.io/deadline, goodsched.io/work) run in the forecast's
 		// clean hours (-carbon-zone); carbon only, as CarbonScaler.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 )
 
 func TestRunRejectsBadFlags(t *testing.T) {
@@ -57,7 +58,7 @@ func TestPolicyForParallel(t *testing.T) {
 			t.Errorf("-parallel=%v: policy %#v", parallel, pol)
 		}
 		pol, err = policyFor("fifo", parallel)
-		if err != nil || pol != (scheduler.FIFO{}) {
+		if err != nil || pol != (baselines.FIFO{}) {
 			t.Errorf("-policy fifo -parallel=%v: %#v, %v", parallel, pol, err)
 		}
 	}

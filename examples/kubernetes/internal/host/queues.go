@@ -19,6 +19,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/quota"
 )
 
@@ -105,7 +106,7 @@ func ParseQueueConfig(cm *corev1.ConfigMap) (*QueueConfig, error) {
 	}
 	// The scheduler validates the tree (cycles, unknown parents, quotas
 	// over the cohort's, negative limits) on a round with no jobs.
-	s, err := scheduler.New(scheduler.Config{Policy: scheduler.FIFO{}})
+	s, err := scheduler.New(scheduler.Config{Policy: baselines.FIFO{}})
 	if err != nil {
 		return nil, err
 	}
