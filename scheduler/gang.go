@@ -3,11 +3,8 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
 
-	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 )
@@ -75,7 +72,7 @@ func (r *Round) checkCurrentWorkers(k int, ji *jobInfo, a *placement.Assignment,
 	}
 	if a.Workers == nil {
 		// No counts given: the workers spread evenly, type by type.
-		per = spread(w, dev)
+		per = placement.SpreadWorkers(w, dev)
 	} else if sum != w {
 		return fmt.Errorf("%w: current[%d]: job %q: its devices host %d workers, want %d", ErrInvalid, k, a.Job, sum, w)
 	}
@@ -96,31 +93,6 @@ func (r *Round) checkCurrentWorkers(k int, ji *jobInfo, a *placement.Assignment,
 		ji.curType, ji.CurrentType, ji.mixedNow = best, r.types[best], true
 	}
 	return nil
-}
-
-// spread splits w workers over devices per type in proportion to the
-// device counts, the remainder to the first types.
-func spread(w int, dev []int) []int {
-	total := 0
-	for _, d := range dev {
-		total += d
-	}
-	out := make([]int, len(dev))
-	if total == 0 {
-		return out
-	}
-	left := w
-	for t, d := range dev {
-		out[t] = w * d / total
-		left -= out[t]
-	}
-	for t := 0; left > 0; t = (t + 1) % len(dev) {
-		if dev[t] > 0 {
-			out[t]++
-			left--
-		}
-	}
-	return out
 }
 
 // checkShares validates target t's Shares for job j and sets its Count
@@ -167,10 +139,6 @@ func (r *Round) checkShares(j *jobInfo, t *Target) error {
 	return nil
 }
 
-// gangSep joins a job's ID and a type key into the ID under which the
-// Placer sees that type's part of the job's gang.
-const gangSep = "\x1f"
-
 // involvesGangs reports whether placing pt needs placeGangs: a target
 // with shares of several types, or a job that holds such a gang now.
 func (r *Round) involvesGangs(pt []Target) bool {
@@ -200,23 +168,7 @@ func (r *Round) placeGangs(ctx context.Context, pt []Target) (*placedSet, error)
 			split[r.jobs[i].Job.ID] = true
 		}
 	}
-	partOf := func(job string, t accel.TypeKey) string { return job + gangSep + string(t) }
-	var cur []placement.Assignment
-	var refs []placement.DeviceRef
-	for _, a := range r.current {
-		if !split[a.Job] {
-			cur = append(cur, a)
-			continue
-		}
-		refs, _ = r.cluster.AppendRefs(refs[:0], a.Devices)
-		byType := map[int][]string{}
-		for p, d := range refs {
-			byType[d.Type] = append(byType[d.Type], a.Devices[p])
-		}
-		for _, t := range slices.Sorted(maps.Keys(byType)) {
-			cur = append(cur, placement.Assignment{Job: partOf(a.Job, r.types[t]), Devices: byType[t]})
-		}
-	}
+	cur := r.cluster.SplitGangs(r.current, func(job string) bool { return split[job] })
 	var parts []Target
 	for _, t := range pt {
 		switch {
@@ -224,10 +176,10 @@ func (r *Round) placeGangs(ctx context.Context, pt []Target) (*placedSet, error)
 			parts = append(parts, t)
 		case len(t.Shares) > 1:
 			for _, s := range t.Shares {
-				parts = append(parts, Target{Job: partOf(t.Job, s.Type), Type: s.Type, Count: s.Count, MaxNodes: t.MaxNodes})
+				parts = append(parts, Target{Job: placement.GangPart(t.Job, s.Type), Type: s.Type, Count: s.Count, MaxNodes: t.MaxNodes})
 			}
 		default:
-			parts = append(parts, Target{Job: partOf(t.Job, t.Type), Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes})
+			parts = append(parts, Target{Job: placement.GangPart(t.Job, t.Type), Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes})
 		}
 	}
 	var st *placement.State
@@ -242,47 +194,10 @@ func (r *Round) placeGangs(ctx context.Context, pt []Target) (*placedSet, error)
 		return nil, placeError(err)
 	}
 	// Join the parts.
-	out := PlaceResult{}
-	joined := map[string]*placement.Assignment{}
-	var order []string
-	for _, a := range res.Assignments {
-		job, _, isPart := strings.Cut(a.Job, gangSep)
-		if !isPart {
-			out.Assignments = append(out.Assignments, a)
-			continue
-		}
-		if joined[job] == nil {
-			joined[job] = &placement.Assignment{Job: job}
-			order = append(order, job)
-		}
-		joined[job].Devices = append(joined[job].Devices, a.Devices...)
-	}
-	failed := map[string]placement.Unplaced{}
-	for _, u := range res.Unplaced {
-		job, _, isPart := strings.Cut(u.Target.Job, gangSep)
-		if !isPart {
-			out.Unplaced = append(out.Unplaced, u)
-			continue
-		}
-		if _, seen := failed[job]; !seen {
-			u.Target.Job = job
-			failed[job] = u
-		}
-	}
-	for _, job := range order {
-		a := joined[job]
-		if _, bad := failed[job]; bad {
-			j := &r.jobs[r.byID[job]]
-			if !placement.SameDevices(a.Devices, j.Current) || len(j.Current) == 0 {
-				continue // the job does not run this round
-			}
-			a.Devices = j.Current
-		}
-		out.Assignments = append(out.Assignments, *a)
-	}
-	for _, job := range slices.Sorted(maps.Keys(failed)) {
-		out.Unplaced = append(out.Unplaced, failed[job])
-	}
+	var out PlaceResult
+	out.Assignments, out.Unplaced = placement.JoinGangs(res.Assignments, res.Unplaced, func(job string) []string {
+		return r.jobs[r.byID[job]].Current
+	})
 	tg := r.alignTargets(pt)
 	assigned, unplaced, err := r.checkPlacement(out, tg)
 	if err != nil {
@@ -302,23 +217,10 @@ func (r *Round) alignTargets(pt []Target) []Target {
 	return tg
 }
 
-// typeCounts returns how many devices of each type (positions in
-// r.types) devs holds; nil if one is not in the cluster.
-func (r *Round) typeCounts(devs []string) []int {
-	refs, ok := r.cluster.AppendRefs(nil, devs)
-	if !ok {
-		return nil
-	}
-	out := make([]int, len(r.types))
-	for _, d := range refs {
-		out[d.Type]++
-	}
-	return out
-}
-
-// gangTypesOK reports whether devices with counts per type realise
-// target t: per type what t.Shares say, or t.Count of t.Type.
-func (r *Round) gangTypesOK(t Target, counts []int) bool {
+// gangTypesOK reports whether devs realise target t's types: per type
+// what t.Shares say, or t.Count of t.Type.
+func (r *Round) gangTypesOK(t Target, devs []string) bool {
+	counts, _ := r.cluster.CountByType(devs, nil)
 	want := make([]int, len(r.types))
 	if len(t.Shares) > 1 {
 		for _, s := range t.Shares {
@@ -342,11 +244,7 @@ func (r *Round) workersOf(j *jobInfo, t Target, devs []string) []int {
 	if w == 0 || len(devs) == 0 {
 		return nil
 	}
-	refs, _ := r.cluster.AppendRefs(nil, devs)
-	dev := make([]int, len(r.types))
-	for _, d := range refs {
-		dev[d.Type]++
-	}
+	dev, _ := r.cluster.CountByType(devs, nil)
 	per := make([]int, len(r.types))
 	shares := t.Shares
 	if placement.SameDevices(devs, j.Current) && len(j.CurrentShares) > 0 {
@@ -360,33 +258,15 @@ func (r *Round) workersOf(j *jobInfo, t Target, devs []string) []int {
 		}
 	}
 	if matched != w {
-		per = spread(w, dev)
+		per = placement.SpreadWorkers(w, dev)
 	}
-	out := make([]int, len(devs))
-	seen := make([]int, len(r.types))
-	for p, d := range refs {
-		k := seen[d.Type]
-		seen[d.Type]++
-		out[p] = per[d.Type] / dev[d.Type]
-		if k < per[d.Type]%dev[d.Type] {
-			out[p]++
-		}
-	}
-	return out
+	return r.cluster.DeviceWorkers(devs, per)
 }
 
 // sharesOf returns the shares (type, count, workers) of an assignment
 // with workers per device, in type order.
 func (r *Round) sharesOf(devs []string, workers []int) []Share {
-	refs, _ := r.cluster.AppendRefs(nil, devs)
-	dev := make([]int, len(r.types))
-	per := make([]int, len(r.types))
-	for p, d := range refs {
-		dev[d.Type]++
-		if p < len(workers) {
-			per[d.Type] += workers[p]
-		}
-	}
+	dev, per := r.cluster.CountByType(devs, workers)
 	var out []Share
 	for t := range r.types {
 		if dev[t] > 0 {

@@ -290,7 +290,7 @@ func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*pla
 			return nil, nil, fmt.Errorf("%w: job %q: %d devices placed, %d targeted", ErrPlacement, a.Job, len(a.Devices), want)
 		}
 		mixed := len(tg[i].Shares) > 1 || j.mixedNow
-		if mixed && !kept[a.Job] && !r.gangTypesOK(tg[i], r.typeCounts(a.Devices)) {
+		if mixed && !kept[a.Job] && !r.gangTypesOK(tg[i], a.Devices) {
 			return nil, nil, fmt.Errorf("%w: job %q: devices placed are not the types its target shares", ErrPlacement, a.Job)
 		}
 		if (typ == j.CurrentType || mixed) && (j.curUsable || kept[a.Job]) && slices.Equal(a.Devices, j.Current) {
