@@ -45,14 +45,14 @@
 //     Round (Restrict narrows it, Carry keeps a policy's caches between
 //     rounds, Entitlements gives the queues' bounds), realises the targets
 //     through a Placer and returns a Plan; it names no policy or placer
-//     beyond its defaults. Built-in policies: Pollux (the default) and
-//     the Genetic reference.
+//     beyond its defaults. Built-in policy: Pollux (the default).
 //     A job may keep a fixed number of logical workers (Job.Workers,
 //     EasyScale's W-jobs): its world size and batch never change, and it
 //     runs on 1 to W devices, of several types at once when its Speedup is
 //     a goodput.WorkerModel.
 //   - Above the scheduler, policies and tools built on the exported Round:
-//     scheduler/baselines (FIFO, Tiresias and Optimus),
+//     scheduler/baselines (FIFO, Tiresias and Optimus), scheduler/genetic
+//     (Pollux's genetic search, the reference Pollux is checked against),
 //     scheduler/gavel (heterogeneity-aware fairness), scheduler/easyscale
 //     (EasyScale's policy), scheduler/carbonaware (wraps any policy for a
 //     grid that is not always clean), scheduler/sim (trace-driven

@@ -43,11 +43,11 @@
 // Round: the validated view of the Input, the cluster's placement.Index,
 // each job's effective bounds, and Round.Place to try candidate targets
 // with the Scheduler's Placer. Pollux is the elastic, goodput-optimal
-// policy (its search is package scheduler/pollux); Genetic is Pollux's
-// genetic search kept as a slow reference; the FIFO, Tiresias and Optimus
-// baselines are package scheduler/baselines, Gavel's policies package
-// scheduler/gavel; package
-// scheduler/carbonaware wraps any policy for a grid that is not always
+// policy (its search is package scheduler/pollux; Pollux.Engine hands it
+// to other searches over its objective, such as the genetic reference in
+// package scheduler/genetic); the FIFO, Tiresias and Optimus baselines are
+// package scheduler/baselines, Gavel's policies package scheduler/gavel;
+// package scheduler/carbonaware wraps any policy for a grid that is not always
 // clean (delay-tolerant jobs planned into clean hours through
 // Round.Restrict). A user policy returns a Target (type, count) per job
 // and the Scheduler does the rest; a policy that wraps another narrows

@@ -1,11 +1,9 @@
 package scheduler
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/goodsched/goodsched/goodput"
@@ -215,6 +213,26 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 	return e, order, err
 }
 
+// Engine returns the goodput engine (package scheduler/pollux) built on
+// round r with g's objective, its job k being r's k-th job in ID order,
+// and a function that turns one of its solutions into targets in that
+// order, with the engine's reasons and notes when explain is set. A
+// search of its own over Pollux's objective (the genetic reference,
+// package scheduler/genetic) starts from it.
+func (g Pollux) Engine(r *Round) (*pollux.Search, func(sol *pollux.Solution, explain bool) []Target, error) {
+	e, order, err := g.search(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, func(sol *pollux.Solution, explained bool) []Target {
+		tg := targets(r, order, sol)
+		if explained {
+			explain(e, sol, tg)
+		}
+		return tg
+	}, nil
+}
+
 // targets turns an engine solution into targets, in job-ID order,
 // without reasons and notes (explain adds them).
 func targets(r *Round, order []int, sol *pollux.Solution) []Target {
@@ -242,111 +260,3 @@ func explain(e *pollux.Search, sol *pollux.Solution, out []Target) {
 var whyReasons = [...]Reason{pollux.WhyPinned: ReasonPinned, pollux.WhyUnchanged: ReasonUnchanged,
 	pollux.WhyObjective: ReasonObjective, pollux.WhyNoCapacity: ReasonNoCapacity,
 	pollux.WhyInterference: ReasonInterference, pollux.WhyRestartCost: ReasonRestartCost}
-
-// Genetic is the reference search: Pollux's genetic algorithm over job ×
-// node allocation matrices (population warm-started from the current
-// allocation, crossover over job rows, Pollux's mutations and repair
-// rules, one device type per job), scoring each matrix with Pollux's
-// objective. It is one to three orders of magnitude slower than Pollux
-// and exists to check Pollux against and to reproduce Pollux's paper;
-// prefer Pollux in production.
-//
-// Genetic is a plain value: safe for concurrent use; for a given Seed its
-// result is deterministic.
-type Genetic struct {
-	// Exponent, Geometric and RestartDelay are the objective's, as in
-	// Pollux (0 = −1, the harmonic mean; 30 s).
-	Exponent     float64
-	Geometric    bool
-	RestartDelay time.Duration
-	// Population and Generations size the search; 0 = 100 each (Pollux).
-	// Population is at most MaxPopulation; neither may be negative.
-	Population, Generations int
-	// MaxNodes caps the nodes a job spans (0 = none; Pollux used 16).
-	MaxNodes int
-	// Seed seeds the search.
-	Seed uint64
-}
-
-var _ Policy = Genetic{}
-
-// objective is the Pollux policy whose objective Genetic scores.
-func (g Genetic) objective() Pollux {
-	return Pollux{Exponent: g.Exponent, Geometric: g.Geometric, RestartDelay: g.RestartDelay}
-}
-
-// MaxPopulation bounds Genetic.Population: each member is a job × node
-// matrix, so a population sized by a typo would exhaust memory.
-const MaxPopulation = 10_000
-
-// Validate checks the search settings and the objective's.
-func (g Genetic) Validate() error {
-	if g.Population < 0 || g.Population > MaxPopulation {
-		return fmt.Errorf("%w: Genetic.Population %d: want 0..%d (MaxPopulation)", ErrInvalid, g.Population, MaxPopulation)
-	}
-	if g.Generations < 0 || g.MaxNodes < 0 {
-		return fmt.Errorf("%w: Genetic.Generations %d and MaxNodes %d must not be negative", ErrInvalid, g.Generations, g.MaxNodes)
-	}
-	return g.objective().Validate()
-}
-
-// Allocate implements Policy: it runs the search and, when the Round takes
-// offers, offers the best matrix exactly as it lays the jobs out if that
-// places better than Round.Place.
-func (g Genetic) Allocate(ctx context.Context, r *Round) ([]Target, error) {
-	if err := g.Validate(); err != nil {
-		return nil, err
-	}
-	e, order, err := g.objective().search(r)
-	if err != nil {
-		return nil, err
-	}
-	// Repair order after pinned jobs: least attained service, then oldest.
-	byService := slices.Clone(order)
-	slices.SortStableFunc(byService, func(a, b int) int {
-		ja, jb := r.jobs[a].Job, r.jobs[b].Job
-		return cmp.Or(cmp.Compare(ja.Attained, jb.Attained), ja.Submitted.Compare(jb.Submitted), cmp.Compare(ja.ID, jb.ID))
-	})
-	rank := make([]int, len(order))
-	pos := make([]int, len(r.jobs)) // round position → engine position
-	for k, i := range order {
-		pos[i] = k
-	}
-	for n, i := range byService {
-		rank[pos[i]] = n
-	}
-	sol, err := e.Reference(ctx, pollux.ReferenceOptions{Population: g.Population, Generations: g.Generations,
-		MaxNodes: g.MaxNodes, Seed: g.Seed, Rank: rank})
-	if err != nil {
-		return nil, err
-	}
-	tg := targets(r, order, sol)
-	if r.TakesOffers() {
-		if err := offerLayout(ctx, r, e, sol, tg); err != nil {
-			return nil, err
-		}
-	}
-	explain(e, sol, tg)
-	return tg, nil
-}
-
-// offerLayout offers sol exactly as the engine lays it out for targets
-// tg (made from sol) when that places better than Round.Place.
-func offerLayout(ctx context.Context, r *Round, e *pollux.Search, sol *pollux.Solution, tg []Target) error {
-	res, err := r.Place(ctx, tg)
-	if err != nil {
-		return err
-	}
-	own := e.Layout(sol)
-	if own == nil {
-		return nil
-	}
-	placed, err := e.Realized(res.Assignments)
-	if err != nil {
-		return err
-	}
-	if f, err := e.Realized(own); err == nil && f > placed {
-		return r.Offer(tg, PlaceResult{Assignments: own})
-	}
-	return nil
-}

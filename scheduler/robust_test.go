@@ -33,9 +33,8 @@ func TestZeroValueScheduler(t *testing.T) {
 
 func TestNewRejectsNilPointers(t *testing.T) {
 	for name, cfg := range map[string]Config{
-		"*Pollux":  {Policy: (*Pollux)(nil)},
-		"*Genetic": {Policy: (*Genetic)(nil)},
-		"*Packer":  {Placer: (*Packer)(nil)},
+		"*Pollux": {Policy: (*Pollux)(nil)},
+		"*Packer": {Placer: (*Packer)(nil)},
 	} {
 		if _, err := New(cfg); !errors.Is(err, ErrInvalid) {
 			t.Errorf("New with a nil %s: err %v, want ErrInvalid", name, err)
@@ -176,9 +175,9 @@ func TestNegativeKnobs(t *testing.T) {
 	in := Input{Cluster: testCluster(group{1, 4, "t4"}), Now: t0, Jobs: []Job{{ID: "a", Kind: Elastic, Submitted: t0}}}
 	for name, pol := range map[string]Policy{
 		"Pollux.MaxPasses":       Pollux{MaxPasses: -1},
-		"Genetic.Population":     Genetic{Population: -1},
-		"Genetic.Generations":    Genetic{Generations: -5},
-		"Genetic.Population 1e9": Genetic{Population: 1_000_000_000},
+		"Genetic.Population":     geneticAt(-1, 0, 0),
+		"Genetic.Generations":    geneticAt(0, -5, 0),
+		"Genetic.Population 1e9": geneticAt(1_000_000_000, 0, 0),
 		"Tiresias.Threshold":     tiresiasAt(-time.Hour),
 		"Pollux.RestartDelay":    Pollux{RestartDelay: -time.Second},
 	} {
@@ -200,14 +199,14 @@ func FuzzPolicyKnobs(f *testing.F) {
 	f.Add(int64(1_000_000_000), int64(1), int64(0), int64(0))
 	f.Add(int64(-1), int64(-1), int64(-1), int64(-1))
 	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MaxInt64))
-	f.Add(int64(MaxPopulation), int64(1), int64(1), int64(1))
+	f.Add(int64(maxPopulation), int64(1), int64(1), int64(1))
 	in := Input{Cluster: testCluster(group{2, 4, "t4"}), Now: t0.Add(time.Hour), Jobs: []Job{
 		{ID: "a", Kind: Elastic, MaxReplicas: 8, Submitted: t0},
 		{ID: "b", Kind: Rigid, Requested: 2, Submitted: t0},
 	}}
 	f.Fuzz(func(t *testing.T, pop, gens, passes, th int64) {
 		for _, pol := range []Policy{
-			Genetic{Population: int(pop), Generations: int(min(gens, 3)), Seed: 1},
+			geneticAt(int(pop), int(min(gens, 3)), 1),
 			Pollux{MaxPasses: int(passes)},
 			tiresiasAt(time.Duration(th)),
 		} {

@@ -25,7 +25,7 @@ func policies() map[string]Policy {
 		"fifo":      fifo,
 		"tiresias":  tiresiasAt(0),
 		"optimus":   optimus,
-		"genetic":   Genetic{Population: 20, Generations: 10, Seed: 1},
+		"genetic":   geneticAt(20, 10, 1),
 	}
 }
 

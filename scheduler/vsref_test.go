@@ -49,7 +49,7 @@ func TestPolluxVsReference(t *testing.T) {
 	for si, sh := range refShapes {
 		for seed := uint64(0); seed < 3; seed++ {
 			in := genInput(seed+100*uint64(si), sh)
-			ga := Genetic{Seed: seed, Population: 50, Generations: 50}
+			ga := geneticAt(50, 50, seed)
 			ref := mustNew(Config{Policy: ga})
 			refRP := mustNew(Config{Policy: ga, Placer: RoundPlacer{}})
 			ff, fr := fitness(fast, in), fitness(ref, in)

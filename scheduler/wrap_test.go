@@ -31,7 +31,7 @@ func TestWrapForwardsEveryBuiltin(t *testing.T) {
 		shapes = shapes[:1]
 	}
 	pols := policies()
-	pols["genetic"] = Genetic{Population: 10, Generations: 5, Seed: 3}
+	pols["genetic"] = geneticAt(10, 5, 3)
 	for name, pol := range pols {
 		for si, sh := range shapes {
 			for seed := range uint64(2) {
@@ -82,7 +82,7 @@ func TestWrapForwardsQueues(t *testing.T) {
 		shapes = shapes[:1]
 	}
 	pols := policies()
-	pols["genetic"] = Genetic{Population: 10, Generations: 5, Seed: 3}
+	pols["genetic"] = geneticAt(10, 5, 3)
 	for name, pol := range pols {
 		for si, sh := range shapes {
 			in := queued50(genInput(uint64(20+si), sh))

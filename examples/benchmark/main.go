@@ -102,6 +102,7 @@ import (
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/gavel"
+	"github.com/goodsched/goodsched/scheduler/genetic"
 )
 
 func main() {
@@ -139,7 +140,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.json, "json", false, "print one flat JSON object instead of a table")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the generated instances")
 	fs.IntVar(&cfg.reps, "reps", 5, "timed repetitions per round figure (median reported)")
-	fs.IntVar(&cfg.population, "population", 100, fmt.Sprintf("reference GA population, 2..%d (Pollux: 100)", scheduler.MaxPopulation))
+	fs.IntVar(&cfg.population, "population", 100, fmt.Sprintf("reference GA population, 2..%d (Pollux: 100)", genetic.MaxPopulation))
 	fs.IntVar(&cfg.generations, "generations", 100, "reference GA generations (Pollux: 100)")
 	fs.BoolVar(&cfg.quick, "quick", false, "small instances only (a smoke test; keys name the smaller sizes)")
 	clockName := fs.String("clock", "wall", "what the times measure: wall (elapsed) or cpu (this process's user+system CPU time; Linux)")
@@ -159,8 +160,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	default:
 		return cfg, fmt.Errorf("-clock %q: want wall or cpu", *clockName)
 	}
-	if cfg.reps < 1 || cfg.population < 2 || cfg.population > scheduler.MaxPopulation || cfg.generations < 1 || cfg.generations > 100_000 || cfg.budget < 0 || fs.NArg() > 0 {
-		return cfg, fmt.Errorf("want -reps ≥ 1, -population in 2..%d, -generations in 1..100000, -budget ≥ 0, no arguments", scheduler.MaxPopulation)
+	if cfg.reps < 1 || cfg.population < 2 || cfg.population > genetic.MaxPopulation || cfg.generations < 1 || cfg.generations > 100_000 || cfg.budget < 0 || fs.NArg() > 0 {
+		return cfg, fmt.Errorf("want -reps ≥ 1, -population in 2..%d, -generations in 1..100000, -budget ≥ 0, no arguments", genetic.MaxPopulation)
 	}
 	return cfg, nil
 }
@@ -308,7 +309,7 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 	add("round_goodput_"+big.size()+"_ms", bigMS, "ms", "≤ 500")
 
 	// Fast vs reference on the 160×64 instance and on smaller ones.
-	ga := scheduler.Genetic{Population: cfg.population, Generations: cfg.generations, Seed: cfg.seed}
+	ga := genetic.Policy{Population: cfg.population, Generations: cfg.generations, Seed: cfg.seed}
 	ref, err := scheduler.New(scheduler.Config{Policy: ga})
 	if err != nil {
 		return nil, err
