@@ -214,9 +214,10 @@ type round struct {
 	jobs    []job
 }
 
-// job is a RoundJob with type positions.
+// job is a RoundJob (in the slice Round.Jobs returned) with type
+// positions.
 type job struct {
-	scheduler.RoundJob
+	*scheduler.RoundJob
 	claim   int   // position in Round.Jobs: the quota claim's number
 	allowed []int // positions of Types
 	cur     int   // position of CurrentType, −1 when not running
@@ -250,12 +251,19 @@ func newRound(sr *scheduler.Round) *round {
 	}
 	rj := sr.Jobs()
 	r.jobs = make([]job, len(rj))
-	for i, j := range rj {
-		r.jobs[i] = job{RoundJob: j, claim: i, cur: -1, count: len(j.Current)}
+	n := 0
+	for _, j := range rj {
+		n += len(j.Types)
+	}
+	pos := make([]int, 0, n) // every job's allowed positions, end to end
+	for i := range rj {
+		j := &rj[i]
+		k := len(pos)
 		for _, tk := range j.Types {
 			t, _ := ix.TypeIndex(tk)
-			r.jobs[i].allowed = append(r.jobs[i].allowed, t)
+			pos = append(pos, t)
 		}
+		r.jobs[i] = job{RoundJob: j, claim: i, allowed: pos[k:len(pos):len(pos)], cur: -1, count: len(j.Current)}
 		if j.CurrentType != "" {
 			r.jobs[i].cur, _ = ix.TypeIndex(j.CurrentType)
 		}
