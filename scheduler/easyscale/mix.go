@@ -93,7 +93,7 @@ func (m Mix) Allocate(ctx context.Context, r *scheduler.Round) ([]scheduler.Targ
 		if !j.Mixes || !mixes || t.Count == 0 || j.Pinned || sameAsCurrent(&j, t) {
 			continue
 		}
-		pj := Job{Workers: j.Job.Workers, Current: make([]int, nt), WorkerSeconds: make([]float64, nt)}
+		pj := Job{Workers: j.Job.Workers, Current: make([]int, nt), WorkerSeconds: make([]float64, nt), MaxDevices: j.Max}
 		for _, s := range sharesOf(t) {
 			ti, _ := ix.TypeIndex(s.Type)
 			pj.Current[ti] = s.Count

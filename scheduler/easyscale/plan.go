@@ -135,6 +135,10 @@ type Job struct {
 	// OneType keeps the job on one device type (as Options.Homogeneous
 	// does for every job).
 	OneType bool
+	// MaxDevices is the most devices the job may hold (its MaxReplicas);
+	// 0 means Workers. A running job that holds more gives up devices of
+	// its slowest types until it fits.
+	MaxDevices int
 	// Speedup rates running perType workers on devices (both per type),
 	// as the job's throughput model predicts; 0 = unusable. nil rates by
 	// the split alone: the slowest usable type's worker time × Workers over
@@ -209,6 +213,28 @@ func Plan(free []int, jobs []Job, opts Options) ([]Grant, error) {
 			if math.IsNaN(s) || s < 0 || cur[t] < 0 {
 				return nil, fmt.Errorf("%w: job %d, type %d: worker time %v, %d devices", ErrInvalid, i, t, s, cur[t])
 			}
+		}
+		if j.MaxDevices < 0 {
+			return nil, fmt.Errorf("%w: job %d: MaxDevices = %d", ErrInvalid, i, j.MaxDevices)
+		}
+		if over := sum(cur) - maxDevices(j); over > 0 {
+			// Its bound fell below what it holds: it gives up devices of
+			// its slowest types first (those it cannot use before all).
+			released := 0
+			for over > 0 {
+				slow := -1
+				for t := range nt {
+					if cur[t] > 0 && (slow < 0 || j.WorkerSeconds[slow] > 0 && (j.WorkerSeconds[t] <= 0 || j.WorkerSeconds[t] > j.WorkerSeconds[slow])) {
+						slow = t
+					}
+				}
+				d := min(cur[slow], over)
+				cur[slow] -= d
+				avail[slow] += d
+				over -= d
+				released += d
+			}
+			out[i].Note = fmt.Sprintf("%d→%d devices: at most %d", sum(cur)+released, sum(cur), maxDevices(j))
 		}
 		out[i].Devices = cur
 		if sum(cur) == 0 {
@@ -302,7 +328,7 @@ func proposeIncrements(i int, j *Job, cur, avail []int, maxWaste float64, homo b
 		copy(next, cur)
 		for {
 			kept := sum(next) - next[t]
-			for add := 1; add <= room && kept+cur[t]+add <= min(growth*held, j.Workers); add++ {
+			for add := 1; add <= room && kept+cur[t]+add <= min(growth*held, maxDevices(j)); add++ {
 				next[t] = cur[t] + add
 				perType, _, ok := Split(j.Workers, next, j.WorkerSeconds)
 				if !ok || Waste(j.Workers, next, perType, j.WorkerSeconds) > maxWaste {
@@ -342,6 +368,14 @@ func proposeIncrements(i int, j *Job, cur, avail []int, maxWaste float64, homo b
 		}
 	}
 	return out
+}
+
+// maxDevices is the most devices j may hold.
+func maxDevices(j *Job) int {
+	if j.MaxDevices > 0 {
+		return min(j.MaxDevices, j.Workers)
+	}
+	return j.Workers
 }
 
 // maxKeeps bounds the combinations of kept devices of other types that

@@ -317,3 +317,24 @@ func TestPlanRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanHonoursMaxDevices: a job never grows beyond MaxDevices, and a
+// running job whose bound fell below what it holds gives up devices of its
+// slowest type first, which others may then take.
+func TestPlanHonoursMaxDevices(t *testing.T) {
+	times := inverse([]float64{3.1, 1})
+	g, err := Plan([]int{4, 4}, []Job{{Workers: 8, Current: []int{1, 0}, WorkerSeconds: times, MaxDevices: 1}}, Options{})
+	if err != nil || !slices.Equal(g[0].Devices, []int{1, 0}) {
+		t.Errorf("MaxDevices 1: %+v, %v", g, err)
+	}
+	g, err = Plan([]int{0, 0}, []Job{
+		{Workers: 8, Current: []int{2, 2}, WorkerSeconds: times, MaxDevices: 3},
+		{Workers: 4, WorkerSeconds: times},
+	}, Options{})
+	if err != nil || !slices.Equal(g[0].Devices, []int{2, 1}) || sum(g[0].Workers) != 8 || !slices.Equal(g[1].Devices, []int{0, 1}) {
+		t.Errorf("trimmed to 3: %+v, %v", g, err)
+	}
+	if _, err := Plan([]int{1}, []Job{{Workers: 2, WorkerSeconds: []float64{1}, MaxDevices: -1}}, Options{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("MaxDevices -1: %v", err)
+	}
+}

@@ -136,7 +136,7 @@ func (p Policy) Allocate(ctx context.Context, r *scheduler.Round) ([]scheduler.T
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		pj := Job{Workers: j.Job.Workers, Current: held(j), WorkerSeconds: make([]float64, nt), OneType: !j.Mixes}
+		pj := Job{Workers: j.Job.Workers, Current: held(j), WorkerSeconds: make([]float64, nt), OneType: !j.Mixes, MaxDevices: j.Max}
 		wt, hasWT := j.Job.Speedup.(workerTimer)
 		for _, tk := range j.Types {
 			t, _ := ix.TypeIndex(tk)

@@ -36,15 +36,19 @@ import (
 	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/carbonaware"
+	"github.com/goodsched/goodsched/scheduler/easyscale"
 )
 
 // policies are the policies -policy names.
 func policies() map[string]scheduler.Policy {
 	return map[string]scheduler.Policy{
-		"goodput":  scheduler.Pollux{},
-		"fifo":     baselines.FIFO{},
-		"tiresias": baselines.Tiresias{},
-		"optimus":  baselines.Optimus{},
+		"goodput":        scheduler.Pollux{},
+		"fifo":           baselines.FIFO{},
+		"tiresias":       baselines.Tiresias{},
+		"optimus":        baselines.Optimus{},
+		"easyscale":      easyscale.Policy{},
+		"easyscale-homo": easyscale.Policy{Homogeneous: true},
+		"goodput-mix":    easyscale.Mix{Policy: scheduler.Pollux{}},
 		// Delay-tolerant jobs with a deadline (goodsched.io/delay-tolerant,
 		// goodsched.io/deadline, goodsched.io/work) run in the forecast's
 		// clean hours (-carbon-zone); carbon only, as CarbonScaler.
@@ -65,6 +69,12 @@ func policyFor(name string, parallel bool) (scheduler.Policy, error) {
 		pol = p
 	case carbonaware.Policy:
 		p.Inner = scheduler.Pollux{Parallel: parallel}
+		pol = p
+	case easyscale.Mix:
+		if g, ok := p.Policy.(scheduler.Pollux); ok {
+			g.Parallel = parallel
+			p.Policy = g
+		}
 		pol = p
 	}
 	return pol, nil

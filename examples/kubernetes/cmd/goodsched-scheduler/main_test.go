@@ -10,6 +10,7 @@ import (
 
 	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/baselines"
+	"github.com/goodsched/goodsched/scheduler/easyscale"
 )
 
 func TestRunRejectsBadFlags(t *testing.T) {
@@ -61,8 +62,13 @@ func TestPolicyForParallel(t *testing.T) {
 		if err != nil || pol != (baselines.FIFO{}) {
 			t.Errorf("-policy fifo -parallel=%v: %#v, %v", parallel, pol, err)
 		}
+		pol, err = policyFor("goodput-mix", parallel)
+		m, _ := pol.(easyscale.Mix)
+		if g, ok := m.Policy.(scheduler.Pollux); err != nil || !ok || g.Parallel != parallel {
+			t.Errorf("-policy goodput-mix -parallel=%v: %#v, %v", parallel, pol, err)
+		}
 	}
-	if _, err := policyFor("bogus", true); err == nil || !strings.Contains(err.Error(), "fifo, goodput, goodput-carbon, optimus, tiresias") {
+	if _, err := policyFor("bogus", true); err == nil || !strings.Contains(err.Error(), "easyscale, easyscale-homo, fifo, goodput, goodput-carbon, goodput-mix, optimus, tiresias") {
 		t.Errorf("-policy bogus: %v", err)
 	}
 }

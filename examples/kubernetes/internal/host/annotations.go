@@ -62,6 +62,16 @@ const (
 	// never later); the rest is the job's scheduler.Job.RemainingWork, which
 	// the goodput-carbon policy plans from. Absent = unknown: not shifted.
 	AnnotationWork = "goodsched.io/work"
+	// AnnotationWorkers makes the job a W-job (EasyScale's logical
+	// workers, scheduler.Job.Workers): a positive integer W, its world
+	// size, which never changes however many pods it runs on. Its pods
+	// (one GPU each) host W logical workers between them, each pod told
+	// its share by AnnotationPodWorkers; under a policy that mixes types
+	// (-policy easyscale, goodput-mix) its pods may sit on nodes of
+	// several GPU types. W must be at least min-replicas (elastic) or the
+	// gang's GPU count (rigid); max-replicas above W is bounded by W.
+	// Absent: not a W-job.
+	AnnotationWorkers = "goodsched.io/workers"
 
 	// AnnotationLastDecision (written by the host on the Job) is the last
 	// decision that changed something, in words: action, counts, type,
@@ -83,6 +93,17 @@ const (
 	// elastic pod group) is the pod count the plan gives the group, for the
 	// group's controller to follow.
 	AnnotationTargetReplicas = "goodsched.io/target-replicas"
+	// AnnotationPodWorkers (written by the host on each bound pod of a
+	// W-job, in the binding, and patched when a resize changes it) is how
+	// many of the job's W logical workers the pod hosts, a positive
+	// integer; over the job's bound pods they sum to W. The trainer reads
+	// it (a downward API volume sees a change; an environment variable
+	// only the value at start) and time-slices that many workers.
+	AnnotationPodWorkers = "goodsched.io/pod-workers"
+	// AnnotationPodWorkerRanks (written with AnnotationPodWorkers) are the
+	// logical ranks the pod hosts, "first-last" inclusive ("2-3"): the
+	// job's bound pods cover 0..W-1, each rank once.
+	AnnotationPodWorkerRanks = "goodsched.io/pod-worker-ranks"
 	// AnnotationDevices (written by the host when it binds a pod, through
 	// the binding itself) lists the device indices the pod got on its
 	// node, comma separated ("0,1"). The host rebuilds the placement from
@@ -109,6 +130,10 @@ const (
 	ResourceGPU = "nvidia.com/gpu"
 )
 
+// MaxWorkers is the largest AnnotationWorkers the host accepts: the
+// policies' work per round grows with W.
+const MaxWorkers = 8192
+
 // ErrAnnotation reports a malformed goodsched.io annotation; the job is
 // skipped for the round and gets a Warning Event.
 var ErrAnnotation = errors.New("host: malformed annotation")
@@ -126,6 +151,7 @@ type jobSpec struct {
 	deadline    time.Time
 	tolerant    bool          // delay-tolerant
 	work        time.Duration // total work on one GPU; 0 = unknown
+	workers     int           // logical workers W; 0 = not a W-job
 }
 
 // parseSpec reads the scheduling annotations. Every malformed value is an
@@ -211,6 +237,18 @@ func parseSpec(ann map[string]string) (jobSpec, error) {
 	}
 	if sp.tolerant && sp.deadline.IsZero() && ann[AnnotationDeadline] == "" {
 		bad(AnnotationDelayTolerant, ann[AnnotationDelayTolerant], "a delay-tolerant job needs "+AnnotationDeadline)
+	}
+	intAnn(AnnotationWorkers, 1, &sp.workers)
+	if sp.workers > 0 {
+		switch {
+		case sp.workers > MaxWorkers:
+			bad(AnnotationWorkers, ann[AnnotationWorkers], fmt.Sprintf("want at most %d logical workers", MaxWorkers))
+			sp.workers = 0
+		case sp.kind == scheduler.Adaptive:
+			bad(AnnotationWorkers, ann[AnnotationWorkers], fmt.Sprintf("a W-job keeps its global batch, which %s=adaptive changes: want %s elastic or rigid", AnnotationKind, AnnotationKind))
+		case sp.kind == scheduler.Elastic && sp.minReplicas > sp.workers:
+			bad(AnnotationWorkers, ann[AnnotationWorkers], fmt.Sprintf("fewer logical workers than %s %d", AnnotationMinReplicas, sp.minReplicas))
+		}
 	}
 	if v, ok := ann[AnnotationGPUTypes]; ok && strings.TrimSpace(v) != "" {
 		for _, f := range strings.Split(v, ",") {

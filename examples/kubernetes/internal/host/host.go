@@ -202,6 +202,14 @@ type hostState struct {
 	usedAt time.Time
 	// carbonErr is the last carbon fetch error's text (logged once).
 	carbonErr string
+	// workers are the AnnotationPodWorkers the host patched on running
+	// pods of W-jobs, until the informers show them.
+	workers map[types.UID]timedWorkers
+}
+
+type timedWorkers struct {
+	workers int
+	at      time.Time
 }
 
 type refusalKey struct {
@@ -309,7 +317,8 @@ func New(cfg Config) (*Host, error) {
 	h := &Host{cfg: cfg, sched: s, log: cfg.Logger, m: m, reg: reg,
 		state: hostState{binds: map[types.UID]timedBind{}, deleting: map[types.UID]time.Time{},
 			rollback: map[types.UID]podRef{}, warned: map[JobKey]string{}, said: map[JobKey]string{},
-			refusedSeen: map[refusalKey]bool{}, forbidden: map[string]bool{}, used: map[JobKey]time.Duration{}}}
+			refusedSeen: map[refusalKey]bool{}, forbidden: map[string]bool{}, used: map[JobKey]time.Duration{},
+			workers: map[types.UID]timedWorkers{}}}
 	h.factory = informers.NewSharedInformerFactory(cfg.Client, 0)
 	nodeInf := h.factory.Core().V1().Nodes()
 	podInf := h.factory.Core().V1().Pods()

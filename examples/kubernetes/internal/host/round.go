@@ -59,16 +59,25 @@ type Round struct {
 
 // unitPlan is how one decision is applied.
 type unitPlan struct {
-	u          *unit
-	d          scheduler.Decision
-	evict      []*podInfo
-	evictWhy   string
-	slots      []bindRecord
-	bind       []*podInfo
-	extra      []*podInfo // pending pods beyond the target, deleted
+	u        *unit
+	d        scheduler.Decision
+	evict    []*podInfo
+	evictWhy string
+	slots    []bindRecord
+	bind     []*podInfo
+	extra    []*podInfo // pending pods beyond the target, deleted
+	// relabel are the running pods of a W-job the plan keeps whose
+	// logical workers change (their annotations are patched).
+	relabel    []relabel
 	targetPods int
 	deferred   string
 	bindErr    error
+}
+
+// relabel is a kept pod of a W-job and the workers it hosts from now on.
+type relabel struct {
+	p     *podInfo
+	share workerShare
 }
 
 // round runs one round under ctx: assembly (the Input from the
@@ -176,11 +185,25 @@ func (h *Host) assemble(r *Round) (*assembly, error) {
 	}
 	a.in.Carbon = h.carbonForecast(now)
 	h.countUsed(snap.current, now)
-	a.in.Jobs = make([]scheduler.Job, 0, len(snap.units))
+	a.in.Jobs = h.inputJobs(snap, a.byKey)
+	return a, nil
+}
+
+// inputJobs returns the snapshot's units as the scheduler's jobs, with
+// their models, and indexes the units by key in byKey.
+func (h *Host) inputJobs(snap *snapshot, byKey map[JobKey]*unit) []scheduler.Job {
+	jobs := make([]scheduler.Job, 0, len(snap.units))
+	even := map[string]*goodput.WorkerModel{} // W-jobs' default models, by W and types
 	for _, u := range snap.units {
 		j := u.sj
+		byKey[u.key] = u
 		if w := u.spec.work; w > 0 {
 			j.RemainingWork = max(w-h.state.used[u.key], 0).Seconds()
+		}
+		if j.Workers > 0 {
+			j.Speedup = h.workerSpeedup(u, snap, even)
+			jobs = append(jobs, j)
+			continue
 		}
 		if h.cfg.Models != nil && u.spec.kind != scheduler.Rigid {
 			if s, ok := h.cfg.Models.Speedup(u.key); ok && s != nil {
@@ -191,10 +214,41 @@ func (h *Host) assemble(r *Round) (*assembly, error) {
 				}
 			}
 		}
-		a.in.Jobs = append(a.in.Jobs, j)
-		a.byKey[u.key] = u
+		jobs = append(jobs, j)
 	}
-	return a, nil
+	return jobs
+}
+
+// workerSpeedup is a W-job's model: its ModelSource's, when that is a
+// goodput.GangSpeedup for the job's W, else evenWorkers over the types it
+// may use (cached in even for the round).
+func (h *Host) workerSpeedup(u *unit, snap *snapshot, even map[string]*goodput.WorkerModel) goodput.Speedup {
+	w := u.sj.Workers
+	if h.cfg.Models != nil {
+		if s, ok := h.cfg.Models.Speedup(u.key); ok {
+			if gs, isGang := s.(goodput.GangSpeedup); isGang && gs.Workers() == w {
+				return s
+			}
+		}
+	}
+	types := u.sj.Types
+	if len(types) == 0 {
+		for _, t := range slices.Sorted(maps.Keys(snap.capacity)) {
+			if snap.capacity[t] > 0 {
+				types = append(types, t)
+			}
+		}
+	}
+	key := strconv.Itoa(w) + ":" + joinTypes(types)
+	if m, ok := even[key]; ok {
+		return m
+	}
+	m, err := evenWorkers(w, types)
+	if err != nil {
+		return nil // no type offered: the job waits
+	}
+	even[key] = m
+	return m
 }
 
 // carbonForecast fetches the round's carbon forecast (Config.Carbon): the
@@ -268,35 +322,9 @@ func (h *Host) plan(ctx context.Context, in scheduler.Input) (scheduler.Plan, er
 func (h *Host) apply(ctx context.Context, a *assembly, plan scheduler.Plan, r *Round) {
 	snap := a.snap
 	cleanup := a.cleanup
-	// Plan the apply: which pods go, which bind where.
-	ups := make([]*unitPlan, 0, len(plan.Decisions))
-	freed := map[string]bool{}
-	for _, d := range plan.Decisions {
-		u := a.byKey[JobKey(d.Job)]
-		if u == nil {
-			continue
-		}
-		up := h.planUnit(u, d)
-		for _, p := range up.evict {
-			for _, dv := range p.devices {
-				freed[deviceID(p.node, dv)] = true
-			}
-		}
-		ups = append(ups, up)
-	}
-	for _, p := range cleanup {
-		for _, dv := range snap.devices[p.pod.UID] {
-			freed[deviceID(p.pod.Spec.NodeName, dv)] = true
-		}
-	}
+	ups := h.planUnits(a, plan)
 	for _, up := range ups {
-		if up.deferred == "" && slices.ContainsFunc(up.slots, func(s bindRecord) bool {
-			return slices.ContainsFunc(s.devices, func(dv int) bool { return freed[deviceID(s.node, dv)] })
-		}) {
-			up.deferred = "its devices are still held by pods being evicted"
-		}
 		if up.deferred != "" && len(up.slots) > 0 {
-			up.bind = nil
 			r.Deferred = append(r.Deferred, up.u.key)
 		}
 	}
@@ -354,6 +382,53 @@ func (h *Host) apply(ctx context.Context, a *assembly, plan scheduler.Plan, r *R
 	h.recordMetrics(snap, plan)
 }
 
+// planUnits plans the apply of each decision: which pods go, which bind
+// where; binds onto devices that pods being evicted still hold wait.
+func (h *Host) planUnits(a *assembly, plan scheduler.Plan) []*unitPlan {
+	ups := make([]*unitPlan, 0, len(plan.Decisions))
+	freed := map[string]bool{}
+	for _, d := range plan.Decisions {
+		u := a.byKey[JobKey(d.Job)]
+		if u == nil {
+			continue
+		}
+		up := h.planUnit(u, d)
+		for _, p := range up.evict {
+			for _, dv := range p.devices {
+				freed[deviceID(p.node, dv)] = true
+			}
+		}
+		ups = append(ups, up)
+	}
+	for _, p := range a.cleanup {
+		for _, dv := range a.snap.devices[p.pod.UID] {
+			freed[deviceID(p.pod.Spec.NodeName, dv)] = true
+		}
+	}
+	for _, up := range ups {
+		if up.deferred == "" && slices.ContainsFunc(up.slots, func(s bindRecord) bool {
+			return slices.ContainsFunc(s.devices, func(dv int) bool { return freed[deviceID(s.node, dv)] })
+		}) {
+			up.deferred = "its devices are still held by pods being evicted"
+		}
+		if up.deferred != "" && len(up.slots) > 0 {
+			up.bind = nil
+		}
+	}
+	return ups
+}
+
+// relabels are the kept pods of a W-job whose new share the round writes:
+// all of them once the round's binds went through, none while the binds
+// wait or after they failed, so that the bound pods' shares keep summing
+// to W.
+func (up *unitPlan) relabels() []relabel {
+	if up.bindErr != nil || (up.deferred != "" && len(up.slots) > 0) {
+		return nil
+	}
+	return up.relabel
+}
+
 func waitingNoTypeText(u *unit) string {
 	return fmt.Sprintf("waiting: no GPU of the allowed types (%s) is offered", joinTypes(u.spec.types))
 }
@@ -367,7 +442,13 @@ func (h *Host) recordMetrics(snap *snapshot, plan scheduler.Plan) {
 	for _, d := range plan.Decisions {
 		if d.To > 0 {
 			running++
-			h.m.gpus.WithLabelValues(string(d.Type)).Add(float64(d.To))
+			if len(d.Shares) > 1 {
+				for _, s := range d.Shares {
+					h.m.gpus.WithLabelValues(string(s.Type)).Add(float64(s.Count))
+				}
+			} else {
+				h.m.gpus.WithLabelValues(string(d.Type)).Add(float64(d.To))
+			}
 		}
 	}
 	h.m.jobs.WithLabelValues("running").Set(float64(running))
@@ -514,6 +595,16 @@ func (h *Host) planUnit(u *unit, d scheduler.Decision) *unitPlan {
 			up.slots = append(up.slots, bindRecord{node: n, devices: slices.Clone(idx[i : i+u.perPod])})
 		}
 	}
+	if shares := deviceShares(d); shares != nil {
+		for k := range up.slots {
+			up.slots[k].share = shares[deviceID(up.slots[k].node, up.slots[k].devices[0])]
+		}
+		for _, p := range keep {
+			if s := shares[deviceID(p.node, p.devices[0])]; s.count > 0 && !s.says(p.pod) {
+				up.relabel = append(up.relabel, relabel{p, s})
+			}
+		}
+	}
 	up.targetPods = d.To / u.perPod
 	if d.To == 0 {
 		up.targetPods = u.size
@@ -649,6 +740,10 @@ func (h *Host) bindAll(ctx context.Context, ups []*unitPlan, r *Round) {
 					AnnotationBinding: bindingMAC(h.key, p.UID, s.node, formatDevices(s.devices))}},
 			Target: corev1.ObjectReference{Kind: "Node", Name: s.node},
 		}
+		if s.share.count > 0 {
+			b.Annotations[AnnotationPodWorkers] = strconv.Itoa(s.share.count)
+			b.Annotations[AnnotationPodWorkerRanks] = s.share.ranks()
+		}
 		err := ctx.Err()
 		if err == nil {
 			err = h.cfg.Client.CoreV1().Pods(p.Namespace).Bind(ctx, b, metav1.CreateOptions{})
@@ -738,10 +833,19 @@ func (h *Host) patchAll(ctx context.Context, ups []*unitPlan, r *Round) {
 	type patch struct {
 		ns, name string
 		body     []byte
+		pod      bool     // a pod's annotations, through its status subresource
+		workers  *relabel // a W-job's kept pod, told its new workers
 	}
 	var ps []patch
 	for _, up := range ups {
 		u := up.u
+		rls := up.relabels()
+		for k := range rls {
+			rl := &rls[k]
+			body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+				AnnotationPodWorkers: strconv.Itoa(rl.share.count), AnnotationPodWorkerRanks: rl.share.ranks()}}})
+			ps = append(ps, patch{rl.p.pod.Namespace, rl.p.pod.Name, body, true, rl})
+		}
 		if u.job == nil {
 			if u.spec.kind == scheduler.Rigid {
 				continue
@@ -750,7 +854,7 @@ func (h *Host) patchAll(ctx context.Context, ups []*unitPlan, r *Round) {
 			body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationTargetReplicas: want}}})
 			for _, p := range u.pods {
 				if p.pod.Annotations[AnnotationTargetReplicas] != want {
-					ps = append(ps, patch{p.pod.Namespace, p.pod.Name, body})
+					ps = append(ps, patch{p.pod.Namespace, p.pod.Name, body, true, nil})
 				}
 			}
 			continue
@@ -784,14 +888,14 @@ func (h *Host) patchAll(ctx context.Context, ups []*unitPlan, r *Round) {
 			continue
 		}
 		data, _ := json.Marshal(body)
-		ps = append(ps, patch{u.job.Namespace, u.job.Name, data})
+		ps = append(ps, patch{u.job.Namespace, u.job.Name, data, false, nil})
 	}
 	var mu sync.Mutex
 	h.parallel(len(ps), func(i int) {
 		p := ps[i]
 		var err error
 		if err = ctx.Err(); err == nil {
-			if strings.Contains(string(p.body), AnnotationTargetReplicas) {
+			if p.pod {
 				// Through the status subresource, as kube-scheduler writes
 				// pods: the host may not patch pod specs.
 				_, err = h.cfg.Client.CoreV1().Pods(p.ns).Patch(ctx, p.name, k8stypes.MergePatchType, p.body, metav1.PatchOptions{}, "status")
@@ -819,6 +923,9 @@ func (h *Host) patchAll(ctx context.Context, ups []*unitPlan, r *Round) {
 			return
 		}
 		r.Patches++
+		if p.workers != nil {
+			h.state.workers[p.workers.p.pod.UID] = timedWorkers{workers: p.workers.share.count, at: time.Now()}
+		}
 	})
 }
 
@@ -854,6 +961,9 @@ func (h *Host) recordDecision(up *unitPlan) {
 				b.WriteString(", ")
 			}
 			fmt.Fprintf(&b, "%s→%s[%s]", p.pod.Name, up.slots[k].node, formatDevices(up.slots[k].devices))
+			if n := up.slots[k].share.count; n > 0 {
+				fmt.Fprintf(&b, " (%d workers)", n)
+			}
 		}
 		text += b.String()
 	} else if up.deferred != "" && len(up.slots) > 0 {
@@ -876,7 +986,15 @@ func (h *Host) pruneState(pods []*corev1.Pod) assumed {
 		seen[p.UID] = p
 	}
 	cutoff := time.Now().Add(-2 * time.Minute)
-	as := assumed{binds: map[k8stypes.UID]bindRecord{}, deleting: map[k8stypes.UID]bool{}}
+	as := assumed{binds: map[k8stypes.UID]bindRecord{}, deleting: map[k8stypes.UID]bool{}, workers: map[k8stypes.UID]int{}}
+	for uid, w := range h.state.workers {
+		p := seen[uid]
+		if p == nil || p.Annotations[AnnotationPodWorkers] == strconv.Itoa(w.workers) || w.at.Before(cutoff) {
+			delete(h.state.workers, uid)
+			continue
+		}
+		as.workers[uid] = w.workers
+	}
 	for uid, b := range h.state.binds {
 		p := seen[uid]
 		if p == nil || p.Spec.NodeName != "" || b.at.Before(cutoff) {
@@ -932,7 +1050,10 @@ func eventReason(a placement.Action) string {
 // decisionText is a decision in words, for Events.
 func decisionText(d scheduler.Decision) string {
 	s := fmt.Sprintf("%s %d→%d", d.Action, d.From, d.To)
-	if d.To > 0 {
+	switch {
+	case len(d.Shares) > 1:
+		s += fmt.Sprintf(" %s on %d node(s)", sharesText(d.Shares), d.Nodes)
+	case d.To > 0:
 		s += fmt.Sprintf(" %s on %d node(s)", d.Type, d.Nodes)
 	}
 	s += " (" + d.Reason.String() + ")"

@@ -25,6 +25,7 @@ type podInfo struct {
 	pod     *corev1.Pod
 	node    string // "" = not bound
 	devices []int  // device indices on node, when bound
+	workers int    // logical workers it hosts (AnnotationPodWorkers); 0 = unknown
 }
 
 func (p *podInfo) bound() bool { return p.node != "" }
@@ -44,7 +45,11 @@ type unit struct {
 	pods []*podInfo
 	// held are the device IDs its bound pods hold on offered nodes.
 	held []string
-	sj   scheduler.Job
+	// heldWorkers, for a W-job, are the logical workers each device of
+	// held hosts, when its bound pods say so consistently (nil otherwise:
+	// the scheduler spreads W evenly).
+	heldWorkers []int
+	sj          scheduler.Job
 }
 
 // regarding returns the object Events about the unit are recorded on.
@@ -115,11 +120,13 @@ type snapshotOptions struct {
 type assumed struct {
 	binds    map[types.UID]bindRecord // pod → binding the host made
 	deleting map[types.UID]bool       // pods the host evicted or deleted
+	workers  map[types.UID]int        // pod → the AnnotationPodWorkers the host patched
 }
 
 type bindRecord struct {
 	node    string
 	devices []int
+	share   workerShare // the logical workers the pod hosts (W-jobs only)
 }
 
 // gpuCount returns a pod spec's nvidia.com/gpu count: the sum of its
@@ -302,7 +309,7 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 		verified := false // pi.devices are what this host bound the pod to
 		if !pi.bound() {
 			if b, ok := as.binds[p.UID]; ok {
-				pi.node, pi.devices, verified = b.node, b.devices, true
+				pi.node, pi.devices, pi.workers, verified = b.node, b.devices, b.share.count, true
 			}
 		}
 		mine := p.Spec.SchedulerName == opt.schedulerName && (opt.namespace == "" || p.Namespace == opt.namespace)
@@ -336,7 +343,11 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 				s.refused = append(s.refused, refusal{pod: p, reason: reason, err: err})
 			} else {
 				pi.devices, verified = d, true
+				pi.workers = podWorkers(p)
 			}
+		}
+		if n, ok := as.workers[p.UID]; ok && verified {
+			pi.workers = n
 		}
 		if !mine || terminating {
 			// Other pods count by what they request, never by our
@@ -509,6 +520,13 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 				u.held = append(u.held, deviceID(p.node, d))
 			}
 		}
+		if err := checkGang(u, nb, func(node string) accel.TypeKey { return ns[node].typ }); err != nil {
+			// Its running pods keep their GPUs; it is not scheduled until
+			// fixed.
+			s.withhold(u.held)
+			s.skipped = append(s.skipped, skippedUnit{key: u.key, obj: u.regarding(), err: err})
+			continue
+		}
 		u.sj = u.toJob()
 		if len(u.sj.Types) > 0 {
 			var ok []accel.TypeKey
@@ -532,7 +550,8 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 		s.units = append(s.units, u)
 		if len(u.held) > 0 {
 			slices.Sort(u.held)
-			s.current = append(s.current, placement.Assignment{Job: string(u.key), Devices: u.held})
+			u.heldWorkers = heldWorkers(u, nb)
+			s.current = append(s.current, placement.Assignment{Job: string(u.key), Devices: u.held, Workers: u.heldWorkers})
 		}
 	}
 	return s
@@ -568,6 +587,9 @@ func checkPerPod(sp jobSpec, perPod int) error {
 	if perPod < 1 {
 		return fmt.Errorf("%w: the pod template asks for no %s", ErrAnnotation, ResourceGPU)
 	}
+	if sp.workers > 0 && perPod != 1 {
+		return fmt.Errorf("%w: %s=%d needs pods of one %s each (each pod hosts its share of the workers on its GPU), not %d", ErrAnnotation, AnnotationWorkers, sp.workers, ResourceGPU, perPod)
+	}
 	if sp.kind != scheduler.Rigid && perPod != 1 {
 		return fmt.Errorf("%w: %s=%s needs pods of one %s each, not %d", ErrAnnotation, AnnotationKind, sp.kind, ResourceGPU, perPod)
 	}
@@ -579,7 +601,7 @@ func (u *unit) toJob() scheduler.Job {
 	sp := u.spec
 	j := scheduler.Job{ID: string(u.key), Weight: sp.weight, Priority: sp.priority, Kind: sp.kind,
 		NonPreemptible: !sp.preemptible, Types: slices.Clone(sp.types), Queue: sp.queue,
-		Deadline: sp.deadline, DelayTolerant: sp.tolerant}
+		Deadline: sp.deadline, DelayTolerant: sp.tolerant, Workers: sp.workers}
 	if u.job != nil {
 		j.Submitted = u.job.CreationTimestamp.Time
 		j.Restarts = restartsOf(u.job)
