@@ -13,6 +13,14 @@
 // rigid gang of spec.parallelism pods. Each pod asks for nvidia.com/gpu in
 // its resources; the pods of an elastic or adaptive Job ask for one each.
 //
+// A Job annotated AnnotationWorkers is a W-job (EasyScale's logical
+// workers, scheduler.Job.Workers): W never changes while its pods, one GPU
+// each, may sit on nodes of several GPU types when the policy mixes them.
+// Each bound pod is told its share of the W workers in
+// AnnotationPodWorkers and AnnotationPodWorkerRanks (in the binding, and
+// patched when a resize changes it); the shares are read back into
+// placement.Assignment.Workers.
+//
 // A Node offers its allocatable nvidia.com/gpu (device indices range over
 // its capacity; what allocatable lacks, unhealthy GPUs or all of them while
 // the device plugin restarts, is not offered, and our pods there keep

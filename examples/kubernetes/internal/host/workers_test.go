@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
@@ -46,6 +48,35 @@ func TestParseSpecWorkers(t *testing.T) {
 	// A W-job's pods have one GPU each.
 	if _, err := unitSpec(map[string]string{AnnotationWorkers: "8"}, "ns", nil, 2, nil, opts()); !errors.Is(err, ErrAnnotation) || !strings.Contains(err.Error(), AnnotationWorkers) {
 		t.Errorf("W-job of 2-GPU pods: %v", err)
+	}
+}
+
+// TestSampleWorkersJob: deploy/sample-workers-job.yaml is a valid W-job
+// whose trainer reads the annotations the host writes.
+func TestSampleWorkersJob(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/sample-workers-job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j batchv1.Job
+	if err := yaml.UnmarshalStrict(data, &j); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := unitSpec(j.Annotations, j.Namespace, j.Labels, gpuCount(&j.Spec.Template.Spec), nil, opts())
+	if err != nil || sp.workers != 8 || sp.kind != scheduler.Elastic {
+		t.Errorf("sample: %+v, %v", sp, err)
+	}
+	var paths []string
+	for _, e := range j.Spec.Template.Spec.Containers[0].Env {
+		paths = append(paths, e.ValueFrom.FieldRef.FieldPath)
+	}
+	for _, it := range j.Spec.Template.Spec.Volumes[0].DownwardAPI.Items {
+		paths = append(paths, it.FieldRef.FieldPath)
+	}
+	for _, key := range []string{AnnotationPodWorkers, AnnotationPodWorkerRanks} {
+		if want := "metadata.annotations['" + key + "']"; slices.Index(paths, want) < 0 || len(paths) != 4 {
+			t.Errorf("the sample's trainer does not read %s: %v", want, paths)
+		}
 	}
 }
 
