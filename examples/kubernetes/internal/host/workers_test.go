@@ -121,6 +121,23 @@ func TestSnapshotWorkersFromPods(t *testing.T) {
 		t.Errorf("with the assumed patch: %+v", s.current)
 	}
 
+	// A pod group is a W-job when its pods say so.
+	gp := func(name, node, dev, workers string) *corev1.Pod {
+		p := wPod(name, nil, node, dev, workers)
+		p.Spec.SchedulerName = "goodsched"
+		p.Labels[LabelGroup] = "g"
+		p.Annotations[AnnotationKind] = "elastic"
+		p.Annotations[AnnotationWorkers] = "5"
+		if node != "" {
+			p.Annotations[AnnotationBinding] = bindingMAC(testKey, p.UID, node, dev)
+		}
+		return p
+	}
+	s = buildSnapshot(nodes, []*corev1.Pod{gp("g-0", "a", "0", "3"), gp("g-1", "t", "0", "2"), gp("g-2", "", "", "")}, nil, opts(), assumed{})
+	if len(s.units) != 1 || s.units[0].sj.Workers != 5 || len(s.current) != 1 || !slices.Equal(s.current[0].Workers, []int{3, 2}) {
+		t.Errorf("pod group of W 5: units %d, current %+v", len(s.units), s.current)
+	}
+
 	// More GPUs held than workers (W lowered by hand): the job is skipped
 	// with its GPUs withheld; the round goes on.
 	small := job("small", 3, 1, map[string]string{AnnotationKind: "elastic", AnnotationWorkers: "2"})
