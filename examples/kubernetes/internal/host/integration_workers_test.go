@@ -118,6 +118,11 @@ func TestIntegrationWorkersMixedGangKeepsW(t *testing.T) {
 		t.Errorf("after the T4 node failed: %v", g)
 	}
 	t.Logf("after the T4 node failed: %v", g)
+	// The Job's Events say which running pods were told new shares.
+	waitFor(t, 10*time.Second, "an Event naming the pods' new workers", func() (bool, string) {
+		ev := strings.Join(jobEvents(t, c, "Job", "easy"), "; ")
+		return strings.Contains(ev, "workers now ") && strings.Contains(ev, " 4 (ranks 4-7)"), ev
+	})
 	j, err = c.Client.BatchV1().Jobs(testNS).Get(ctx, "easy", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -949,7 +949,8 @@ func restarted(up *unitPlan) bool {
 // on the unit, naming the pods it binds.
 func (h *Host) recordDecision(up *unitPlan) {
 	d := up.d
-	if d.Action == placement.Keep && len(up.bind) == 0 {
+	rls := up.relabels()
+	if d.Action == placement.Keep && len(up.bind) == 0 && len(rls) == 0 {
 		return
 	}
 	text := decisionText(d)
@@ -968,6 +969,18 @@ func (h *Host) recordDecision(up *unitPlan) {
 		text += b.String()
 	} else if up.deferred != "" && len(up.slots) > 0 {
 		text += "; binds wait: " + up.deferred
+	}
+	if len(rls) > 0 {
+		// A W-job's running pods whose share of its workers changed.
+		var b strings.Builder
+		b.WriteString("; workers now ")
+		for k, rl := range rls {
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s %d (ranks %s)", rl.p.pod.Name, rl.share.count, rl.share.ranks())
+		}
+		text += b.String()
 	}
 	if h.state.said[up.u.key] == text {
 		return
