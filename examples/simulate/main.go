@@ -123,6 +123,8 @@ type options struct {
 	// workers is -workers: "" (only the workload's workers column) or
 	// "replicas".
 	workers string
+	// provision is -provision: goodput-carbon powers idle nodes down.
+	provision bool
 }
 
 // errUsage marks bad input: exit status 2.
@@ -154,6 +156,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.sweep, "sweep", "", "comma-separated carbon weights to run goodput-carbon at; writes carbon-tradeoff.svg")
 	fl.StringVar(&o.workers, "workers", "", "replicas: every job without a workers column value keeps W = its num_replicas logical workers (EasyScale), whatever devices it runs on")
 	fl.StringVar(&o.tenants, "tenants", "", "vc (the trace's 11 largest virtual clusters as queues, quotas by GPU-time share) or a quotas file (JSON): run static, shared and borrow side by side")
+	fl.BoolVar(&o.provision, "provision", false, "goodput-carbon powers nodes down (suspend, off) that its jobs' carbon plans do not need (package provision); other policies keep every node on")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, "usage: simulate [flags]\n\n"+
@@ -242,6 +245,9 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkProvision(o); err != nil {
+		return err
+	}
 	cluster, err := accel.ParseSpec(o.cluster)
 	if err != nil {
 		return usage("-cluster: %v", err)
@@ -304,6 +310,7 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 				Faults:   sim.Faults{MTBF: o.mtbf, Seed: o.seed},
 				Progress: func(sim.Status) { rounds.Add(1) },
 				Carbon:   grid.series, Start: grid.start, Slack: o.slack, Power: energy.PowerModel{PUE: o.pue},
+				Provision: provisionerFor(o, n, energy.PowerModel{PUE: o.pue}),
 			})
 			labels = append(labels, n+"/"+w.Name)
 		}
