@@ -36,11 +36,14 @@ func (p Planner) Provision(ctx context.Context, in scheduler.Input, states []ene
 	if states != nil && len(states) != len(in.Cluster.Nodes) {
 		return nil, fmt.Errorf("%w: %d states for %d nodes", ErrInvalid, len(states), len(in.Cluster.Nodes))
 	}
-	d, err := p.Demand(in)
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	types, byKey, err := p.types(in.Cluster)
 	if err != nil {
 		return nil, err
 	}
-	types, _, err := p.types(in.Cluster)
+	d, err := p.demand(in, types, byKey)
 	if err != nil {
 		return nil, err
 	}

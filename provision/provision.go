@@ -103,6 +103,10 @@ func (p Planner) Demand(in scheduler.Input) (Demand, error) {
 	if err != nil {
 		return Demand{}, err
 	}
+	return p.demand(in, types, byKey)
+}
+
+func (p Planner) demand(in scheduler.Input, types []typeInfo, byKey map[accel.TypeKey]int) (Demand, error) {
 	fc, err := newForecast(in.Carbon, in.Now)
 	if err != nil {
 		return Demand{}, err
