@@ -61,6 +61,10 @@
 //	-sweep LIST         also run goodput-carbon at each of these carbon weights
 //	                    (e.g. 0.25,0.5,0.75,1) and write carbon-tradeoff.svg:
 //	                    average JCT against carbon, goodput marked apart
+//	-provision          goodput-carbon powers down (suspends or switches off)
+//	                    the nodes its jobs' carbon plans do not need (package
+//	                    provision; needs -carbon and -slack); other policies
+//	                    keep every node on
 //	-tenants vc|FILE    multi-tenant comparison of one policy (default goodput)
 //	                    on one workload: "vc" makes the trace's 11 largest
 //	                    virtual clusters queues (the others share "other")
