@@ -65,6 +65,10 @@
 //	                    the nodes its jobs' carbon plans do not need (package
 //	                    provision; needs -carbon and -slack); other policies
 //	                    keep every node on
+//	-oracle             add a policy named oracle: goodput-carbon's schedule
+//	                    with the offline-optimal node states (provision.Oracle,
+//	                    knowing the future; a lower bound for provisioning it;
+//	                    one device type, identical nodes)
 //	-tenants vc|FILE    multi-tenant comparison of one policy (default goodput)
 //	                    on one workload: "vc" makes the trace's 11 largest
 //	                    virtual clusters queues (the others share "other")
@@ -129,6 +133,8 @@ type options struct {
 	workers string
 	// provision is -provision: goodput-carbon powers idle nodes down.
 	provision bool
+	// oracle is -oracle: add the oracle row.
+	oracle bool
 }
 
 // errUsage marks bad input: exit status 2.
@@ -161,6 +167,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.workers, "workers", "", "replicas: every job without a workers column value keeps W = its num_replicas logical workers (EasyScale), whatever devices it runs on")
 	fl.StringVar(&o.tenants, "tenants", "", "vc (the trace's 11 largest virtual clusters as queues, quotas by GPU-time share) or a quotas file (JSON): run static, shared and borrow side by side")
 	fl.BoolVar(&o.provision, "provision", false, "goodput-carbon powers nodes down (suspend, off) that its jobs' carbon plans do not need (package provision); other policies keep every node on")
+	fl.BoolVar(&o.oracle, "oracle", false, "add a policy named oracle: goodput-carbon's schedule with the offline-optimal node states (provision.Oracle, a lower bound)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, "usage: simulate [flags]\n\n"+
@@ -255,6 +262,9 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	cluster, err := accel.ParseSpec(o.cluster)
 	if err != nil {
 		return usage("-cluster: %v", err)
+	}
+	if err := checkOracle(o, cluster, &names); err != nil {
+		return err
 	}
 	if o.interval != 0 && (o.interval < time.Second || o.interval > sim.MaxInterval) {
 		return usage("-interval %v is outside [1s, %v]", o.interval, sim.MaxInterval)
@@ -412,6 +422,9 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(dir, "carbon-tradeoff.svg"))
+	}
+	if sums, err = withOracle(o, grid, cluster, sums); err != nil {
+		return err
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
