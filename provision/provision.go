@@ -135,6 +135,7 @@ func (p Planner) demand(in scheduler.Input, types []typeInfo, byKey map[accel.Ty
 		}
 	}
 	headroom := cmp.Or(p.Headroom, 0.25)
+	var g greedy
 	for i := range in.Jobs {
 		j := &in.Jobs[i]
 		h, running := held[j.ID]
@@ -155,7 +156,7 @@ func (p Planner) demand(in scheduler.Input, types []typeInfo, byKey map[accel.Ty
 			addAll(d.Devices[t], k)
 			continue
 		}
-		if err := p.planJob(j, types, allowed, fc, headroom, d.Devices); err != nil {
+		if err := p.planJob(&g, j, types, allowed, fc, headroom, d.Devices); err != nil {
 			return Demand{}, err
 		}
 	}
@@ -221,7 +222,7 @@ func packed(k, perNode int) int {
 
 // planJob adds deferrable job j's plan to dev; an impossible plan counts
 // the job as late.
-func (p Planner) planJob(j *scheduler.Job, types []typeInfo, allowed []int, fc *forecast, headroom float64, dev [][]int) error {
+func (p Planner) planJob(g *greedy, j *scheduler.Job, types []typeInfo, allowed []int, fc *forecast, headroom float64, dev [][]int) error {
 	best, bestK, bestV := -1, 0, -1.0
 	if j.Speedup == nil {
 		addAll(dev[allowed[0]], max(j.MinReplicas, j.Requested, 1))
@@ -263,18 +264,11 @@ func (p Planner) planJob(j *scheduler.Job, types []typeInfo, allowed []int, fc *
 	beyond := n > len(fc.ci)
 	n = min(n, len(fc.ci))
 	work := j.RemainingWork * (1 + headroom)
-	var s carbon.Schedule
-	if n >= 1 {
-		s, err = carbon.Plan(fc.series(n), curve, work, fc.start.Add(time.Duration(n)*fc.step),
-			carbon.PlanOptions{MinScale: minScale, PUE: p.Power.PUE, Method: carbon.Greedy})
-	} else {
-		err = &carbon.InfeasibleError{Need: work}
+	pue := p.Power.PUE
+	if pue == 0 {
+		pue = 1
 	}
-	if err != nil {
-		var inf *carbon.InfeasibleError
-		if !errors.As(err, &inf) {
-			return fmt.Errorf("job %q: carbon plan: %w", j.ID, err)
-		}
+	if n < 1 || !g.plan(fc.ci, n, fc.step.Seconds(), curve, minScale, work, pue) {
 		if beyond {
 			addAll(dev[best], max(j.MinReplicas, j.Requested, 1)) // not shifted: the policy runs it as Pollux would
 			return nil
@@ -283,10 +277,10 @@ func (p Planner) planJob(j *scheduler.Job, types []typeInfo, allowed []int, fc *
 		return nil
 	}
 	elapsed := float64(fc.now.Sub(fc.start)) / float64(fc.step)
-	for sl, x := range s.Slots {
-		level := x.Scale
-		if sl == 0 && elapsed >= x.Fraction {
-			level = x.Lower
+	for sl := range n {
+		level := g.scale(sl)
+		if sl == 0 && elapsed >= g.fraction(0) {
+			level = g.lower(0)
 		}
 		if count := level * unit; count > 0 {
 			dev[best][sl] += min(max(count, j.MinReplicas), bestK)
