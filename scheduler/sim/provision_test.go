@@ -11,6 +11,7 @@ import (
 	"github.com/goodsched/goodsched/energy"
 	"github.com/goodsched/goodsched/provision"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/carbonaware"
 )
 
@@ -60,7 +61,7 @@ func TestProvisionSim(t *testing.T) {
 func TestProvisionConfigInvalid(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
 	cfg := Config{Cluster: cluster(t, "2x1:t4"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}},
-		Apps: apps, Policy: scheduler.FIFO{}, Start: carbonStart, Provision: allOn{}}
+		Apps: apps, Policy: baselines.FIFO{}, Start: carbonStart, Provision: allOn{}}
 	if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Provision") {
 		t.Errorf("no Carbon: %v", err)
 	}
