@@ -15,6 +15,11 @@
 // is suspended, or powered off when the plans will not need it before
 // the break-even time of the two (energy.NodePower's figures).
 //
+// Oracle is the offline optimum for a demand known in advance: the least
+// carbon states of identical nodes over a horizon (an exact DP over how
+// many are on and suspended), a lower bound for any host that provisions
+// the same demand (examples/simulate -oracle compares Planner with it).
+//
 // # Host contract
 //
 //  1. Each round, before scheduling, call Planner.Provision with the
