@@ -50,6 +50,9 @@
 //     EasyScale's W-jobs): its world size and batch never change, and it
 //     runs on 1 to W devices, of several types at once when its Speedup is
 //     a goodput.WorkerModel.
+//   - provision: which nodes stay on, suspended or off in each slot
+//     (CarbonFlex's provisioning), from the carbon-aware plans of the
+//     jobs in a scheduler.Input; energy charges each state and change.
 //   - Above the scheduler, policies and tools built on the exported Round:
 //     scheduler/baselines (FIFO, Tiresias and Optimus), scheduler/genetic
 //     (Pollux's genetic search, the reference Pollux is checked against),
@@ -83,7 +86,7 @@
 // and preferred levels, the slowest tier spanned); serving is its own
 // package (serving, beside the scheduler: replica autoscaling whose
 // troughs elastic training fills); power provisioning its own package
-// above energy and carbon; a fleet of clusters its own package above the
+// above energy, carbon and the scheduler's contract (provision); a fleet of clusters its own package above the
 // scheduler (routing and migration between Schedulers); a step-wise
 // simulator (one round per step, for learned policies) lives in
 // scheduler/sim.

@@ -57,6 +57,10 @@ type PowerModel struct {
 	// planning of policies that use this model; 0 = 1, otherwise at
 	// least 1.
 	PUE float64
+	// Nodes is the power of nodes that are not on, and of changing a
+	// node's state (AccountNodes); the zero value is DefaultNodePower.
+	// Account, where every node is on, does not read it.
+	Nodes NodePower
 }
 
 // Validate checks the model's settings.
@@ -66,6 +70,9 @@ func (m PowerModel) Validate() error {
 	}
 	if p := m.PUE; math.IsNaN(p) || math.IsInf(p, 0) || (p != 0 && p < 1) {
 		return fmt.Errorf("%w: PowerModel.PUE %v: must be 0 (= 1) or at least 1", ErrInvalid, m.PUE)
+	}
+	if err := m.Nodes.Validate(); err != nil {
+		return fmt.Errorf("PowerModel.Nodes: %w", err)
 	}
 	for _, t := range slices.Sorted(maps.Keys(m.Types)) {
 		p := m.Types[t]
@@ -109,14 +116,21 @@ type Totals struct {
 	// KWh is the facility energy, (BusyJoules + IdleJoules) × PUE, in kWh.
 	KWh float64
 	// BusyG and IdleG are the emissions of each part, in g CO2eq, PUE
-	// included; CarbonG is their sum. All zero without an intensity.
+	// included; CarbonG is the sum of every part. All zero without an
+	// intensity.
 	BusyG, IdleG, CarbonG float64
+	// DownJoules is the IT energy of nodes suspended or off, and
+	// TransitionJoules that of nodes changing state (AccountNodes);
+	// DownG and TransitionG their emissions. Zero where every node is on.
+	DownJoules, TransitionJoules, DownG, TransitionG float64
 }
 
 // Add returns the sum of e and o.
 func (e Totals) Add(o Totals) Totals {
 	return Totals{BusyJoules: e.BusyJoules + o.BusyJoules, IdleJoules: e.IdleJoules + o.IdleJoules, KWh: e.KWh + o.KWh,
-		BusyG: e.BusyG + o.BusyG, IdleG: e.IdleG + o.IdleG, CarbonG: e.CarbonG + o.CarbonG}
+		BusyG: e.BusyG + o.BusyG, IdleG: e.IdleG + o.IdleG, CarbonG: e.CarbonG + o.CarbonG,
+		DownJoules: e.DownJoules + o.DownJoules, TransitionJoules: e.TransitionJoules + o.TransitionJoules,
+		DownG: e.DownG + o.DownG, TransitionG: e.TransitionG + o.TransitionG}
 }
 
 // Account returns the energy and emissions of cluster c over [from,
@@ -126,6 +140,30 @@ func (e Totals) Add(o Totals) Totals {
 // with the model's PUE; a zero ci (no values) accounts energy only. Busy
 // devices that are not in c fail with ErrInvalid.
 func (m PowerModel) Account(c accel.Cluster, busy []placement.Assignment, from time.Time, d time.Duration, ci carbon.Series) (Totals, error) {
+	return m.account(c, busy, nil, from, d, ci)
+}
+
+// AccountNodes is Account with every node in the state nodes gives it
+// (indexed like c.Nodes): the devices of a node that is On are charged as
+// in Account for the part of the interval it is not moving into that
+// state; a node Suspended or Off draws NodePower's watts for that part
+// (DownJoules; its devices draw nothing, and must not be busy); a
+// transition's MovingJoules are TransitionJoules. nil nodes is Account.
+// A length other than c's, a negative or longer-than-d Moving, or
+// negative MovingJoules fail with ErrInvalid.
+func (m PowerModel) AccountNodes(c accel.Cluster, busy []placement.Assignment, nodes []NodeInterval, from time.Time, d time.Duration, ci carbon.Series) (Totals, error) {
+	if nodes != nil && len(nodes) != len(c.Nodes) {
+		return Totals{}, fmt.Errorf("%w: AccountNodes: %d node intervals for %d nodes", ErrInvalid, len(nodes), len(c.Nodes))
+	}
+	for i, n := range nodes {
+		if n.Moving < 0 || n.Moving > d || math.IsNaN(n.MovingJoules) || math.IsInf(n.MovingJoules, 0) || n.MovingJoules < 0 || n.State > Off {
+			return Totals{}, fmt.Errorf("%w: AccountNodes: nodes[%d] = %+v: want a known state, 0 ≤ Moving ≤ %v and finite MovingJoules ≥ 0", ErrInvalid, i, n, d)
+		}
+	}
+	return m.account(c, busy, nodes, from, d, ci)
+}
+
+func (m PowerModel) account(c accel.Cluster, busy []placement.Assignment, nodes []NodeInterval, from time.Time, d time.Duration, ci carbon.Series) (Totals, error) {
 	var e Totals
 	if err := m.Validate(); err != nil {
 		return e, err
@@ -146,7 +184,22 @@ func (m PowerModel) Account(c accel.Cluster, busy []placement.Assignment, from t
 	sec := d.Seconds()
 	found := 0
 	powers := map[accel.TypeKey]DevicePower{}
-	for _, n := range c.Nodes {
+	for i, n := range c.Nodes {
+		sec := sec
+		if nodes != nil {
+			ni := nodes[i]
+			e.TransitionJoules += ni.MovingJoules
+			sec = (d - ni.Moving).Seconds()
+			if ni.State != On {
+				e.DownJoules += m.Nodes.Watts(ni.State) * sec
+				for _, dev := range n.Devices {
+					if held[dev.ID] {
+						return Totals{}, fmt.Errorf("%w: AccountNodes: device %s of %s node %s is busy", ErrInvalid, dev.ID, ni.State, n.Name)
+					}
+				}
+				continue
+			}
+		}
 		for _, dev := range n.Devices {
 			p, ok := powers[dev.Type]
 			if !ok {
@@ -171,22 +224,23 @@ func (m PowerModel) Account(c accel.Cluster, busy []placement.Assignment, from t
 	if found != len(held) {
 		return Totals{}, fmt.Errorf("%w: Account: %d busy devices are not in the cluster", ErrInvalid, len(held)-found)
 	}
-	e.KWh = (e.BusyJoules + e.IdleJoules) * pue / carbon.JoulesPerKWh
+	e.KWh = (e.BusyJoules + e.IdleJoules + e.DownJoules + e.TransitionJoules) * pue / carbon.JoulesPerKWh
 	if len(ci.Values) == 0 {
 		return e, nil
 	}
 	to := from.Add(d)
-	for k, j := range [2]float64{e.BusyJoules, e.IdleJoules} {
+	parts := []*float64{&e.BusyG, &e.IdleG}
+	joules := []float64{e.BusyJoules, e.IdleJoules}
+	if nodes != nil {
+		parts, joules = append(parts, &e.DownG, &e.TransitionG), append(joules, e.DownJoules, e.TransitionJoules)
+	}
+	for k, j := range joules {
 		r, err := carbon.Emissions([]carbon.EnergyInterval{{Start: from, End: to, Joules: j}}, ci, carbon.AccountOptions{PUE: pue})
 		if err != nil {
 			return Totals{}, fmt.Errorf("%w: Account: %w", ErrInvalid, err)
 		}
-		if k == 0 {
-			e.BusyG = r.OperationalG
-		} else {
-			e.IdleG = r.OperationalG
-		}
+		*parts[k] = r.OperationalG
 	}
-	e.CarbonG = e.BusyG + e.IdleG
+	e.CarbonG = e.BusyG + e.IdleG + e.DownG + e.TransitionG
 	return e, nil
 }

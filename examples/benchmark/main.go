@@ -14,6 +14,8 @@
 //	maxmin_10000x4_ms            the same solve at 10,000 jobs × 4 types, ms
 //	autoscale_1000_services_ms   one tick of 1,000 services' serving.Predictive decisions
 //	                             (after ten minutes of ticks), ms for all 1,000
+//	provision_1000_nodes_ms      one provision.Planner decision (nodes on, suspended or off)
+//	                             for 1,000 nodes of 4 T4 and 2,000 jobs, ms
 //
 // The planet-scale part (issue 19; -planet=false skips it) adds, each
 // measured in the same run, with scheduler.Config{} (the Pollux policy):
@@ -390,6 +392,12 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 		return nil, err
 	}
 	add("autoscale_1000_services_ms", autoMS, "ms", "≤ 1000")
+	fmt.Fprintln(log, "provision: one decision for 1,000 nodes and 2,000 jobs …")
+	provMS, err := provisionFigure(clk, rng, 1000, 2000, cfg.reps)
+	if err != nil {
+		return nil, err
+	}
+	add("provision_1000_nodes_ms", provMS, "ms", "≤ 20")
 	if cfg.planet {
 		if err := planetFigures(ctx, cfg, clk, planet(cfg.quick, big), bigMS, log, add); err != nil {
 			return nil, err

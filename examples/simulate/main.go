@@ -61,6 +61,14 @@
 //	-sweep LIST         also run goodput-carbon at each of these carbon weights
 //	                    (e.g. 0.25,0.5,0.75,1) and write carbon-tradeoff.svg:
 //	                    average JCT against carbon, goodput marked apart
+//	-provision          goodput-carbon powers down (suspends or switches off)
+//	                    the nodes its jobs' carbon plans do not need (package
+//	                    provision; needs -carbon and -slack); other policies
+//	                    keep every node on
+//	-oracle             add a policy named oracle: goodput-carbon's schedule
+//	                    with the offline-optimal node states (provision.Oracle,
+//	                    knowing the future; a lower bound for provisioning it;
+//	                    one device type, identical nodes)
 //	-tenants vc|FILE    multi-tenant comparison of one policy (default goodput)
 //	                    on one workload: "vc" makes the trace's 11 largest
 //	                    virtual clusters queues (the others share "other")
@@ -123,6 +131,10 @@ type options struct {
 	// workers is -workers: "" (only the workload's workers column) or
 	// "replicas".
 	workers string
+	// provision is -provision: goodput-carbon powers idle nodes down.
+	provision bool
+	// oracle is -oracle: add the oracle row.
+	oracle bool
 }
 
 // errUsage marks bad input: exit status 2.
@@ -154,6 +166,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.sweep, "sweep", "", "comma-separated carbon weights to run goodput-carbon at; writes carbon-tradeoff.svg")
 	fl.StringVar(&o.workers, "workers", "", "replicas: every job without a workers column value keeps W = its num_replicas logical workers (EasyScale), whatever devices it runs on")
 	fl.StringVar(&o.tenants, "tenants", "", "vc (the trace's 11 largest virtual clusters as queues, quotas by GPU-time share) or a quotas file (JSON): run static, shared and borrow side by side")
+	fl.BoolVar(&o.provision, "provision", false, "goodput-carbon powers nodes down (suspend, off) that its jobs' carbon plans do not need (package provision); other policies keep every node on")
+	fl.BoolVar(&o.oracle, "oracle", false, "add a policy named oracle: goodput-carbon's schedule with the offline-optimal node states (provision.Oracle, a lower bound)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, "usage: simulate [flags]\n\n"+
@@ -242,9 +256,15 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkProvision(o); err != nil {
+		return err
+	}
 	cluster, err := accel.ParseSpec(o.cluster)
 	if err != nil {
 		return usage("-cluster: %v", err)
+	}
+	if err := checkOracle(o, cluster, &names); err != nil {
+		return err
 	}
 	if o.interval != 0 && (o.interval < time.Second || o.interval > sim.MaxInterval) {
 		return usage("-interval %v is outside [1s, %v]", o.interval, sim.MaxInterval)
@@ -304,6 +324,7 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 				Faults:   sim.Faults{MTBF: o.mtbf, Seed: o.seed},
 				Progress: func(sim.Status) { rounds.Add(1) },
 				Carbon:   grid.series, Start: grid.start, Slack: o.slack, Power: energy.PowerModel{PUE: o.pue},
+				Provision: provisionerFor(o, n, energy.PowerModel{PUE: o.pue}),
 			})
 			labels = append(labels, n+"/"+w.Name)
 		}
@@ -401,6 +422,9 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(dir, "carbon-tradeoff.svg"))
+	}
+	if sums, err = withOracle(o, grid, cluster, sums); err != nil {
+		return err
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)

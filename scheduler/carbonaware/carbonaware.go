@@ -26,7 +26,9 @@ import (
 // more because flexible work waits).
 //
 // Per flexible job and round: its curve is its Speedup on its best type
-// (the allowed type with the highest speedup at its largest count), in
+// (the allowed type with the highest speedup at its largest count, counting
+// the devices of nodes that are down, failed or powered down, which the
+// plan's later slots may use), in
 // scale steps of one device, or of ⌈count/16⌉ devices for wide jobs, with
 // the power model's active-minus-idle watts per device (idle devices draw
 // their idle power whether the job runs or not); its work is
@@ -255,6 +257,9 @@ type forecast struct {
 	// cost is built per horizon length on demand (the delay term uses the
 	// mean over the job's own window).
 	costs map[int][]float64
+	// devices and perNode count the cluster's devices per type, down
+	// nodes included (installed).
+	devices, perNode map[accel.TypeKey]int
 }
 
 func newForecast(s carbon.Series, now time.Time, w float64) (*forecast, error) {
@@ -307,12 +312,11 @@ func (c Policy) planJob(r *scheduler.Round, j *scheduler.RoundJob, fc *forecast)
 	var best accel.TypeKey
 	bestK, bestV := 0, -1.0
 	for _, t := range j.Types {
-		usable, _, _ := r.Cluster().Usable(t)
-		k := min(j.Max, usable)
+		k := min(j.Max, fc.installed(r, t))
 		if k < j.Min || k < 1 {
 			continue
 		}
-		v, err := r.Speedup(j.Job.ID, t, packedNodes(r, t, k), k)
+		v, err := r.Speedup(j.Job.ID, t, fc.packedNodes(r, t, k), k)
 		if err != nil {
 			return jc, err
 		}
@@ -328,7 +332,7 @@ func (c Policy) planJob(r *scheduler.Round, j *scheduler.RoundJob, fc *forecast)
 	sp := make([]float64, levels)
 	for l := range sp {
 		k := (l + 1) * unit
-		v, err := r.Speedup(j.Job.ID, best, packedNodes(r, best, k), k)
+		v, err := r.Speedup(j.Job.ID, best, fc.packedNodes(r, best, k), k)
 		if err != nil {
 			return jc, err
 		}
@@ -459,13 +463,34 @@ func (c Policy) envelope(r *scheduler.Round, jobs []scheduler.RoundJob, flexible
 	}
 }
 
+// installed is the number of devices of type t in the round's cluster,
+// those of nodes that are down (failed, or powered down by a
+// provisioner such as package provision's) included: a plan looks ahead,
+// when they are back. Counted once per round.
+func (f *forecast) installed(r *scheduler.Round, t accel.TypeKey) int {
+	if f.devices == nil {
+		f.devices, f.perNode = map[accel.TypeKey]int{}, map[accel.TypeKey]int{}
+		for _, n := range r.Input().Cluster.Nodes {
+			per := map[accel.TypeKey]int{}
+			for _, d := range n.Devices {
+				per[d.Type]++
+			}
+			for k, v := range per {
+				f.devices[k] += v
+				f.perNode[k] = max(f.perNode[k], v)
+			}
+		}
+	}
+	return f.devices[t]
+}
+
 // packedNodes is the consolidated node count of count devices of type t:
 // ceil(count / devices per node), what a consolidating placement achieves.
-func packedNodes(r *scheduler.Round, t accel.TypeKey, count int) int {
+func (f *forecast) packedNodes(r *scheduler.Round, t accel.TypeKey, count int) int {
 	if count <= 0 {
 		return 0
 	}
-	_, perNode, _ := r.Cluster().Usable(t)
-	d := max(perNode, 1)
+	f.installed(r, t)
+	d := max(f.perNode[t], 1)
 	return (count + d - 1) / d
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -30,6 +31,9 @@ func (c *Config) checkGrid() error {
 		return fmt.Errorf("%w: Power: %w", ErrInvalid, err)
 	}
 	if len(c.Carbon.Values) == 0 {
+		if c.Provision != nil {
+			return fmt.Errorf("%w: Provision needs Carbon (the series nodes are powered and accounted against)", ErrInvalid)
+		}
 		return nil
 	}
 	if err := c.Carbon.Validate(); err != nil {
@@ -133,7 +137,13 @@ func (e *engine) account(dt float64) error {
 	m := int((end.Sub(s.Start) + s.Step - 1) / s.Step)
 	win := s
 	win.Start, win.Values, win.Estimated = s.TimeAt(k), s.Values[k:m], nil
-	en, err := e.cfg.Power.Account(e.cluster, busy, from, d, win)
+	var en energy.Totals
+	var err error
+	if pw := e.powerOf(); pw != nil {
+		en, err = e.cfg.Power.AccountNodes(e.cluster, busy, pw.nodeIntervals(e.now, dt), from, d, win)
+	} else {
+		en, err = e.cfg.Power.Account(e.cluster, busy, from, d, win)
+	}
 	if err != nil {
 		return fmt.Errorf("sim: energy at %v: %w", dur(e.now), err)
 	}
@@ -158,6 +168,9 @@ func (e *engine) carbonResult(r *Result) error {
 		}
 		if tail := last - e.now; tail >= 1 {
 			e.refreshLive()
+			if err := e.provision(context.Background(), nil); err != nil {
+				return err
+			}
 			if err := e.account(tail); err != nil {
 				return err
 			}
@@ -167,6 +180,10 @@ func (e *engine) carbonResult(r *Result) error {
 		g := e.gridOf()
 		r.EnergyKWh, r.CarbonKg = g.energy.KWh, g.energy.CarbonG/1000
 		r.BusyCarbonKg, r.IdleCarbonKg = g.energy.BusyG/1000, g.energy.IdleG/1000
+		r.DownCarbonKg, r.TransitionCarbonKg = g.energy.DownG/1000, g.energy.TransitionG/1000
+	}
+	if e.pow != nil {
+		r.Transitions = e.pow.transitions
 	}
 	return nil
 }

@@ -145,6 +145,12 @@ type Config struct {
 	// Result.Tenants still accounts against Queues' quotas, for comparing
 	// a shared pool with quotas (requires Queues).
 	IgnoreQueues bool
+	// Provision, if set, powers nodes up and down every round (see
+	// Provisioner): the devices of a node that is not on, or still moving
+	// between states, are not offered to the policy, and the energy
+	// account (Carbon, required then) charges every node's state and
+	// transitions with Power.Nodes. Default nil: every node stays on.
+	Provision Provisioner
 }
 
 // job is the simulator's state of one job.
@@ -254,6 +260,8 @@ type engine struct {
 	grid *grid
 	// ten is the per-tenant accounting (nil without Config.Queues).
 	ten *tenancy
+	// pow is the nodes' power state (nil without Config.Provision).
+	pow *power
 }
 
 func (c *Config) validate() error {
@@ -528,7 +536,7 @@ func (e *engine) stuck() bool {
 			return false
 		}
 	}
-	return !e.deferrable()
+	return !e.deferrable() && !e.powering()
 }
 
 func (e *engine) allDone() bool { return e.finished == len(e.jobs) }
@@ -581,7 +589,7 @@ func (e *engine) schedule(ctx context.Context) error {
 		e.changed = true
 	}
 	if len(act) == 0 {
-		return nil
+		return e.provision(ctx, nil)
 	}
 	if e.cfg.Kind == scheduler.Rigid && !e.cfg.EveryRound && !e.changed {
 		quiet := true
@@ -606,6 +614,9 @@ func (e *engine) schedule(ctx context.Context) error {
 		if len(j.devs) > 0 {
 			in.Current = append(in.Current, placement.Assignment{Job: j.spec.Name, Devices: slices.Clone(j.devs), Workers: slices.Clone(j.workers)})
 		}
+	}
+	if err := e.provision(ctx, &in); err != nil {
+		return err
 	}
 	plan, err := e.sched.Schedule(ctx, in)
 	if err != nil {

@@ -90,6 +90,12 @@ type Result struct {
 	CarbonKg     float64 `json:"carbon_kg,omitempty"`
 	BusyCarbonKg float64 `json:"busy_carbon_kg,omitempty"`
 	IdleCarbonKg float64 `json:"idle_carbon_kg,omitempty"`
+	// DownCarbonKg and TransitionCarbonKg are, of CarbonKg, the nodes
+	// suspended or off and the nodes changing state, and Transitions how
+	// many changes of state there were (Config.Provision; 0 otherwise).
+	DownCarbonKg       float64 `json:"down_carbon_kg,omitempty"`
+	TransitionCarbonKg float64 `json:"transition_carbon_kg,omitempty"`
+	Transitions        int     `json:"transitions,omitempty"`
 	// DeadlineMisses counts jobs that finished after their deadline or not
 	// at all (Config.Slack set; 0 otherwise).
 	DeadlineMisses int `json:"deadline_misses,omitempty"`

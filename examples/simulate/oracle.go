@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/carbon"
+	"github.com/goodsched/goodsched/energy"
+	"github.com/goodsched/goodsched/provision"
+)
+
+// oracleName is the row -oracle adds.
+const oracleName = "oracle"
+
+// checkOracle checks -oracle against the other flags and the cluster, and
+// makes sure goodput-carbon runs (the oracle provisions its schedule).
+func checkOracle(o options, cluster accel.Cluster, names *[]string) error {
+	if !o.oracle {
+		return nil
+	}
+	if o.carbon == "" || o.slack <= 0 {
+		return usage("-oracle needs -carbon and -slack")
+	}
+	types := cluster.Types()
+	per := len(cluster.Nodes[0].Devices)
+	for _, n := range cluster.Nodes {
+		if len(n.Devices) != per {
+			return usage("-oracle needs identical nodes (-cluster %s mixes node sizes)", o.cluster)
+		}
+	}
+	if len(types) != 1 || len(cluster.Nodes) > provision.MaxOracleNodes {
+		return usage("-oracle needs one device type and at most %d nodes", provision.MaxOracleNodes)
+	}
+	if !containsName(*names, provisioned) {
+		*names = append(*names, provisioned)
+	}
+	return nil
+}
+
+// oracleSummary is the oracle row: each workload's goodput-carbon run
+// (its jobs, as they ran) with the node states of least carbon for the
+// devices it held, from provision.Oracle over the run's rounds to the
+// latest deadline: the nodes on in each round are its busy devices packed
+// onto as few nodes as possible, every state change is instantaneous, and
+// the oracle knows the whole future. Its carbon is a lower bound for
+// provisioning that schedule; JCT and deadline figures are the run's.
+func oracleSummary(o options, g gridSettings, cluster accel.Cluster, base summary) (summary, error) {
+	s := base
+	s.Name = oracleName
+	s.results, s.busyKg = nil, 0
+	power := energy.PowerModel{PUE: o.pue}
+	typ := cluster.Types()[0]
+	pw, err := power.Power(typ)
+	if err != nil {
+		return s, err
+	}
+	per := len(cluster.Nodes[0].Devices)
+	step := o.interval
+	if step == 0 {
+		step = time.Minute // sim's default round, goodput-carbon's
+	}
+	var kwh, kg float64
+	for _, r := range base.results {
+		end := time.Duration(0)
+		for _, j := range r.Jobs {
+			end = max(end, j.Submit+j.Isolated+o.slack)
+		}
+		if k := len(r.Utilization); k > 0 {
+			end = max(end, r.Utilization[k-1].Time)
+		}
+		slots := int((end + step - 1) / step)
+		in := provision.OracleInput{Nodes: len(cluster.Nodes), Step: step, OnWatts: float64(per) * pw.IdleWatts, PUE: o.pue,
+			Need: make([]int, slots), IntensityGPerKWh: make([]float64, slots)}
+		busy := make([]int, slots)
+		for _, u := range r.Utilization {
+			if k := int(u.Time / step); k < slots {
+				busy[k] = u.Busy
+			}
+		}
+		busyJ, busyG, activeG := 0.0, 0.0, 0.0
+		for k := range slots {
+			at := g.start.Add(time.Duration(k) * step)
+			i, ok := g.series.Index(at)
+			if !ok {
+				return s, fmt.Errorf("oracle: %v is outside the -carbon series", at)
+			}
+			ci := g.series.Values[i]
+			in.IntensityGPerKWh[k] = ci
+			in.Need[k] = (busy[k] + per - 1) / per
+			// A busy device draws active watts instead of the idle
+			// watts OnWatts charges it.
+			j := float64(busy[k]) * (pw.ActiveWatts - pw.IdleWatts) * step.Seconds()
+			busyJ += j
+			busyG += j * max(o.pue, 1) / carbon.JoulesPerKWh * ci
+			activeG += float64(busy[k]) * pw.ActiveWatts * step.Seconds() * max(o.pue, 1) / carbon.JoulesPerKWh * ci
+		}
+		res, err := provision.Oracle(in)
+		if err != nil {
+			return s, fmt.Errorf("oracle: %w", err)
+		}
+		kwh += res.KWh + busyJ*max(o.pue, 1)/carbon.JoulesPerKWh
+		kg += (res.CarbonG + busyG) / 1000
+		s.busyKg += activeG / 1000 / float64(len(base.results))
+	}
+	f := float64(len(base.results))
+	kwh, kg = kwh/f, kg/f
+	s.EnergyKWh, s.CarbonKg = &kwh, &kg
+	return s, nil
+}
+
+// withOracle appends the oracle row to sums when -oracle is set.
+func withOracle(o options, g gridSettings, cluster accel.Cluster, sums []summary) ([]summary, error) {
+	if !o.oracle {
+		return sums, nil
+	}
+	for _, s := range sums {
+		if s.Name == provisioned {
+			row, err := oracleSummary(o, g, cluster, s)
+			if err != nil {
+				return nil, err
+			}
+			return append(sums, row), nil
+		}
+	}
+	return sums, nil
+}

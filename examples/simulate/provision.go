@@ -1,0 +1,34 @@
+package main
+
+import (
+	"github.com/goodsched/goodsched/energy"
+	"github.com/goodsched/goodsched/provision"
+	"github.com/goodsched/goodsched/scheduler/sim"
+)
+
+// provisioned is the policy -provision powers nodes down for: the
+// carbon-aware one; carbon-agnostic policies keep every node on.
+const provisioned = "goodput-carbon"
+
+// checkProvision checks -provision against the other flags.
+func checkProvision(o options) error {
+	if !o.provision {
+		return nil
+	}
+	if o.carbon == "" || o.slack <= 0 {
+		return usage("-provision needs -carbon and -slack (nodes are powered down for work that can wait)")
+	}
+	if o.carbonWeight != 1 {
+		return usage("-provision plans with carbon weight 1; -carbon-weight %v is not supported with it", o.carbonWeight)
+	}
+	return nil
+}
+
+// provisionerFor returns the run's Provisioner: package provision's
+// Planner for goodput-carbon under -provision, nil otherwise.
+func provisionerFor(o options, policy string, power energy.PowerModel) sim.Provisioner {
+	if !o.provision || policy != provisioned {
+		return nil
+	}
+	return provision.Planner{Power: power}
+}
