@@ -281,10 +281,10 @@ func (w *work) keepable(ids []string, r *request, maxNodes int) ([]int32, bool) 
 }
 
 // holdable reports whether an unplaced job may keep its current devices:
-// usable, free, and within its required level.
+// usable, free, and within its required level and slices.
 func (w *work) holdable(ids []string, r *request) ([]int32, bool) {
 	out, _, ok := w.nums(ids)
-	if !ok || w.violates(out, &resolved{required: r.c.required, preferred: -1, first: 1}) {
+	if !ok || w.violates(out, &r.c) {
 		return nil, false
 	}
 	return out, true
