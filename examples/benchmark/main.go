@@ -4,6 +4,10 @@
 //	goodput_fit_us               one goodput.Fit of 8 observations, µs
 //	goodput_optimize_ns          one goodput.Model.Optimize, ns
 //	placement_gangs_per_s        gangs placed and committed per second on 8,192 devices
+//	place_gang512_10k_nodes_p99_ms  p99 of one topology-aware placement (topoplace, least-loss)
+//	                             of a 512-device gang requiring one block, 10,000 nodes × 4
+//	                             GB200 in NVL72 racks, half the nodes busy, ms (-quick: 1,000
+//	                             nodes and 128 devices, same key)
 //	round_goodput_160x64_ms      one Pollux-policy round, 160 jobs on 64 T4s (16×4), ms
 //	round_goodput_2000x8192_ms   one Pollux-policy round, 2,000 jobs on 8,192 devices of 4 types, ms
 //	goodput_vs_reference_fitness fast fitness / reference (Pollux GA) fitness, the
@@ -276,6 +280,13 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 		return nil, err
 	}
 	add("placement_gangs_per_s", gps, "1/s", "")
+
+	fmt.Fprintln(log, "topology: a 512-device gang requiring one block on 10,000 nodes …")
+	gangMS, err := topologyFigure(clk, rng, cfg.quick)
+	if err != nil {
+		return nil, err
+	}
+	add("place_gang512_10k_nodes_p99_ms", gangMS, "ms", "≤ 5")
 
 	small := shape{groups: []group{{16, 4, "t4"}}, jobs: 160}
 	big := shape{groups: []group{{256, 8, "a100"}, {256, 8, "v100"}, {512, 4, "t4"}, {128, 16, "h100"}}, jobs: 2000}

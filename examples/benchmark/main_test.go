@@ -39,7 +39,7 @@ func TestQuick(t *testing.T) {
 	}
 	for _, k := range []string{"goodput_fit_us", "goodput_optimize_ns", "placement_gangs_per_s", "round_goodput_20x16_ms",
 		"round_goodput_100x128_ms", "goodput_vs_reference_fitness", "goodput_vs_reference_time",
-		"maxmin_256x4_ms", "maxmin_512x4_ms", "autoscale_1000_services_ms", "provision_1000_nodes_ms"} {
+		"maxmin_256x4_ms", "maxmin_512x4_ms", "autoscale_1000_services_ms", "provision_1000_nodes_ms", "place_gang512_10k_nodes_p99_ms"} {
 		if v, ok := m[k]; !ok || v <= 0 {
 			t.Errorf("%s = %v, %v", k, v, ok)
 		}

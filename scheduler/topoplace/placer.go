@@ -116,14 +116,11 @@ func (p Placer) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.P
 			strand[t] = reqs[i].k
 		}
 	}
-	cur := make(map[string][]string, len(in.Current))
-	for _, a := range in.Current {
-		cur[a.Job] = a.Devices
-	}
+	cur := currentOf(in.Current, in.Targets)
 	held := make([][]int32, n)
 	kept := make([]bool, n)
 	for i, t := range in.Targets {
-		if nums, ok := w.keepable(cur[t.Job], &reqs[i], t.MaxNodes); ok {
+		if nums, ok := w.keepable(cur.of(i), &reqs[i], t.MaxNodes); ok {
 			for _, g := range nums {
 				w.take(g, i)
 			}
@@ -200,10 +197,18 @@ func (p Placer) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.P
 		}
 	}
 	var res scheduler.PlaceResult
+	var ids []string // one backing array for every kept assignment
+	keepIDs := func(devs []string) []string {
+		if cap(ids)-len(ids) < len(devs) {
+			ids = make([]string, 0, max(4096, len(devs)))
+		}
+		ids = append(ids, devs...)
+		return ids[len(ids)-len(devs) : len(ids) : len(ids)]
+	}
 	for i, t := range in.Targets {
 		switch {
 		case kept[i]:
-			res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: slices.Clone(cur[t.Job])})
+			res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: keepIDs(cur.of(i))})
 		case reasons[i] == nil:
 			ids := make([]string, len(held[i]))
 			for k, g := range held[i] {
@@ -214,17 +219,57 @@ func (p Placer) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.P
 			res.Unplaced = append(res.Unplaced, placement.Unplaced{
 				Target: placement.Target{Job: t.Job, Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes}, Reason: *reasons[i]})
 			// A job that cannot move keeps what it held, if it still can.
-			if nums, ok := w.holdable(cur[t.Job], &reqs[i]); ok && !preempted[i] {
+			if nums, ok := w.holdable(cur.of(i), &reqs[i]); ok && !preempted[i] {
 				for _, g := range nums {
 					w.take(g, i)
 				}
-				res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: slices.Clone(cur[t.Job])})
+				res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: keepIDs(cur.of(i))})
 			}
 		}
 	}
-	slices.SortFunc(res.Assignments, func(a, b placement.Assignment) int { return cmp.Compare(a.Job, b.Job) })
+	byJob := func(a, b placement.Assignment) int { return cmp.Compare(a.Job, b.Job) }
+	if !slices.IsSortedFunc(res.Assignments, byJob) {
+		slices.SortFunc(res.Assignments, byJob)
+	}
 	slices.SortFunc(res.Unplaced, func(a, b placement.Unplaced) int { return cmp.Compare(a.Target.Job, b.Target.Job) })
 	return res, nil
+}
+
+// currents maps a target's position to the job's current devices.
+type currents struct {
+	byPos [][]string
+}
+
+func (c currents) of(i int) []string { return c.byPos[i] }
+
+// currentOf pairs targets with current assignments: a merge when both are
+// in job order (as the Scheduler passes them), else through a map.
+func currentOf(cur []placement.Assignment, tg []scheduler.Target) currents {
+	out := currents{byPos: make([][]string, len(tg))}
+	sorted := slices.IsSortedFunc(cur, func(a, b placement.Assignment) int { return cmp.Compare(a.Job, b.Job) }) &&
+		slices.IsSortedFunc(tg, func(a, b scheduler.Target) int { return cmp.Compare(a.Job, b.Job) })
+	if sorted {
+		j := 0
+		for i, t := range tg {
+			for j < len(cur) && cur[j].Job < t.Job {
+				j++
+			}
+			if j < len(cur) && cur[j].Job == t.Job {
+				out.byPos[i] = cur[j].Devices
+			}
+		}
+		return out
+	}
+	m := make(map[string][]string, len(cur))
+	for _, a := range cur {
+		if _, dup := m[a.Job]; !dup {
+			m[a.Job] = a.Devices
+		}
+	}
+	for i, t := range tg {
+		out.byPos[i] = m[t.Job]
+	}
+	return out
 }
 
 func countNodes(m *model, devs []int32) int {
@@ -244,13 +289,29 @@ func (w *work) nums(ids []string) ([]int32, int, bool) {
 	if len(ids) == 0 {
 		return nil, 0, false
 	}
-	out := make([]int32, 0, len(ids))
+	start := len(w.arena)
+	out := w.arena[start:start:cap(w.arena)]
+	if cap(out) < len(ids) {
+		w.arena = make([]int32, 0, max(4096, len(ids)))
+		out = w.arena[:0:len(ids)]
+		start = 0
+	} else {
+		out = out[:0:len(ids)]
+	}
+	defer func() { w.arena = w.arena[:start+len(out)] }()
 	t := -1
+	prev := int32(-2)
 	for _, id := range ids {
-		g, ok := w.m.devNum[id]
+		// A node's devices in index order are consecutive numbers: one
+		// comparison instead of a map lookup.
+		g, ok := prev+1, prev >= 0 && int(prev+1) < len(w.m.devID) && w.m.devID[prev+1] == id
+		if !ok {
+			g, ok = w.m.devNum[id]
+		}
 		if !ok || w.owner[g] != 0 || slices.Contains(out, g) {
 			return nil, 0, false
 		}
+		prev = g
 		if t >= 0 && int(w.m.typeOf[g]) != t {
 			return nil, 0, false
 		}

@@ -38,6 +38,7 @@ type work struct {
 	m     *model
 	owner []int32   // per device number: job slot + 1; 0 = free
 	free  [][]int32 // per type, per vertex
+	arena []int32   // backing store of resolved device lists
 }
 
 func newWork(m *model) *work {
@@ -46,8 +47,17 @@ func newWork(m *model) *work {
 	for t := range w.free {
 		w.free[t] = make([]int32, nv)
 	}
-	for g := range m.devID {
-		w.add(int32(g), 1)
+	for t, f := range w.free {
+		for n := 0; n < m.nn; n++ {
+			f[m.nd+n] = int32(len(m.devOf[n][t]))
+		}
+		for _, v := range m.post {
+			var s int32
+			for _, k := range m.kids[v] {
+				s += f[k]
+			}
+			f[v] = s
+		}
 	}
 	return w
 }
