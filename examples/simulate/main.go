@@ -242,8 +242,8 @@ type summary struct {
 	// their required level, summed over rounds (per workload).
 	StrandedGPUsAvg    *float64 `json:"stranded_gpus_avg,omitempty"`
 	RequiredViolations *float64 `json:"required_violations,omitempty"`
-	busyKg         float64  // of CarbonKg, the busy devices' (table only)
-	results        []sim.Result
+	busyKg             float64  // of CarbonKg, the busy devices' (table only)
+	results            []sim.Result
 }
 
 func usage(format string, a ...any) error {
