@@ -69,6 +69,18 @@
 //	                    with the offline-optimal node states (provision.Oracle,
 //	                    knowing the future; a lower bound for provisioning it;
 //	                    one device type, identical nodes)
+//	-topology gb200|FILE  network tiers above the node: "gb200" is 32 NVL72
+//	                    racks (576 nodes × 4 GPUs) under 8 IB leaves and a
+//	                    spine, with the workloads merged and their GPU counts
+//	                    × 4; FILE is a Slurm topology.conf/.yaml or Volcano
+//	                    HyperNode YAML over the -cluster's nodes. Gangs keep
+//	                    1, 1/1.908 or 1/3.346 of their speed inside a domain
+//	                    of the innermost level, the next one, or beyond
+//	                    (Gavel's V100 medians); gangs of half the innermost
+//	                    domain or more require one. Every policy runs with the
+//	                    kueue-bestfit, kai-binpack and default (goodsched's
+//	                    least-loss) placers; the JSON adds stranded_gpus_avg
+//	                    and required_violations
 //	-tenants vc|FILE    multi-tenant comparison of one policy (default goodput)
 //	                    on one workload: "vc" makes the trace's 11 largest
 //	                    virtual clusters queues (the others share "other")

@@ -67,6 +67,9 @@ func setupTopology(o options, cluster *accel.Cluster, workloads *[]sim.Workload)
 	if o.topology == "" {
 		return nil, nil
 	}
+	if o.tenants != "" {
+		return nil, usage("-topology and -tenants do not combine")
+	}
 	tr := &topoRun{stranded: map[int][]float64{}, violation: map[int]int{}}
 	scale := 1
 	if o.topology == "gb200" {
