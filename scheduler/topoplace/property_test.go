@@ -262,3 +262,54 @@ func domainOf(id, level string) string {
 	}
 	return parts[0] + "/" + parts[1]
 }
+
+// echo is a policy that gives every job its requested count, if the
+// cluster has as many devices.
+type echo struct{}
+
+func (echo) Allocate(_ context.Context, r *scheduler.Round) ([]scheduler.Target, error) {
+	var out []scheduler.Target
+	total, _, _ := r.Cluster().Usable("gb200")
+	for _, j := range r.Jobs() {
+		if j.Min <= total {
+			out = append(out, scheduler.Target{Job: j.Job.ID, Type: "gb200", Count: j.Min})
+		}
+	}
+	return out, nil
+}
+
+// TestPropertyThroughScheduler: the Scheduler accepts every placement
+// (its own checks: no device twice, usable, counts, an unplaced job only
+// on its own devices), and the plan's devices break no required level.
+func TestPropertyThroughScheduler(t *testing.T) {
+	rng := rand.New(rand.NewPCG(47, 2))
+	for trial := 0; trial < 100; trial++ {
+		sc, _, healthy := randomScenario(t, rng)
+		x := healthy()
+		for _, st := range []Strategy{LeastLoss, BestFit, Binpack} {
+			p := Placer{Strategy: st, Topology: topologyOf(t, sc.cluster), Constraint: constraints(sc.cons),
+				Preempt: &Preemption{Priority: func(j string) int { return sc.prio[j] }}}
+			s, err := scheduler.New(scheduler.Config{Policy: echo{}, Placer: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := scheduler.Input{Cluster: sc.cluster, Current: sc.cur}
+			for _, tg := range sc.targets {
+				in.Jobs = append(in.Jobs, scheduler.Job{ID: tg.Job, Requested: tg.Count, Priority: sc.prio[tg.Job]})
+			}
+			plan, err := s.Schedule(context.Background(), in)
+			if err != nil {
+				t.Fatalf("trial %d %v: %v", trial, st, err)
+			}
+			var as []placement.Assignment
+			for _, d := range plan.Decisions {
+				if len(d.Assignment.Devices) > 0 {
+					as = append(as, d.Assignment)
+				}
+			}
+			if n, err := Check(x, p.Topology, as, p.Constraint); err != nil || n != 0 {
+				t.Fatalf("trial %d %v: %d violations (%v)", trial, st, n, err)
+			}
+		}
+	}
+}
