@@ -32,6 +32,10 @@
 //     fragmentation; the cluster's Index (and its IndexCache), free
 //     capacity filed by node; a Round realises a set of targets with the
 //     fewest moves, Consolidate the simplest packing.
+//   - netpredict: a job's step time on a candidate node predicted from
+//     the host's network and CPU telemetry (bandwidth, RTT,
+//     retransmissions, load), learned online from the jobs' reports: a
+//     placement score. It imports nothing of goodsched.
 //   - energy: power models (PUE set once, on PowerModel) and the energy
 //     and emissions of a round's busy and idle devices; it decides
 //     nothing.
