@@ -33,7 +33,7 @@ func TestTiersHandComputed(t *testing.T) {
 		}
 		res, err := Run(context.Background(), Config{
 			Cluster: cluster(t, "2x2:t4"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 2, BatchSize: 10}},
-			Apps: toyApps(t, ProfileOptions{}), Policy: scheduler.FIFO{}, Placer: spreadPlacer{}, Kind: scheduler.Rigid, Tiers: tiers,
+			Apps: toyApps(t, ProfileOptions{}), Policy: allRequested{}, Placer: spreadPlacer{}, Kind: scheduler.Rigid, Tiers: tiers,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -47,10 +47,22 @@ func TestTiersHandComputed(t *testing.T) {
 	}
 	_, err := Run(context.Background(), Config{
 		Cluster: cluster(t, "2x2:t4"), Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 2, BatchSize: 10}},
-		Apps: toyApps(t, ProfileOptions{}), Policy: scheduler.FIFO{}, Placer: spreadPlacer{}, Kind: scheduler.Rigid,
+		Apps: toyApps(t, ProfileOptions{}), Policy: allRequested{}, Placer: spreadPlacer{}, Kind: scheduler.Rigid,
 		Tiers: &Tiers{Keep: func([]string) float64 { return math.NaN() }},
 	})
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("NaN keep: err = %v", err)
 	}
+}
+
+// allRequested gives every job its requested count (the test's cluster
+// holds them all): no baseline policy needed.
+type allRequested struct{}
+
+func (allRequested) Allocate(_ context.Context, r *scheduler.Round) ([]scheduler.Target, error) {
+	var out []scheduler.Target
+	for _, j := range r.Jobs() {
+		out = append(out, scheduler.Target{Job: j.Job.ID, Type: "t4", Count: j.Min})
+	}
+	return out, nil
 }
