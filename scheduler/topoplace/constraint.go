@@ -25,8 +25,10 @@ const NodeLevel = "kubernetes.io/hostname"
 // inside one domain of Level (Kueue's slice-required-topology with
 // slice-size; Volcano's partitionPolicy).
 type Slice struct {
+	// Level is the level each group must sit in one domain of.
 	Level string `json:"level"`
-	Size  int    `json:"size"`
+	// Size is the group's device count (≥ 1).
+	Size int `json:"size"`
 }
 
 // Constraint is what one job asks of the topology. The zero value asks

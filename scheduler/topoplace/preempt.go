@@ -147,7 +147,9 @@ func (w *work) preemptFor(i int, r *request, targets []scheduler.Target, held []
 // Candidate is a running job that may be evicted, with what evicting it
 // costs.
 type Candidate struct {
-	Job           string
+	// Job names a job of the current assignments.
+	Job string
+	// DeviceSeconds is the work evicting it loses (≥ 0, finite).
 	DeviceSeconds float64
 }
 
