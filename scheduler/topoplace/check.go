@@ -63,6 +63,7 @@ func Stranded(x *placement.Index, top *topology.Topology, current []placement.As
 		return 0, nil
 	}
 	w := newWork(m)
+	defer putWork(w)
 	for i, a := range current {
 		for _, id := range a.Devices {
 			if g, ok := m.devNum[id]; ok && w.owner[g] == 0 {

@@ -2,6 +2,7 @@ package topoplace
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/goodsched/goodsched/accel/topology"
 	"github.com/goodsched/goodsched/placement"
@@ -30,6 +31,8 @@ type model struct {
 	nodeOf []int32     // per device number: its node vertex
 	typeOf []int32     // per device number
 	maxPer []int       // per type: most usable devices on one node
+
+	works sync.Pool // of *work, reused across calls
 }
 
 type modelKey struct{ top *topology.Topology }

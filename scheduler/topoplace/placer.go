@@ -81,7 +81,8 @@ func (p Placer) Validate() error {
 // current devices when they are still free, usable and within its
 // required level. Errors: bad settings, a constraint naming an unknown
 // level (wrapping topology.ErrUnknownLevel, naming the job), the
-// context's.
+// context's. A kept job's assignment shares its Current entry's device
+// slice (neither may be modified).
 func (p Placer) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
 	if err := ctx.Err(); err != nil {
 		return scheduler.PlaceResult{}, err
@@ -92,8 +93,10 @@ func (p Placer) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.P
 	m := modelFor(in.Cluster, p.Topology)
 	keep, _ := keepTable(m.levels, p.Keep)
 	w := newWork(m)
+	defer putWork(w)
 	n := len(in.Targets)
-	reqs := make([]request, n)
+	w.reqs = sized(w.reqs, n)
+	reqs := w.reqs
 	for i, t := range in.Targets {
 		var c Constraint
 		if p.Constraint != nil {
@@ -116,9 +119,9 @@ func (p Placer) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.P
 			strand[t] = reqs[i].k
 		}
 	}
-	cur := currentOf(in.Current, in.Targets)
-	held := make([][]int32, n)
-	kept := make([]bool, n)
+	cur := currentOf(in.Current, in.Targets, &w.byPos)
+	w.held, w.kept = sized(w.held, n), sized(w.kept, n)
+	held, kept := w.held, w.kept
 	for i, t := range in.Targets {
 		if nums, ok := w.keepable(cur.of(i), &reqs[i], t.MaxNodes); ok {
 			for _, g := range nums {
@@ -136,8 +139,8 @@ func (p Placer) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.P
 	slices.SortStableFunc(order, func(a, b int) int {
 		return cmp.Or(cmp.Compare(in.Targets[b].Count, in.Targets[a].Count), cmp.Compare(in.Targets[a].Job, in.Targets[b].Job))
 	})
-	reasons := make([]*placement.Reason, n)
-	preempted := make([]bool, n)
+	w.reasons, w.preempted = sized(w.reasons, n), sized(w.preempted, n)
+	reasons, preempted := w.reasons, w.preempted
 	var retry []int
 	tryPlace := func(i int, mayPreempt bool) {
 		t, r := in.Targets[i], &reqs[i]
@@ -196,15 +199,10 @@ func (p Placer) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.P
 			reasons[i] = why // the preemption says more than the retry
 		}
 	}
-	var res scheduler.PlaceResult
-	var ids []string // one backing array for every kept assignment
-	keepIDs := func(devs []string) []string {
-		if cap(ids)-len(ids) < len(devs) {
-			ids = make([]string, 0, max(4096, len(devs)))
-		}
-		ids = append(ids, devs...)
-		return ids[len(ids)-len(devs) : len(ids) : len(ids)]
-	}
+	res := scheduler.PlaceResult{Assignments: make([]placement.Assignment, 0, n)}
+	// A kept job's devices are its Current slice itself (read-only, as
+	// every input): a round of thousands of running jobs copies none.
+	keepIDs := func(devs []string) []string { return devs[:len(devs):len(devs)] }
 	for i, t := range in.Targets {
 		switch {
 		case kept[i]:
@@ -232,6 +230,9 @@ func (p Placer) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.P
 		slices.SortFunc(res.Assignments, byJob)
 	}
 	slices.SortFunc(res.Unplaced, func(a, b placement.Unplaced) int { return cmp.Compare(a.Target.Job, b.Target.Job) })
+	if len(res.Assignments) == 0 {
+		res.Assignments = nil
+	}
 	return res, nil
 }
 
@@ -244,8 +245,9 @@ func (c currents) of(i int) []string { return c.byPos[i] }
 
 // currentOf pairs targets with current assignments: a merge when both are
 // in job order (as the Scheduler passes them), else through a map.
-func currentOf(cur []placement.Assignment, tg []scheduler.Target) currents {
-	out := currents{byPos: make([][]string, len(tg))}
+func currentOf(cur []placement.Assignment, tg []scheduler.Target, buf *[][]string) currents {
+	*buf = sized(*buf, len(tg))
+	out := currents{byPos: *buf}
 	sorted := slices.IsSortedFunc(cur, func(a, b placement.Assignment) int { return cmp.Compare(a.Job, b.Job) }) &&
 		slices.IsSortedFunc(tg, func(a, b scheduler.Target) int { return cmp.Compare(a.Job, b.Job) })
 	if sorted {

@@ -3,6 +3,7 @@ package topoplace
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -152,5 +153,36 @@ func TestPreemptFreesOneDomain(t *testing.T) {
 	ch, err := Victims(x, top, cur, []Candidate{{"a", 100}, {"b", 50}, {"c", 90}}, "gb200", 7, "rack")
 	if err != nil || ch.Domain != "b0/r1" || !slices.Equal(ch.Jobs, []string{"c"}) || ch.DeviceSeconds != 90 {
 		t.Fatalf("Victims = %+v, %v", ch, err)
+	}
+}
+
+// TestConcurrentPlace: one Placer on one Index from several goroutines
+// (the pooled scratch is per call) answers as it does alone.
+func TestConcurrentPlace(t *testing.T) {
+	_, top, x := fabric(t, 2, 2, 3, 4, nil)
+	p := Placer{Topology: top, Constraint: constraints(map[string]Constraint{"a": {Required: "rack"}, "b": {Preferred: "block"}})}
+	in := scheduler.PlaceInput{Cluster: x, Current: []placement.Assignment{{Job: "c", Devices: []string{"b0/r0/n0/0"}}},
+		Targets: []scheduler.Target{{Job: "a", Type: "gb200", Count: 9}, {Job: "b", Type: "gb200", Count: 14}, {Job: "c", Type: "gb200", Count: 1}}}
+	want := place(t, p, x, in.Current, in.Targets...)
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for k := 0; k < 50; k++ {
+				got, err := p.Place(context.Background(), in)
+				if err == nil && !reflect.DeepEqual(got, want) {
+					err = errors.New("a concurrent Place answered differently")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -187,6 +187,7 @@ func Victims(x *placement.Index, top *topology.Topology, current []placement.Ass
 		return Choice{}, err
 	}
 	w := newWork(m)
+	defer putWork(w)
 	byJob := map[string][]int32{}
 	for si, a := range current {
 		for _, id := range a.Devices {

@@ -33,19 +33,34 @@ func (s Strategy) String() string {
 }
 
 // work is one Place call's mutable view: who holds which device, and the
-// free usable devices per type per vertex.
+// free usable devices per type per vertex; with the call's per-target
+// scratch. Works are pooled per model (getWork, putWork): a round with
+// thousands of running jobs then allocates little more than its result.
 type work struct {
 	m     *model
 	owner []int32   // per device number: job slot + 1; 0 = free
 	free  [][]int32 // per type, per vertex
 	arena []int32   // backing store of resolved device lists
+
+	reqs      []request
+	held      [][]int32
+	kept      []bool
+	preempted []bool
+	reasons   []*placement.Reason
+	byPos     [][]string
 }
 
+// newWork returns a work with every usable device free.
 func newWork(m *model) *work {
-	w := &work{m: m, owner: make([]int32, len(m.devID)), free: make([][]int32, len(m.types))}
-	nv := len(m.name)
-	for t := range w.free {
-		w.free[t] = make([]int32, nv)
+	w, _ := m.works.Get().(*work)
+	if w == nil {
+		w = &work{m: m, owner: make([]int32, len(m.devID)), free: make([][]int32, len(m.types))}
+		for t := range w.free {
+			w.free[t] = make([]int32, len(m.name))
+		}
+	} else {
+		clear(w.owner)
+		w.arena = w.arena[:0]
 	}
 	for t, f := range w.free {
 		for n := 0; n < m.nn; n++ {
@@ -60,6 +75,25 @@ func newWork(m *model) *work {
 		}
 	}
 	return w
+}
+
+// putWork returns w to its model's pool; nothing may use it after.
+func putWork(w *work) {
+	clear(w.reqs)
+	clear(w.held)
+	clear(w.reasons)
+	clear(w.byPos)
+	w.m.works.Put(w)
+}
+
+// sized returns s with length n, zeroed, reusing its array when it can.
+func sized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // add changes the free count of device g's type by delta from its node up.
