@@ -29,6 +29,13 @@
 //     gang; inside it the preferred sub-domains with the most free
 //     capacity first, and the fullest nodes first.
 //
+// BestFit and Binpack compute what Kueue's and KAI's code computes
+// (kubernetes-sigs/kueue pkg/cache/scheduler/tas_flavor_snapshot.go at
+// ff69552e79: findLevelWithFitDomains, sortedDomains, findBestFitDomain;
+// NVIDIA/KAI-Scheduler pkg/scheduler/plugins/topology at 72de64fc:
+// job_filtering.go's domain filter and sortTree, node_scoring.go), for one
+// pod per device and without leaders or affinity tiers.
+//
 // A gang whose required level no domain can hold now is not an error: it
 // is reported unplaced with placement.ReasonTopology and a text naming the
 // level, and the round goes on. With Placer.Preempt set, such a gang may
