@@ -32,6 +32,10 @@
 //     fragmentation; the cluster's Index (and its IndexCache), free
 //     capacity filed by node; a Round realises a set of targets with the
 //     fewest moves, Consolidate the simplest packing.
+//   - netpredict: a job's step time on a candidate node predicted from
+//     the host's network and CPU telemetry (bandwidth, RTT,
+//     retransmissions, load), learned online from the jobs' reports: a
+//     placement score. It imports nothing of goodsched.
 //   - energy: power models (PUE set once, on PowerModel) and the energy
 //     and emissions of a round's busy and idle devices; it decides
 //     nothing.
@@ -60,7 +64,11 @@
 //     (EasyScale's policy), scheduler/carbonaware (wraps any policy for a
 //     grid that is not always clean), scheduler/sim (trace-driven
 //     simulator), scheduler/dmr (a malleable job's expand, shrink or none
-//     against the last plan, DMR's protocol). scheduler/dispatch is a
+//     against the last plan, DMR's protocol), scheduler/topoplace
+//     (topology-aware Placers over accel/topology's tree: required and
+//     preferred levels, slices, Balanced, least-loss placement, Kueue
+//     BestFit and KAI binpack baselines, preemption that frees one
+//     domain). scheduler/dispatch is a
 //     separate request-level path (duplication-aware dispatch).
 //   - serving: inference services (model, accelerator type, GPUs per
 //     replica, start-up lag, p90 TTFT and TPOT objectives), per (model, type)
@@ -82,8 +90,9 @@
 // Assignment.Workers) and goodput (WorkerModel), their policy in
 // scheduler/easyscale; per-device speed is a package below placement (measured and
 // learned device factors) that placement and policies read through the
-// Round; topology tiers extend accel (the tiers) and placement (required
-// and preferred levels, the slowest tier spanned); serving is its own
+// Round; topology tiers extend accel (accel/topology, the tiers) and
+// placement (scheduler/topoplace: required and preferred levels, the
+// slowest tier spanned); serving is its own
 // package (serving, beside the scheduler: replica autoscaling whose
 // troughs elastic training fills); power provisioning its own package
 // above energy, carbon and the scheduler's contract (provision); a fleet of clusters its own package above the

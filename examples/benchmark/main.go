@@ -4,6 +4,14 @@
 //	goodput_fit_us               one goodput.Fit of 8 observations, µs
 //	goodput_optimize_ns          one goodput.Model.Optimize, ns
 //	placement_gangs_per_s        gangs placed and committed per second on 8,192 devices
+//	place_gang512_10k_nodes_p99_ms  p99 of one topology-aware placement (topoplace, least-loss)
+//	                             of a 512-device gang requiring one block, 10,000 nodes × 4
+//	                             GB200 in NVL72 racks, half the nodes busy, ms (-quick: 1,000
+//	                             nodes and 128 devices, same key)
+//	network_top1_gain_points     how often netpredict's predicted-best of 8 candidate nodes is
+//	                             the truly fastest, minus how often the most-free-GPUs node is,
+//	                             in points, on a simulated asymmetric cluster (NICs 25–200
+//	                             Gbit/s, rack congestion cycles, drifting CPU load)
 //	round_goodput_160x64_ms      one Pollux-policy round, 160 jobs on 64 T4s (16×4), ms
 //	round_goodput_2000x8192_ms   one Pollux-policy round, 2,000 jobs on 8,192 devices of 4 types, ms
 //	goodput_vs_reference_fitness fast fitness / reference (Pollux GA) fitness, the
@@ -276,6 +284,22 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 		return nil, err
 	}
 	add("placement_gangs_per_s", gps, "1/s", "")
+
+	fmt.Fprintln(log, "topology: a 512-device gang requiring one block on 10,000 nodes …")
+	// Their own random stream: the instances below stay as they were.
+	topoRng := rand.New(rand.NewPCG(cfg.seed, 47))
+	gangMS, err := topologyFigure(clk, topoRng, cfg.quick)
+	if err != nil {
+		return nil, err
+	}
+	add("place_gang512_10k_nodes_p99_ms", gangMS, "ms", "≤ 5")
+
+	fmt.Fprintln(log, "network: telemetry-predicted step times on an asymmetric cluster …")
+	gain, _, _, err := networkFigure(topoRng, cfg.quick, false)
+	if err != nil {
+		return nil, err
+	}
+	add("network_top1_gain_points", gain, "points", "≥ 30")
 
 	small := shape{groups: []group{{16, 4, "t4"}}, jobs: 160}
 	big := shape{groups: []group{{256, 8, "a100"}, {256, 8, "v100"}, {512, 4, "t4"}, {128, 16, "h100"}}, jobs: 2000}

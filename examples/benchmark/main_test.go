@@ -39,7 +39,7 @@ func TestQuick(t *testing.T) {
 	}
 	for _, k := range []string{"goodput_fit_us", "goodput_optimize_ns", "placement_gangs_per_s", "round_goodput_20x16_ms",
 		"round_goodput_100x128_ms", "goodput_vs_reference_fitness", "goodput_vs_reference_time",
-		"maxmin_256x4_ms", "maxmin_512x4_ms", "autoscale_1000_services_ms", "provision_1000_nodes_ms"} {
+		"maxmin_256x4_ms", "maxmin_512x4_ms", "autoscale_1000_services_ms", "provision_1000_nodes_ms", "place_gang512_10k_nodes_p99_ms", "network_top1_gain_points"} {
 		if v, ok := m[k]; !ok || v <= 0 {
 			t.Errorf("%s = %v, %v", k, v, ok)
 		}
@@ -299,5 +299,21 @@ func TestFigureMet(t *testing.T) {
 	}
 	if lines := strings.Split(b.String(), "\n"); !strings.HasSuffix(strings.TrimSpace(lines[0]), "met") || !strings.HasSuffix(strings.TrimSpace(lines[1]), "missed") {
 		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+// TestNetworkFigure: the telemetry model beats the resource-only score
+// by at least 30 points, and the ground truth as predictor is always
+// right (the harness compares what it claims to).
+func TestNetworkFigure(t *testing.T) {
+	gain, model, resource, err := networkFigure(rand.New(rand.NewPCG(1, 11)), true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gain < 30 || model <= resource {
+		t.Errorf("gain %.1f points (model %.3f, resource %.3f), want ≥ 30", gain, model, resource)
+	}
+	if _, perfect, _, err := networkFigure(rand.New(rand.NewPCG(1, 11)), true, true); err != nil || perfect != 1 {
+		t.Errorf("perfect predictor top-1 %v (%v), want 1", perfect, err)
 	}
 }

@@ -69,6 +69,18 @@
 //	                    with the offline-optimal node states (provision.Oracle,
 //	                    knowing the future; a lower bound for provisioning it;
 //	                    one device type, identical nodes)
+//	-topology gb200|FILE  network tiers above the node: "gb200" is 32 NVL72
+//	                    racks (576 nodes × 4 GPUs) under 8 IB leaves and a
+//	                    spine, with the workloads merged and their GPU counts
+//	                    × 4; FILE is a Slurm topology.conf/.yaml or Volcano
+//	                    HyperNode YAML over the -cluster's nodes. Gangs keep
+//	                    1, 1/1.908 or 1/3.346 of their speed inside a domain
+//	                    of the innermost level, the next one, or beyond
+//	                    (Gavel's V100 medians); gangs of half the innermost
+//	                    domain or more require one. Every policy runs with the
+//	                    kueue-bestfit, kai-binpack and default (goodsched's
+//	                    least-loss) placers; the JSON adds stranded_gpus_avg
+//	                    and required_violations
 //	-tenants vc|FILE    multi-tenant comparison of one policy (default goodput)
 //	                    on one workload: "vc" makes the trace's 11 largest
 //	                    virtual clusters queues (the others share "other")
@@ -135,6 +147,8 @@ type options struct {
 	provision bool
 	// oracle is -oracle: add the oracle row.
 	oracle bool
+	// topology is -topology: "" (none), "gb200" or a topology file.
+	topology string
 }
 
 // errUsage marks bad input: exit status 2.
@@ -165,6 +179,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.Float64Var(&o.carbonWeight, "carbon-weight", 1, "goodput-carbon's carbon weight, in (0, 1]")
 	fl.StringVar(&o.sweep, "sweep", "", "comma-separated carbon weights to run goodput-carbon at; writes carbon-tradeoff.svg")
 	fl.StringVar(&o.workers, "workers", "", "replicas: every job without a workers column value keeps W = its num_replicas logical workers (EasyScale), whatever devices it runs on")
+	fl.StringVar(&o.topology, "topology", "", "gb200 (32 NVL72 racks, 576 nodes × 4 GPUs, two IB tiers; merged Pollux workloads × 4 GPUs) or a topology file (Slurm topology.conf/.yaml, Volcano HyperNodes): compare the kueue-bestfit, kai-binpack and default placers per policy")
 	fl.StringVar(&o.tenants, "tenants", "", "vc (the trace's 11 largest virtual clusters as queues, quotas by GPU-time share) or a quotas file (JSON): run static, shared and borrow side by side")
 	fl.BoolVar(&o.provision, "provision", false, "goodput-carbon powers nodes down (suspend, off) that its jobs' carbon plans do not need (package provision); other policies keep every node on")
 	fl.BoolVar(&o.oracle, "oracle", false, "add a policy named oracle: goodput-carbon's schedule with the offline-optimal node states (provision.Oracle, a lower bound)")
@@ -234,8 +249,13 @@ type summary struct {
 	EnergyKWh      *float64 `json:"energy_kwh,omitempty"`
 	CarbonKg       *float64 `json:"carbon_kg,omitempty"`
 	DeadlineMisses *float64 `json:"deadline_misses,omitempty"`
-	busyKg         float64  // of CarbonKg, the busy devices' (table only)
-	results        []sim.Result
+	// With -topology only: mean over rounds of free GPUs in innermost
+	// domains too small for any waiting gang, and assignments breaking
+	// their required level, summed over rounds (per workload).
+	StrandedGPUsAvg    *float64 `json:"stranded_gpus_avg,omitempty"`
+	RequiredViolations *float64 `json:"required_violations,omitempty"`
+	busyKg             float64  // of CarbonKg, the busy devices' (table only)
+	results            []sim.Result
 }
 
 func usage(format string, a ...any) error {
@@ -296,6 +316,13 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if workloads, err = withWorkers(o.workers, workloads); err != nil {
 		return err
 	}
+	tr, err := setupTopology(o, &cluster, &workloads)
+	if err != nil {
+		return err
+	}
+	if tr != nil {
+		names = tr.expand(names, reg)
+	}
 	mixed := len(cluster.Types()) > 1
 	if err := checkProfiled(cluster, apps, workloads, o.cluster, stderr); err != nil {
 		return err
@@ -326,6 +353,9 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 				Carbon:   grid.series, Start: grid.start, Slack: o.slack, Power: energy.PowerModel{PUE: o.pue},
 				Provision: provisionerFor(o, n, energy.PowerModel{PUE: o.pue}),
 			})
+			if tr != nil {
+				cfgs[len(cfgs)-1].Tiers = tr.tiers(len(cfgs) - 1)
+			}
 			labels = append(labels, n+"/"+w.Name)
 		}
 	}
@@ -406,6 +436,9 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			addCarbon(&s)
 		}
 		sums[k] = s
+	}
+	if tr != nil {
+		tr.summarise(sums, len(workloads))
 	}
 	if o.out != "" {
 		if err := writeOutputs(o.out, names, workloads, sums, cluster.Size()); err != nil {

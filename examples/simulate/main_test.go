@@ -183,3 +183,44 @@ func TestReadmePathsExistInAClone(t *testing.T) {
 		t.Error("no repository path checked: the test no longer reads README.md's commands")
 	}
 }
+
+// TestTopologyFile: -topology with a Slurm topology.conf compares the
+// three topology placers per policy, each entry with stranded_gpus_avg
+// and 0 required_violations.
+func TestTopologyFile(t *testing.T) {
+	dir, wl := smallWorkload(t)
+	conf := filepath.Join(dir, "topology.conf")
+	if err := os.WriteFile(conf, []byte("SwitchName=s0 Nodes=t4-[0-1]\nSwitchName=s1 Nodes=t4-[2-3]\nSwitchName=s2 Switches=s[0-1]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"-workload", wl, "-cluster", "4x2:t4", "-policies", "fifo", "-topology", conf, "-json"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var got struct {
+		Policies []map[string]any `json:"policies"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	var names []string
+	for _, p := range got.Policies {
+		names = append(names, p["name"].(string))
+		if _, ok := p["stranded_gpus_avg"].(float64); !ok {
+			t.Errorf("%v: no stranded_gpus_avg", p["name"])
+		}
+		if v, ok := p["required_violations"].(float64); !ok || v != 0 {
+			t.Errorf("%v: required_violations %v", p["name"], p["required_violations"])
+		}
+		if p["completed"].(float64) != 4 {
+			t.Errorf("%v completed %v of 4", p["name"], p["completed"])
+		}
+	}
+	if strings.Join(names, ",") != "fifo/kueue-bestfit,fifo/kai-binpack,fifo/default" {
+		t.Errorf("policies %v", names)
+	}
+	if code := run(context.Background(), []string{"-topology", filepath.Join(dir, "missing.conf"), "-json"}, &out, &errb); code != 2 {
+		t.Errorf("missing topology file: exit %d", code)
+	}
+}

@@ -69,6 +69,9 @@ func (e *engine) advanceJob(j *job, dt float64, slow []bool) {
 	rem -= d
 	for rem > 0 && !j.done {
 		rate := e.rate(j)
+		if e.cfg.Tiers != nil {
+			rate *= j.keep
+		}
 		if slow != nil && slow[j.idx] {
 			rate *= 1 - e.cfg.InterferenceSlowdown
 		}

@@ -107,6 +107,9 @@ type Config struct {
 	// (no job runs or is yet to arrive, and the policy places none of the
 	// waiting ones); unfinished jobs are reported, not lost.
 	Horizon time.Duration
+	// Tiers, if set, slows each gang by the network tiers its nodes span
+	// and reports every round (see Tiers). Default nil: no tiers.
+	Tiers *Tiers
 	// Progress, if set, is called after every round from the goroutine
 	// running the simulation.
 	Progress func(Status)
@@ -165,6 +168,9 @@ type job struct {
 	counts []int // devices per node, in cluster node order
 	devs   []string
 	nodes  []int // node indices used
+	// keep is the fraction of its throughput the job keeps on its nodes
+	// (Config.Tiers; set on each allocation).
+	keep float64
 
 	local, accum int
 	batch        int
@@ -262,6 +268,8 @@ type engine struct {
 	ten *tenancy
 	// pow is the nodes' power state (nil without Config.Provision).
 	pow *power
+	// tiersErr is the first bad Tiers.Keep value (Config.Tiers).
+	tiersErr error
 }
 
 func (c *Config) validate() error {
@@ -489,6 +497,12 @@ func (e *engine) loop(ctx context.Context) error {
 		}
 		if err := e.schedule(ctx); err != nil {
 			return err
+		}
+		if e.cfg.Tiers != nil {
+			if e.tiersErr != nil {
+				return e.tiersErr
+			}
+			e.observeTiers()
 		}
 		e.sample()
 		e.observeTenants()
@@ -901,6 +915,12 @@ func (e *engine) reallocate(j *job, typ accel.TypeKey, devs []string, plan goodp
 	j.counts = j.counts[:0]
 	for _, n := range j.nodes {
 		j.counts = append(j.counts, per[n])
+	}
+	if e.cfg.Tiers != nil {
+		var err error
+		if j.keep, err = e.keepOf(j); err != nil && e.tiersErr == nil {
+			e.tiersErr = err
+		}
 	}
 	j.allocs++
 	if !j.started {
