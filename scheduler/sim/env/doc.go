@@ -39,7 +39,7 @@
 //   - jobs: every arrived, unfinished job in workload order, with its kind
 //     (rigid, elastic, adaptive), submission time and age in seconds,
 //     priority, weight, the device-count bounds a target must respect
-//     [min, max], attained device-seconds, restarts, whether it is pinned
+//     [min, max], the count it asks for [requested], attained device-seconds, restarts, whether it is pinned
 //     (non-preemptible and running), what it holds now [type, count,
 //     nodes] and its speedups: per allowed type, the predicted speedup on
 //     from, from+1, … devices (up to the type's usable count), packed on

@@ -214,7 +214,7 @@ func (e *Env) Reset(seed uint64) (Observation, error) {
 		ep.res, ep.err = sim.Run(context.Background(), cfg)
 	})
 	e.ep = ep
-	st, err := ep.advance()
+	st, err := ep.advance(false)
 	if err != nil {
 		e.Close()
 		return Observation{}, err
@@ -236,7 +236,7 @@ func (e *Env) Step(action Action) (Step, error) {
 		return Step{}, err
 	}
 	ep.targets = tg
-	return ep.advance()
+	return ep.advance(true)
 }
 
 // Round returns the scheduler.Round behind the current observation, for
@@ -284,9 +284,13 @@ func (ep *episode) progress(s sim.Status) {
 }
 
 // advance resumes the simulation until its next decision or its end and
-// returns the step.
-func (ep *episode) advance() (Step, error) {
+// returns the step; decided reports that a decision was just made (Step;
+// not the Reset that starts the episode).
+func (ep *episode) advance(decided bool) (Step, error) {
 	r, ok := ep.next()
+	if decided {
+		ep.steps++
+	}
 	if !ok {
 		ep.done, ep.round = true, nil
 		if ep.err != nil {
@@ -298,7 +302,6 @@ func (ep *episode) advance() (Step, error) {
 		ep.paid += st.Reward
 		return st, nil
 	}
-	first := ep.round == nil && ep.steps == 0
 	ep.round = r
 	now := r.Input().Now.Sub(ep.start)
 	obs, err := observe(r, ep.start, ep.steps)
@@ -310,10 +313,8 @@ func (ep *episode) advance() (Step, error) {
 	}
 	var st Step
 	st.Observation = obs
-	if !first {
+	if decided {
 		st.Reward = ep.stepReward(r, now)
-		ep.steps++
-		st.Observation.Step = ep.steps
 	}
 	ep.decided, ep.jobSec = now, 0
 	ep.paid += st.Reward

@@ -64,5 +64,5 @@ func Example() {
 	fmt.Printf("%d steps, return %.2f job-hours; average JCT %.2f h over %d jobs\n", e.Steps(), ret, res.AvgJCT.Hours(), res.Completed)
 	// Output:
 	// goodsched.env/v1: 1 job(s) at t=60s, 32 devices
-	// 617 steps, return -25.37 job-hours; average JCT 1.27 h over 20 jobs
+	// 618 steps, return -25.37 job-hours; average JCT 1.27 h over 20 jobs
 }

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -60,9 +61,11 @@ type JobView struct {
 	Priority         int     `json:"priority"`
 	// Weight is the job's weight (1 when unset).
 	Weight float64 `json:"weight"`
-	// Min and Max bound the count of a target with devices.
-	Min int `json:"min"`
-	Max int `json:"max"`
+	// Min and Max bound the count of a target with devices; Requested
+	// is the count the job asks for (what rigid baselines give it).
+	Min       int `json:"min"`
+	Max       int `json:"max"`
+	Requested int `json:"requested"`
 	// AttainedSeconds is the device time the job has held.
 	AttainedSeconds float64 `json:"attained_s"`
 	Restarts        int     `json:"restarts"`
@@ -150,6 +153,7 @@ func observe(r *scheduler.Round, start time.Time, step int) (Observation, error)
 			AttainedSeconds: j.Job.Attained.Seconds(), Restarts: j.Job.Restarts, Pinned: j.Pinned,
 			Count: len(j.Current), Nodes: j.CurrentNodes,
 		}
+		jv.Requested = cmp.Or(j.Job.Requested, j.Job.MinReplicas, 1)
 		if jv.Count > 0 {
 			jv.Type = string(j.CurrentType)
 		}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/goodsched/goodsched/scheduler/sim"
 )
 
 // Request is one line an agent sends to Serve.
@@ -54,6 +56,17 @@ type Summary struct {
 	Restarts        int     `json:"restarts"`
 	Rounds          int     `json:"rounds"`
 	Steps           int     `json:"steps"`
+}
+
+// Summarize returns the summary of a simulator result reached in steps
+// decisions.
+func Summarize(res sim.Result, steps int) Summary {
+	return Summary{
+		Jobs: len(res.Jobs), Completed: res.Completed,
+		AvgJCTSeconds: res.AvgJCT.Seconds(), P99JCTSeconds: res.P99JCT.Seconds(),
+		MakespanSeconds: res.Makespan.Seconds(), GPUHours: res.GPUHours,
+		Restarts: res.Restarts, Rounds: res.Rounds, Steps: steps,
+	}
 }
 
 // maxLine bounds one request line.
@@ -137,12 +150,8 @@ func (e *Env) handle(line []byte) (resp Response, stop bool) {
 	resp.Observation, resp.Reward, resp.Done = &st.Observation, st.Reward, st.Done
 	if st.Done {
 		if res, err := e.Result(); err == nil {
-			resp.Result = &Summary{
-				Jobs: len(res.Jobs), Completed: res.Completed,
-				AvgJCTSeconds: res.AvgJCT.Seconds(), P99JCTSeconds: res.P99JCT.Seconds(),
-				MakespanSeconds: res.Makespan.Seconds(), GPUHours: res.GPUHours,
-				Restarts: res.Restarts, Rounds: res.Rounds, Steps: e.Steps(),
-			}
+			sum := Summarize(res, e.Steps())
+			resp.Result = &sum
 		}
 	}
 	return resp, false
