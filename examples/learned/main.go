@@ -1,6 +1,7 @@
 // Command learned holds the learned unrelated-machines policy of package
 // unrelated against the exact solver and the paper's dispatching rule, and
-// trains it.
+// trains it; it also measures the simulator's step-wise environment for
+// learned policies (package scheduler/sim/env).
 //
 //	go run ./examples/learned -json
 //	go run ./examples/learned -train -out unrelated/weights.json
@@ -22,7 +23,16 @@
 //	               learned policy's cost is strictly lower than the rule's),
 //	               mean_gap_rule_over_learned_100x10 (mean of rule/learned
 //	               − 1 there), instance counts and the exact solver's mean
-//	               time per small instance
+//	               time per small instance; and the step-wise simulator
+//	               environment's figures (package scheduler/sim/env, FIFO
+//	               as the agent on Pollux's default workload: 16 × 4 T4,
+//	               its eight workloads): env_steps_per_s (steps over the
+//	               wall time inside Reset and Step, best pass),
+//	               env_cpu_steps_per_s (the same over CPU time),
+//	               env_fifo_matches_sim (every episode's sim.Result equals
+//	               sim.Run's with FIFO), env_steps, env_episodes
+//	-env-workloads N  default workloads the environment plays (default 8; 0 = skip)
+//	-env-passes N  passes over them (default 3)
 //	-small N       small instances (default 1000)
 //	-large N       large instances (default 100)
 //	-weights FILE  a network written by -train (default: the shipped one)
@@ -59,6 +69,7 @@ type Result struct {
 	Small              int     `json:"instances_8x4"`
 	Large              int     `json:"instances_100x10"`
 	ExactMsPerInstance float64 `json:"exact_ms_per_8x4_instance"`
+	EnvResult
 	*PaperResult
 }
 
@@ -86,11 +97,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 	epochs := fs.Int("epochs", 0, "with -train: override the epochs per round")
 	paper := fs.String("paper", "", "JSON lines of the paper's test states (from paperdata.py) to evaluate too")
 	context := fs.Int("context", 0, "with -train: override the context width (negative = none)")
+	envWorkloads := fs.Int("env-workloads", 8, "Pollux default workloads the environment plays FIFO on (env_* keys; 0 = skip)")
+	envPasses := fs.Int("env-passes", 3, "passes over them; env_steps_per_s is the fastest")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *small < 1 || *large < 1 {
 		return fmt.Errorf("-small and -large must be ≥ 1")
+	}
+	if *envWorkloads < 0 || *envPasses < 1 {
+		return fmt.Errorf("-env-workloads must be ≥ 0 and -env-passes ≥ 1")
 	}
 	var net *unrelated.Network
 	var err error
@@ -158,6 +174,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *envWorkloads > 0 {
+		fmt.Fprintf(stderr, "environment: FIFO through it on %d Pollux workload(s), %d pass(es)\n", *envWorkloads, *envPasses)
+		if res.EnvResult, err = measureEnv(*envWorkloads, *envPasses); err != nil {
+			return fmt.Errorf("environment: %w", err)
+		}
+	}
 	if *paper != "" {
 		f, err := os.Open(*paper)
 		if err != nil {
@@ -179,6 +201,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		res.Small, 100*res.GapLearned8x4, 100*res.GapOptimalEnd8x4, 100*res.GapRule8x4, res.ExactMsPerInstance)
 	fmt.Fprintf(stdout, "100 jobs × 10 machines, %d instances: learned beats the rule on %.1f%%; the rule costs %.2f%% more on average\n",
 		res.Large, 100*res.WinRate100x10, 100*res.RuleOverLearned)
+	if res.Episodes > 0 {
+		fmt.Fprintf(stdout, "environment, Pollux's default workload (%d episodes, %d steps): %.0f steps/s (%.0f per CPU-second); FIFO through it matches the simulator's: %v\n",
+			res.Episodes, res.Steps, res.StepsPerSecond, res.CPUStepsPerSecond, res.FIFOMatchesSim)
+	}
 	if p := res.PaperResult; p != nil {
 		fmt.Fprintf(stdout, "paper's test states, %d: exact solver matches its brute-force targets on %.1f%% (largest Qmin/Q error %.2g); cost to go above optimal: learned %.2f%%, rule %.2f%%\n",
 			p.States, 100*p.SolverAgreement, p.MaxRatioError, 100*p.GapLearned, 100*p.GapRule)

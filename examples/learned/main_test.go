@@ -9,12 +9,31 @@ import (
 
 func TestJSONKeys(t *testing.T) {
 	var out, errb bytes.Buffer
-	if err := run([]string{"-json", "-small", "20", "-large", "2"}, &out, &errb); err != nil {
+	if err := run([]string{"-json", "-small", "20", "-large", "2", "-env-workloads", "1", "-env-passes", "1"}, &out, &errb); err != nil {
 		t.Fatalf("%v: %s", err, errb.String())
 	}
 	var got map[string]float64
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+	var flags struct {
+		FIFOMatches *bool `json:"env_fifo_matches_sim"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &flags); err != nil {
 		t.Fatal(err)
+	}
+	if flags.FIFOMatches == nil || !*flags.FIFOMatches {
+		t.Fatalf("env_fifo_matches_sim missing or false in %s", out.String())
+	}
+	var all map[string]any
+	if err := json.Unmarshal(out.Bytes(), &all); err != nil {
+		t.Fatal(err)
+	}
+	got = map[string]float64{}
+	for k, v := range all {
+		if f, ok := v.(float64); ok {
+			got[k] = f
+		}
+	}
+	if got["env_steps_per_s"] <= 0 || got["env_steps"] <= 0 {
+		t.Fatalf("env_steps_per_s %v, env_steps %v", got["env_steps_per_s"], got["env_steps"])
 	}
 	for _, k := range []string{"gap_learned_8x4", "gap_rule_8x4", "win_rate_100x10", "gap_learned_optimal_end_8x4"} {
 		v, ok := got[k]

@@ -623,6 +623,16 @@ func (e *engine) schedule(ctx context.Context) error {
 	if !e.cfg.IgnoreQueues {
 		in.Queues = e.cfg.Queues
 	}
+	in.Jobs = make([]scheduler.Job, 0, len(act))
+	running := 0
+	for _, j := range act {
+		if len(j.devs) > 0 {
+			running++
+		}
+	}
+	if running > 0 {
+		in.Current = make([]placement.Assignment, 0, running)
+	}
 	for _, j := range act {
 		in.Jobs = append(in.Jobs, e.describe(j))
 		if len(j.devs) > 0 {

@@ -140,6 +140,7 @@ type episode struct {
 	// targets are what the agent policy returns when resumed.
 	targets []scheduler.Target
 	steps   int
+	devPos  map[string]int // see observe
 	done    bool
 	res     sim.Result
 	err     error
@@ -304,7 +305,7 @@ func (ep *episode) advance(decided bool) (Step, error) {
 	}
 	ep.round = r
 	now := r.Input().Now.Sub(ep.start)
-	obs, err := observe(r, ep.start, ep.steps)
+	obs, err := observe(r, ep.start, ep.steps, &ep.devPos)
 	if err != nil {
 		// An unusable speedup: the simulation cannot be observed.
 		ep.stop()

@@ -98,15 +98,20 @@ func kindName(k scheduler.Kind) string {
 	return kindNames[k]
 }
 
-// observe builds round r's observation; start is the workload's time 0.
-func observe(r *scheduler.Round, start time.Time, step int) (Observation, error) {
+// observe builds round r's observation; start is the workload's time 0;
+// devPos, the position of each device in cluster order, is built on first
+// use and reused (the simulator's cluster keeps its devices, only their
+// health changes).
+func observe(r *scheduler.Round, start time.Time, step int, devPos *map[string]int) (Observation, error) {
 	in := r.Input()
 	ix := r.Cluster()
 	obs := Observation{Schema: Schema, Step: step, TimeSeconds: in.Now.Sub(start).Seconds()}
-	holder := make(map[string]string, in.Cluster.Size())
-	for _, a := range in.Current {
-		for _, d := range a.Devices {
-			holder[d] = a.Job
+	if len(*devPos) != in.Cluster.Size() {
+		*devPos = make(map[string]int, in.Cluster.Size())
+		for _, n := range in.Cluster.Nodes {
+			for _, d := range n.Devices {
+				(*devPos)[d.ID] = len(*devPos)
+			}
 		}
 	}
 	types := ix.Types()
@@ -120,13 +125,22 @@ func observe(r *scheduler.Round, start time.Time, step int) (Observation, error)
 	obs.Devices = make([]DeviceView, 0, in.Cluster.Size())
 	for _, n := range in.Cluster.Nodes {
 		for _, d := range n.Devices {
-			job := holder[d.ID]
-			obs.Devices = append(obs.Devices, DeviceView{ID: d.ID, Node: n.Name, Type: string(d.Type), Healthy: d.Healthy, Job: job})
-			if tv := perType[d.Type]; tv != nil {
-				tv.Devices++
-				if job == "" && d.Healthy {
-					tv.Free++
-				}
+			obs.Devices = append(obs.Devices, DeviceView{ID: d.ID, Node: n.Name, Type: string(d.Type), Healthy: d.Healthy})
+		}
+	}
+	for _, a := range in.Current {
+		for _, d := range a.Devices {
+			if k, ok := (*devPos)[d]; ok && k < len(obs.Devices) && obs.Devices[k].ID == d {
+				obs.Devices[k].Job = a.Job
+			}
+		}
+	}
+	for i := range obs.Devices {
+		d := &obs.Devices[i]
+		if tv := perType[accel.TypeKey(d.Type)]; tv != nil {
+			tv.Devices++
+			if d.Job == "" && d.Healthy {
+				tv.Free++
 			}
 		}
 	}
@@ -182,7 +196,7 @@ func observe(r *scheduler.Round, start time.Time, step int) (Observation, error)
 func check(r *scheduler.Round, action Action) ([]scheduler.Target, error) {
 	ix := r.Cluster()
 	seen := make(map[string]bool, len(action.Targets))
-	sum := make(map[accel.TypeKey]int)
+	sum := make(map[accel.TypeKey]int, 2)
 	out := make([]scheduler.Target, 0, len(action.Targets))
 	for k, t := range action.Targets {
 		j, ok := r.Job(t.Job)
