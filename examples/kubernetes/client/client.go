@@ -108,6 +108,11 @@ type Report struct {
 	// response then keeps it unless the scheduler's plan is more than 5%
 	// better (goodput.Switch).
 	Current *goodput.BatchPlan `json:"current,omitempty"`
+	// Reconfigure asks, at one of the job's synchronisation points,
+	// whether it should change its size (DMR: expand, shrink or none);
+	// the response's Reconfigure answers. A report may carry nothing else
+	// (Client.Reconfigure), even before the job's first measurements.
+	Reconfigure bool `json:"reconfigure,omitempty"`
 	// Error, if set, is the trainer's problem with the last plan it got
 	// (a global batch its data loader cannot reach, a malformed plan): it
 	// kept its current plan. The endpoint logs it; at most MaxErrorBytes.
@@ -131,6 +136,21 @@ type Response struct {
 	Adaptive bool `json:"adaptive"`
 	// Observations is the number of configurations stored for the job.
 	Observations int `json:"observations"`
+	// Reconfigure answers Report.Reconfigure (nil when not asked).
+	Reconfigure *Reconfiguration `json:"reconfigure,omitempty"`
+}
+
+// Reconfiguration is the scheduler's answer to a job that asks whether to
+// change its size (DMR, Iserte et al. 2018), consistent with the last
+// round's plan and queue: Verdict "expand" (devices are free and no job
+// waits for them: grow to To), "shrink" (a queued job could start if this
+// one gave devices back: shrink to To) or "none" (keep To devices; To is 0
+// when the job does not run). Reason says why, with the figures. The job
+// applies it by resizing itself (a malleable job), or ignores it.
+type Reconfiguration struct {
+	Verdict string `json:"verdict"`
+	To      int    `json:"to"`
+	Reason  string `json:"reason"`
 }
 
 // ErrStatus is wrapped by Report's errors for a non-200 answer; test with
@@ -263,6 +283,26 @@ func (c *Client) Report(ctx context.Context, r Report) (Response, error) {
 	}
 	return out, nil
 }
+
+// Reconfigure asks the scheduler, at one of the job's synchronisation
+// points, whether the job should expand, shrink or keep its size: a
+// report that carries only the question (see Reconfiguration). Errors are
+// Report's; an endpoint that does not answer (an older scheduler) gives
+// ErrNoReconfigure.
+func (c *Client) Reconfigure(ctx context.Context) (Reconfiguration, error) {
+	resp, err := c.Report(ctx, Report{Reconfigure: true})
+	if err != nil {
+		return Reconfiguration{}, err
+	}
+	if resp.Reconfigure == nil {
+		return Reconfiguration{}, ErrNoReconfigure
+	}
+	return *resp.Reconfigure, nil
+}
+
+// ErrNoReconfigure is returned by Reconfigure when the endpoint's answer
+// carries no reconfiguration (a scheduler that does not speak DMR).
+var ErrNoReconfigure = errors.New("goodsched client: the endpoint does not answer reconfiguration requests")
 
 // LeaderTries is how many times Report posts while the scheduler answers
 // 503 (a replica that is not the leader), each on a new connection.

@@ -157,3 +157,46 @@ func TestReportRetriesNonLeaderOnNewConnection(t *testing.T) {
 		t.Errorf("with no leader: %v after %d posts, want a 503 StatusError after %d", err, posts, client.LeaderTries)
 	}
 }
+
+// TestReconfigure: the poll carries only the question, and the answer (or
+// its absence, from an endpoint that does not speak DMR) comes back.
+func TestReconfigure(t *testing.T) {
+	var got map[string]any
+	answer := true
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = nil
+		_ = json.NewDecoder(r.Body).Decode(&got)
+		resp := client.Response{Replicas: 4}
+		if answer {
+			resp.Reconfigure = &client.Reconfiguration{Verdict: "shrink", To: 2, Reason: "queued job q needs 2"}
+		}
+		_ = json.NewEncoder(w).Encode(resp)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	caFile, tokFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "token")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokFile, []byte("tok"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(client.Config{URL: srv.URL, Job: "ml/a", TokenFile: tokFile, CAFile: caFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := c.Reconfigure(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Verdict != "shrink" || rc.To != 2 || rc.Reason == "" {
+		t.Fatalf("answer %+v", rc)
+	}
+	if len(got) != 2 || got["job"] != "ml/a" || got["reconfigure"] != true {
+		t.Fatalf("request %v, want only the job and the question", got)
+	}
+	answer = false
+	if _, err := c.Reconfigure(context.Background()); !errors.Is(err, client.ErrNoReconfigure) {
+		t.Fatalf("endpoint without DMR: %v", err)
+	}
+}

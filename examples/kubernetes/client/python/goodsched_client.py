@@ -39,6 +39,7 @@ __all__ = [
     "Limits",
     "Plan",
     "Response",
+    "Reconfiguration",
     "ReportError",
     "BadResponse",
     "Client",
@@ -136,6 +137,30 @@ class Response:
         self.type = d.get("type", "")
         self.adaptive = bool(d.get("adaptive", False))
         self.observations = int(d.get("observations", 0))
+        rc = d.get("reconfigure")
+        self.reconfigure = Reconfiguration(rc) if rc is not None else None
+
+
+class Reconfiguration:
+    """The scheduler's answer to a job that asked, at a synchronisation
+    point, whether to change its size (DMR): verdict "expand" (devices are
+    free and no job waits for them: grow to `to`), "shrink" (a queued job
+    could start if this one gave devices back: shrink to `to`) or "none"
+    (keep `to` devices; 0 when the job does not run), with the reason."""
+
+    VERDICTS = ("expand", "shrink", "none")
+
+    def __init__(self, d):
+        if not isinstance(d, dict):
+            raise TypeError("reconfigure is not a JSON object")
+        self.verdict = d.get("verdict", "none")
+        if self.verdict not in self.VERDICTS:
+            raise ValueError("unknown verdict %r" % (self.verdict,))
+        self.to = int(d.get("to", 0))
+        self.reason = str(d.get("reason", ""))
+
+    def __repr__(self):
+        return "Reconfiguration(%s, to=%d, %r)" % (self.verdict, self.to, self.reason)
 
 
 LEADER_TRIES = 8
@@ -184,12 +209,24 @@ class Client:
         env = os.environ if env is None else env
         return cls(env.get(ENV_URL, ""), env.get(ENV_JOB, ""), env.get(ENV_TOKEN_FILE) or None, env.get(ENV_CA_FILE) or None)
 
-    def report(self, limits=None, steps=None, grad=None, current=None, error=None):
+    def reconfigure(self):
+        """Asks the scheduler, at one of the job's synchronisation points,
+        whether to expand, shrink or keep its size (a report that carries
+        only the question) and returns the Reconfiguration. Raises
+        ReportError for a refusal and BadResponse when the answer carries
+        no reconfiguration (a scheduler that does not speak DMR)."""
+        resp = self.report(reconfigure=True)
+        if resp.reconfigure is None:
+            raise BadResponse("goodsched: the endpoint does not answer reconfiguration requests")
+        return resp.reconfigure
+
+    def report(self, limits=None, steps=None, grad=None, current=None, error=None, reconfigure=False):
         """Posts one report and returns a Response. steps are Meter.take()'s
         dicts, grad a (sqr, var) pair, current the Plan trained with now,
         error the trainer's problem with the last plan it got (e.g. a
         global batch its data loader cannot reach), which the scheduler
-        logs. Raises ReportError for a refusal and BadResponse when the
+        logs; reconfigure also asks the DMR question (see reconfigure).
+        Raises ReportError for a refusal and BadResponse when the
         report was acknowledged but the answer is malformed."""
         with open(self.token_file) as f:
             token = f.read().strip()
@@ -205,6 +242,8 @@ class Client:
             body["current"] = current.to_json()
         if error:
             body["error"] = str(error)[:MAX_ERROR_CHARS]
+        if reconfigure:
+            body["reconfigure"] = True
         data = json.dumps(body).encode()
         if len(data) > MAX_REQUEST_BYTES:
             raise ValueError("report of %d bytes is over the endpoint's limit" % len(data))

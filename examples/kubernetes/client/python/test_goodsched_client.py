@@ -159,6 +159,18 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(self.srv.requests[1][1], "Bearer tok-2")
         self.assertEqual(self.srv.requests[1][2], {"job": "ml/a"})
 
+    def test_reconfigure(self):
+        self.srv.answer = (200, {"replicas": 4, "reconfigure": {"verdict": "expand", "to": 8, "reason": "4 t4 devices free"}})
+        rc = self.client.reconfigure()
+        self.assertEqual((rc.verdict, rc.to), ("expand", 8))
+        self.assertIn("free", rc.reason)
+        self.assertEqual(self.srv.requests[0][2], {"job": "ml/a", "reconfigure": True})
+        # A scheduler that does not answer, or answers nonsense.
+        for answer in ({"replicas": 4}, {"reconfigure": {"verdict": "grow", "to": 8}}, {"reconfigure": [1]}):
+            self.srv.answer = (200, answer)
+            with self.assertRaises(gc.BadResponse):
+                self.client.reconfigure()
+
     def test_refusal_raises_with_code(self):
         self.srv.answer = (403, "report: forbidden: pod ml/b-0 is not a pod of job ml/a\n")
         with self.assertRaises(gc.ReportError) as cm:

@@ -367,7 +367,7 @@ func assign(job string, ids ...string) (a placement.Assignment) {
 // TestRoundOnceWithFakeClientset runs a round against client-go's fake
 // clientset: the binding carries the devices annotation, the Job gets its
 // last-decision annotation and the batch plan of the model, and the model
-// source learns the decision.
+// source learns the decision, and a RoundSink the round.
 func TestRoundOnceWithFakeClientset(t *testing.T) {
 	j := job("el", 2, 1, map[string]string{AnnotationKind: "adaptive", AnnotationMaxReplicas: "2"})
 	objs := []runtime.Object{node("a", "NVIDIA-A100-SXM4-40GB", 4), j, pod("el-0", j, 1, "", ""), pod("el-1", j, 1, "", "")}
@@ -380,7 +380,7 @@ func TestRoundOnceWithFakeClientset(t *testing.T) {
 		binds = append(binds, a.(k8stesting.CreateAction).GetObject().(*corev1.Binding))
 		return true, nil, nil
 	})
-	models := &fakeModels{s: linearPlan{}}
+	models := &roundModels{fakeModels: fakeModels{s: linearPlan{}}}
 	h, err := New(Config{Client: cs, Identity: "t", Models: models})
 	if err != nil {
 		t.Fatal(err)
@@ -414,6 +414,14 @@ func TestRoundOnceWithFakeClientset(t *testing.T) {
 	}
 	if d, ok := models.published["ns/el"]; !ok || d.To != 2 || d.Batch.Local != 32 {
 		t.Errorf("published %+v", models.published)
+	}
+	// A RoundSink also learns the whole round (the report endpoint answers
+	// DMR reconfiguration requests from it).
+	if len(models.rounds) != 1 || len(models.inputs[0].Jobs) != 1 || models.inputs[0].Jobs[0].ID != "ns/el" {
+		t.Fatalf("rounds published: %d, inputs %+v", len(models.rounds), models.inputs)
+	}
+	if d, ok := models.rounds[0].Decision("ns/el"); !ok || d.To != 2 {
+		t.Errorf("round's decision for ns/el: %+v", d)
 	}
 	rec := httptest.NewRecorder()
 	h.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
@@ -536,4 +544,15 @@ func TestSnapshotTrustsOnlyOurBindings(t *testing.T) {
 	if got := len(deviceIDs(s.cluster, "a")); got != 4 {
 		t.Errorf("node a offers %d GPUs, want 4 (the two unverified pods' 4 GPUs counted by request)", got)
 	}
+}
+
+// roundModels is a ModelSource that is also a RoundSink.
+type roundModels struct {
+	fakeModels
+	rounds []scheduler.Plan
+	inputs []scheduler.Input
+}
+
+func (r *roundModels) PublishRound(in scheduler.Input, plan scheduler.Plan) {
+	r.inputs, r.rounds = append(r.inputs, in), append(r.rounds, plan)
 }

@@ -28,6 +28,14 @@ type ModelSource interface {
 	Publish(job JobKey, d scheduler.Decision)
 }
 
+// RoundSink is optionally implemented by a ModelSource that also learns
+// each round's whole Input and Plan, after the round was applied and the
+// per-job Publish calls were made (the report endpoint answers a job's DMR
+// reconfiguration requests from them until the next round).
+type RoundSink interface {
+	PublishRound(in scheduler.Input, plan scheduler.Plan)
+}
+
 // PriorSource is optionally implemented by a ModelSource that also models
 // the adaptive jobs that have not reported yet: for a job annotated
 // goodsched.io/kind=adaptive whose Speedup has no model, the host asks

@@ -378,6 +378,9 @@ func (h *Host) apply(ctx context.Context, a *assembly, plan scheduler.Plan, r *R
 		for _, d := range plan.Decisions {
 			h.cfg.Models.Publish(JobKey(d.Job), d)
 		}
+		if rs, ok := h.cfg.Models.(RoundSink); ok {
+			rs.PublishRound(a.in, plan)
+		}
 	}
 	h.recordMetrics(snap, plan)
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/examples/kubernetes/client"
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
 	"github.com/goodsched/goodsched/goodput"
@@ -434,5 +435,64 @@ func pollFor(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not met in 5 s")
 		}
+	}
+}
+
+// TestReconfigure: a job polling at a synchronisation point gets the DMR
+// answer of the last published round (expand, shrink, none), without
+// limits or measurements and without anything stored.
+func TestReconfigure(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	f := newFixture(t, Config{Now: func() time.Time { return now }})
+	poll := client.Report{Job: "ml/a", Reconfigure: true}
+	ask := func() client.Reconfiguration {
+		t.Helper()
+		code, resp, body := f.post("tok-a-0", poll)
+		if code != http.StatusOK || resp.Reconfigure == nil {
+			t.Fatalf("poll: %d %s", code, body)
+		}
+		return *resp.Reconfigure
+	}
+	if got := ask(); got.Verdict != "none" || !strings.Contains(got.Reason, "no scheduling round") {
+		t.Fatalf("before any round: %+v", got)
+	}
+	c, err := accel.ParseSpec("1x8:t4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := c.Types()[0]
+	elastic := scheduler.Job{ID: "ml/a", Kind: scheduler.Elastic, MinReplicas: 1, MaxReplicas: 8, Submitted: now.Add(-time.Hour)}
+	round := func(jobs []scheduler.Job, ds ...scheduler.Decision) {
+		f.s.PublishRound(scheduler.Input{Cluster: c, Jobs: jobs, Now: now.Add(-time.Minute)}, scheduler.Plan{Decisions: ds})
+	}
+	for _, tc := range []struct {
+		name    string
+		jobs    []scheduler.Job
+		plan    []scheduler.Decision
+		verdict string
+		to      int
+	}{
+		{"spare devices", []scheduler.Job{elastic}, []scheduler.Decision{{Job: "ml/a", Type: typ, To: 2}}, "expand", 8},
+		{"a queued job needs devices", []scheduler.Job{elastic, {ID: "ml/b", Kind: scheduler.Rigid, Requested: 4, Submitted: now}},
+			[]scheduler.Decision{{Job: "ml/a", Type: typ, To: 8}, {Job: "ml/b"}}, "shrink", 4},
+		{"rigid", []scheduler.Job{{ID: "ml/a", Kind: scheduler.Rigid, Requested: 2}}, []scheduler.Decision{{Job: "ml/a", Type: typ, To: 2}}, "none", 2},
+		{"not in the round", []scheduler.Job{{ID: "ml/b", Kind: scheduler.Rigid, Requested: 2}}, []scheduler.Decision{{Job: "ml/b", Type: typ, To: 2}}, "none", 0},
+	} {
+		round(tc.jobs, tc.plan...)
+		if got := ask(); got.Verdict != tc.verdict || got.To != tc.to || got.Reason == "" {
+			t.Errorf("%s: %+v, want %s to %d", tc.name, got, tc.verdict, tc.to)
+		}
+	}
+	// Nothing was stored for the polls, and a report without the question
+	// carries no answer.
+	if rv := f.stateRV("ml/a"); rv != "<none>" {
+		t.Fatalf("a poll stored state: %s", rv)
+	}
+	if code, resp, body := f.post("tok-a-0", report("ml/a")); code != http.StatusOK || resp.Reconfigure != nil {
+		t.Fatalf("plain report: %d %+v %s", code, resp.Reconfigure, body)
+	}
+	// A job's first report that is not a pure poll still needs limits.
+	if code, _, _ := f.post("tok-b-0", client.Report{Job: "ml/b", Reconfigure: true, Steps: report("ml/b").Steps}); code != http.StatusBadRequest {
+		t.Fatalf("first report with steps and no limits: %d", code)
 	}
 }

@@ -33,7 +33,10 @@
 //     Secret, re-read when they change) or mount Server as an http.Handler.
 //  3. Pass the Server as host.Config's ModelSource: each round the host asks
 //     Speedup per job and calls Publish with the decision, which the next
-//     report's response carries back.
+//     report's response carries back, and PublishRound with the whole
+//     round, from which a job that asks at a synchronisation point
+//     (client.Report.Reconfigure) is told to expand, shrink or keep its
+//     size (DMR, package scheduler/dmr).
 package report
 
 import (
@@ -66,6 +69,7 @@ import (
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/dmr"
 )
 
 // Config configures New. Only Client is required.
@@ -126,6 +130,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	limiters map[host.JobKey]*rate.Limiter
+	// advisor answers reconfiguration requests (PublishRound; nil before
+	// the first round).
+	advisor  atomic.Pointer[dmr.Advisor]
 	nodeType map[string]string
 
 	factory informers.SharedInformerFactory
@@ -460,7 +467,10 @@ func (s *Server) handle(r *http.Request) (client.Response, *httpError) {
 		s.cfg.Logger.Warn("report: the trainer kept its plan", "job", job, "pod", id.pod, "error", msg)
 	}
 	prev := s.models.state(job)
-	if err := validateReport(&rep, prev == nil || prev.Limits.InitBatch == 0); err != nil {
+	// A pure reconfiguration poll stores nothing: it needs no limits, even
+	// before the job's first measurements.
+	poll := rep.Reconfigure && len(rep.Steps) == 0 && rep.Grad == nil && rep.Limits == nil
+	if err := validateReport(&rep, (prev == nil || prev.Limits.InitBatch == 0) && !poll); err != nil {
 		return client.Response{}, &httpError{http.StatusBadRequest, err}
 	}
 	typ := goodput.AnyType
@@ -476,7 +486,38 @@ func (s *Server) handle(r *http.Request) (client.Response, *httpError) {
 			return client.Response{}, classify(err)
 		}
 	}
-	return s.response(job, rep.Current), nil
+	resp := s.response(job, rep.Current)
+	if rep.Reconfigure {
+		rc := s.reconfigure(job)
+		resp.Reconfigure = &rc
+	}
+	return resp, nil
+}
+
+// PublishRound implements host.RoundSink: the round's Input and Plan
+// answer the jobs' reconfiguration requests (client.Report.Reconfigure)
+// until the next round, through a dmr.Advisor.
+func (s *Server) PublishRound(in scheduler.Input, plan scheduler.Plan) {
+	a, err := dmr.New(in, plan)
+	if err != nil {
+		s.cfg.Logger.Warn("report: the round cannot answer reconfiguration requests", "err", err)
+		s.advisor.Store(nil)
+		return
+	}
+	s.advisor.Store(a)
+}
+
+// reconfigure answers job's reconfiguration request from the last round.
+func (s *Server) reconfigure(job host.JobKey) client.Reconfiguration {
+	a := s.advisor.Load()
+	if a == nil {
+		return client.Reconfiguration{Verdict: dmr.None.String(), Reason: "no scheduling round yet"}
+	}
+	ans, err := a.Reconfigure(string(job), s.cfg.Now())
+	if err != nil {
+		return client.Reconfiguration{Verdict: dmr.None.String(), Reason: fmt.Sprintf("not in the last round (%v)", err)}
+	}
+	return client.Reconfiguration{Verdict: ans.Verdict.String(), To: ans.To, Reason: ans.Reason}
 }
 
 // classify maps an error to its status code.
