@@ -63,8 +63,11 @@
 //     scheduler/gavel (heterogeneity-aware fairness), scheduler/easyscale
 //     (EasyScale's policy), scheduler/carbonaware (wraps any policy for a
 //     grid that is not always clean), scheduler/sim (trace-driven
-//     simulator), scheduler/dmr (a malleable job's expand, shrink or none
-//     against the last plan, DMR's protocol), scheduler/topoplace
+//     simulator; scheduler/sim/env plays it step by step for learned
+//     policies, in Go or as JSON lines), scheduler/dmr (a malleable job's
+//     expand, shrink or none against the last plan, DMR's protocol),
+//     scheduler/learned (package unrelated's learned dispatching order as
+//     a policy for rigid jobs on mixed types), scheduler/topoplace
 //     (topology-aware Placers over accel/topology's tree: required and
 //     preferred levels, slices, Balanced, least-loss placement, Kueue
 //     BestFit and KAI binpack baselines, preemption that frees one
