@@ -7,6 +7,7 @@ import (
 
 	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/baselines"
+	"github.com/goodsched/goodsched/scheduler/dmr"
 	"github.com/goodsched/goodsched/scheduler/easyscale"
 	"github.com/goodsched/goodsched/scheduler/gavel"
 )
@@ -76,6 +77,11 @@ func registry() map[string]policySpec {
 			about: "EasyScale with one device type per job",
 			build: func() (scheduler.Policy, error) { return easyscale.Policy{Homogeneous: true}, nil },
 			kind:  scheduler.Elastic, perType: true,
+		},
+		"dmr": {
+			about: "DMR: malleable jobs (the workload's batch size, any count) that expand, shrink or keep their size as dmr.Reconfigure answers every round; waiting jobs first come first served on their GPU counts",
+			build: func() (scheduler.Policy, error) { return dmr.Policy{}, nil },
+			kind:  scheduler.Elastic, placer: scheduler.Packer{},
 		},
 		"gavel-blind": {
 			about: "Gavel's heterogeneity-blind max-min fairness (every throughput 1) on the workload's GPU counts",

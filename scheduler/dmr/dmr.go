@@ -11,6 +11,11 @@
 // and its queue; it is called between rounds, as often as jobs ask, and
 // the host applies an answer by changing the job's bounds or waiting for the
 // next round. It reads no clock: now is the time of the question.
+//
+// Policy is a scheduler.Policy whose malleable jobs follow Reconfigure at
+// every round: on Pollux's default workloads (16 × 4 T4) their total
+// completion time is about a third lower than rigid jobs' under FIFO
+// (TestMalleableBeatsRigid; examples/simulate -policies fifo,dmr).
 package dmr
 
 import (
@@ -95,8 +100,11 @@ func New(in scheduler.Input, plan scheduler.Plan) (*Advisor, error) {
 // round). Rigid jobs and jobs that do not run always get None. A running
 // malleable job is told, in this order:
 //   - Shrink, when the oldest queued job that may use its device type
-//     cannot start on the free devices but could if this job gave back
-//     devices it holds above its minimum: to its count minus the shortfall;
+//     cannot start on the free devices but could if the running malleable
+//     jobs of that type gave back devices they hold above their minimums:
+//     to its count minus the shortfall, or to its minimum when it cannot
+//     give the whole shortfall alone (the others are told the rest when
+//     they ask, once the host applied this answer to the plan);
 //   - None, when a queued job could use this type (the free devices are
 //     kept for it);
 //   - Expand, when devices of its type are free and it is below its
@@ -124,9 +132,13 @@ func (a *Advisor) Reconfigure(job string, now time.Time) (Answer, error) {
 		free = 0
 	}
 	if q, need, ok := a.firstQueued(d.Type, now); ok {
-		if need > free && need-free <= cur-lo {
-			to := cur - (need - free)
-			return Answer{Verdict: Shrink, To: to, Reason: fmt.Sprintf("queued job %s needs %d %s devices, %d free: give back %d", q, need, d.Type, free, cur-to)}, nil
+		if short := need - free; short > 0 && cur > lo && short <= a.shrinkable(d.Type) {
+			to := cur - min(short, cur-lo)
+			why := fmt.Sprintf("queued job %s needs %d %s devices, %d free: give back %d", q, need, d.Type, free, cur-to)
+			if cur-to < short {
+				why += fmt.Sprintf(" (other malleable jobs can give the other %d)", short-(cur-to))
+			}
+			return Answer{Verdict: Shrink, To: to, Reason: why}, nil
 		}
 		return Answer{Verdict: None, To: cur, Reason: fmt.Sprintf("queued job %s may use the %d free %s devices", q, free, d.Type)}, nil
 	}
@@ -141,6 +153,20 @@ func (a *Advisor) Reconfigure(job string, now time.Time) (Answer, error) {
 		return Answer{Verdict: None, To: cur, Reason: fmt.Sprintf("no free %s devices and no job queued", d.Type)}, nil
 	}
 	return Answer{Verdict: None, To: cur, Reason: fmt.Sprintf("at its maximum of %d devices", hi)}, nil
+}
+
+// shrinkable is how many devices of type t the running malleable jobs
+// hold above their minimums: what shrinking them all could free.
+func (a *Advisor) shrinkable(t accel.TypeKey) int {
+	n := 0
+	for _, d := range a.plan.Decisions {
+		j, ok := a.jobs[d.Job]
+		if !ok || d.To == 0 || d.Type != t || j.Kind == scheduler.Rigid {
+			continue
+		}
+		n += max(d.To-max(1, j.MinReplicas), 0)
+	}
+	return n
 }
 
 // firstQueued is the job waiting longest (by Submitted, then ID) that the
