@@ -19,6 +19,10 @@
 // Playing scheduler.FIFO through the environment therefore gives exactly
 // the simulator's own FIFO result (the tests check that, field by field).
 //
+// With Config.Sim.Queues a round may ask twice (the scheduler's second
+// pass, after relaxing the quotas): that is two steps, the second at the
+// same virtual time.
+//
 // Reset(seed) plays Config.Workloads[seed mod len(Workloads)] (or
 // Config.Sim.Jobs when Workloads is empty) with Config.Sim.Faults.Seed =
 // seed. The simulator reads no wall clock and draws randomness only from

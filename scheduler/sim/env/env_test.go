@@ -341,3 +341,68 @@ func TestCloseMidEpisode(t *testing.T) {
 		t.Fatalf("Step after Close: %v", err)
 	}
 }
+
+// TestElasticObservation: elastic jobs show a speedup per count from
+// their minimum to the usable devices, and an action may give any count
+// in bounds but not more than the type has, alone or in all.
+func TestElasticObservation(t *testing.T) {
+	_, ws := pollux(t)
+	cfg := simConfig(t, "2x4:t4", ws[0].Jobs[:6])
+	cfg.Kind, cfg.Oracle = scheduler.Elastic, true
+	e, err := env.New(env.Config{Sim: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	obs, err := e.Reset(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := obs.Jobs[0]
+	if j.Kind != "elastic" || j.Min != 1 || j.Max < 2 || len(j.Speedups) != 1 {
+		t.Fatalf("job view %+v", j)
+	}
+	sv := j.Speedups[0]
+	if sv.From != 1 || len(sv.Values) != min(j.Max, 8) || sv.Values[0] != 1 {
+		t.Fatalf("speedups %+v (max %d)", sv, j.Max)
+	}
+	for k := 1; k < len(sv.Values); k++ {
+		if !(sv.Values[k] >= sv.Values[k-1]*0.5) || math.IsNaN(sv.Values[k]) {
+			t.Fatalf("speedups %v", sv.Values)
+		}
+	}
+	if obs.Types[0].Devices != 8 || obs.Types[0].Usable != 8 || obs.Types[0].Free != 8 || obs.Types[0].PerNode != 4 || obs.Types[0].Nodes != 2 {
+		t.Fatalf("types %+v", obs.Types)
+	}
+	if j.Max >= 9 {
+		if _, err := e.Step(env.Action{Targets: []env.Target{{Job: j.ID, Type: "t4", Count: 9}}}); !errors.Is(err, env.ErrBadAction) {
+			t.Fatalf("9 of 8 devices: %v", err)
+		}
+	}
+	st, err := e.Step(env.Action{Targets: []env.Target{{Job: j.ID, Type: "t4", Count: min(j.Max, 8)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := st.Observation.Jobs[0]
+	if got.ID != j.ID || got.Count != min(j.Max, 8) || got.Type != "t4" {
+		t.Fatalf("after the step: %+v", got)
+	}
+	held := 0
+	for _, d := range st.Observation.Devices {
+		if d.Job == j.ID {
+			held++
+		}
+	}
+	if held != got.Count || st.Observation.Types[0].Free != 8-held {
+		t.Fatalf("devices held %d, free %d", held, st.Observation.Types[0].Free)
+	}
+	if len(st.Observation.Jobs) > 1 {
+		k := st.Observation.Jobs[1]
+		a := env.Action{Targets: []env.Target{{Job: j.ID, Type: "t4", Count: got.Count}, {Job: k.ID, Type: "t4", Count: 1}}}
+		if got.Count == 8 {
+			if _, err := e.Step(a); !errors.Is(err, env.ErrBadAction) {
+				t.Fatalf("9 devices in all: %v", err)
+			}
+		}
+	}
+}
