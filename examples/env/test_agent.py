@@ -20,29 +20,35 @@ import agent
 ENV_ARGS = "-jobs 40 -cluster 8x4:t4"
 
 
+BINARY = None
+_TMP = None
+
+
+def setUpModule():
+    global BINARY, _TMP
+    if shutil.which("go") is None:
+        if os.environ.get("CI") == "true":
+            raise RuntimeError("go is not on PATH: the environment cannot be built")
+        raise unittest.SkipTest("go is not on PATH: install Go to build examples/env")
+    _TMP = tempfile.mkdtemp()
+    BINARY = os.path.join(_TMP, "env")
+    subprocess.run(["go", "build", "-o", BINARY, "./examples/env"], cwd=agent.REPO, check=True)
+
+
+def tearDownModule():
+    if _TMP:
+        shutil.rmtree(_TMP, ignore_errors=True)
+
+
 class AgentTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if shutil.which("go") is None:
-            if os.environ.get("CI") == "true":
-                raise RuntimeError("go is not on PATH: the environment cannot be built")
-            raise unittest.SkipTest("go is not on PATH: install Go to build examples/env")
-        cls.tmp = tempfile.mkdtemp()
-        cls.binary = os.path.join(cls.tmp, "env")
-        subprocess.run(["go", "build", "-o", cls.binary, "./examples/env"], cwd=agent.REPO, check=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
     def env(self):
-        e = agent.Env(agent.env_command(ENV_ARGS, self.binary))
+        e = agent.Env(agent.env_command(ENV_ARGS, BINARY))
         self.addCleanup(e.close)
         return e
 
     def reference(self, seed):
         out = subprocess.run(
-            [self.binary, "-reference", "fifo", "-seed", str(seed)] + ENV_ARGS.split(),
+            [BINARY, "-reference", "fifo", "-seed", str(seed)] + ENV_ARGS.split(),
             cwd=agent.REPO, check=True, capture_output=True, text=True,
         ).stdout
         return json.loads(out)
@@ -94,6 +100,22 @@ class AgentTest(unittest.TestCase):
         fresh = self.env()
         want = fresh.step(agent.fifo(fresh.reset(1)))
         self.assertEqual(got, want)
+
+
+class TrainTest(unittest.TestCase):
+    def test_priority_agent_trains(self):
+        """The priority agent with FIFO's weights is FIFO; training runs
+        episodes and never ends below its starting point (the mean is one
+        of the population)."""
+        e = agent.Env(agent.env_command("-jobs 15 -cluster 4x4:t4", BINARY))
+        self.addCleanup(e.close)
+        fifo_ret = agent.play(e, 0)[0]
+        self.assertEqual(agent.play(e, 0, agent.priority([1.0, 0.0, 0.0, 0.0]))[0], fifo_ret)
+        weights, history = agent.train(e, seeds=[0], iterations=2, population=3, elite=1)
+        self.assertEqual(len(weights), len(agent.FEATURES))
+        self.assertGreaterEqual(history[0], fifo_ret - 1e-9)
+        self.assertGreaterEqual(history[-1], history[0] - 1e-9)
+
 
 
 if __name__ == "__main__":
