@@ -27,12 +27,16 @@
 //	               environment's figures (package scheduler/sim/env, FIFO
 //	               as the agent on Pollux's default workload: 16 × 4 T4,
 //	               its eight workloads): env_steps_per_s (steps over the
-//	               wall time inside Reset and Step, best pass),
-//	               env_cpu_steps_per_s (the same over CPU time),
+//	               wall time inside Reset and Step, best pass; CPU
+//	               time with -clock cpu), env_cpu_steps_per_s (always
+//	               over CPU time), env_clock_cpu (1 with -clock cpu),
 //	               env_fifo_matches_sim (every episode's sim.Result equals
 //	               sim.Run's with FIFO), env_steps, env_episodes
 //	-env-workloads N  default workloads the environment plays (default 8; 0 = skip)
 //	-env-passes N  passes over them (default 3)
+//	-clock C       what env_steps_per_s times: wall (default) or cpu
+//	               (the process's CPU time, which other processes on a
+//	               busy machine do not skew)
 //	-small N       small instances (default 1000)
 //	-large N       large instances (default 100)
 //	-weights FILE  a network written by -train (default: the shipped one)
@@ -99,6 +103,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	context := fs.Int("context", 0, "with -train: override the context width (negative = none)")
 	envWorkloads := fs.Int("env-workloads", 8, "Pollux default workloads the environment plays FIFO on (env_* keys; 0 = skip)")
 	envPasses := fs.Int("env-passes", 3, "passes over them; env_steps_per_s is the fastest")
+	clockName := fs.String("clock", "wall", "what env_steps_per_s times: wall (elapsed) or cpu (this process's user+system CPU time, which a busy machine does not skew; Unix)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -107,6 +112,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *envWorkloads < 0 || *envPasses < 1 {
 		return fmt.Errorf("-env-workloads must be ≥ 0 and -env-passes ≥ 1")
+	}
+	if *clockName != "wall" && *clockName != "cpu" {
+		return fmt.Errorf("-clock %q: want wall or cpu", *clockName)
+	}
+	if *clockName == "cpu" && cpuTime() == 0 {
+		return fmt.Errorf("-clock cpu: not measured on this platform")
 	}
 	var net *unrelated.Network
 	var err error
@@ -176,7 +187,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *envWorkloads > 0 {
 		fmt.Fprintf(stderr, "environment: FIFO through it on %d Pollux workload(s), %d pass(es)\n", *envWorkloads, *envPasses)
-		if res.EnvResult, err = measureEnv(*envWorkloads, *envPasses); err != nil {
+		if res.EnvResult, err = measureEnv(*envWorkloads, *envPasses, *clockName == "cpu"); err != nil {
 			return fmt.Errorf("environment: %w", err)
 		}
 	}

@@ -51,6 +51,9 @@ func TestJSONKeys(t *testing.T) {
 
 func TestBadFlags(t *testing.T) {
 	var out, errb bytes.Buffer
+	if err := run([]string{"-clock", "sundial"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "-clock") {
+		t.Fatalf("-clock sundial: %v", err)
+	}
 	if err := run([]string{"-small", "0"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "-small") {
 		t.Fatalf("got %v", err)
 	}
