@@ -103,7 +103,7 @@ func keepCurrent(x *Index, current []Assignment, targets []Target) (kept []Assig
 	for _, a := range current {
 		cur[a.Job] = a.Devices
 	}
-	used = make(map[string]bool)
+	used = make(map[string]bool, x.Devices())
 	for _, t := range targets {
 		if t.Count <= 0 {
 			continue
