@@ -46,6 +46,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/sim/env"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
@@ -154,7 +155,7 @@ func config(spec, workload string, jobs int, kind, reward string, interval, mtbf
 // referenceRun runs the simulator itself with a built-in policy on the
 // episode of seed.
 func referenceRun(ctx context.Context, cfg env.Config, policy string, seed uint64) (env.Summary, error) {
-	p, ok := map[string]scheduler.Policy{"fifo": scheduler.FIFO{}, "tiresias": scheduler.Tiresias{}}[policy]
+	p, ok := map[string]scheduler.Policy{"fifo": baselines.FIFO{}, "tiresias": baselines.Tiresias{}}[policy]
 	if !ok {
 		return env.Summary{}, fmt.Errorf("-reference %q: want fifo or tiresias", policy)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/sim/env"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
@@ -80,7 +81,7 @@ func measureEnv(workloads, passes int, cpuClock bool) (EnvResult, error) {
 				return out, err
 			}
 			for {
-				tg, err := scheduler.FIFO{}.Allocate(ctx, e.Round())
+				tg, err := baselines.FIFO{}.Allocate(ctx, e.Round())
 				if err != nil {
 					return out, err
 				}
@@ -104,7 +105,7 @@ func measureEnv(workloads, passes int, cpuClock bool) (EnvResult, error) {
 				return out, err
 			}
 			cfg := base
-			cfg.Jobs, cfg.Policy = all[i], scheduler.FIFO{}
+			cfg.Jobs, cfg.Policy = all[i], baselines.FIFO{}
 			want, err := sim.Run(ctx, cfg)
 			if err != nil {
 				return out, err

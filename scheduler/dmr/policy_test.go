@@ -7,6 +7,7 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/dmr"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
@@ -28,7 +29,7 @@ func TestMalleableBeatsRigid(t *testing.T) {
 	c, _ := accel.ParseSpec("16x4:t4")
 	var rigidSum, mallSum float64
 	for _, w := range ws {
-		rigid, err := sim.Run(context.Background(), sim.Config{Cluster: c, Jobs: w.Jobs, Apps: apps, Policy: scheduler.FIFO{}, Kind: scheduler.Rigid, Placer: scheduler.Packer{}})
+		rigid, err := sim.Run(context.Background(), sim.Config{Cluster: c, Jobs: w.Jobs, Apps: apps, Policy: baselines.FIFO{}, Kind: scheduler.Rigid, Placer: scheduler.Packer{}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/learned"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
@@ -57,7 +58,7 @@ func TestLearnedPolicyInTheSimulator(t *testing.T) {
 	_, ws := pollux(t)
 	jobs := ws[2].Jobs[:40]
 	const spec = "4x4:t4,2x8:a100-40gb"
-	f := runPolicy(t, spec, jobs, scheduler.FIFO{})
+	f := runPolicy(t, spec, jobs, baselines.FIFO{})
 	l := runPolicy(t, spec, jobs, learned.Policy{})
 	if l.Completed != f.Completed || l.Completed == 0 {
 		t.Fatalf("learned completed %d jobs, FIFO %d", l.Completed, f.Completed)
@@ -107,7 +108,7 @@ func BenchmarkCompareFIFO(b *testing.B) {
 		var f, l, r float64
 		for _, w := range ws {
 			jobs := w.Jobs[:80]
-			f += runPolicy(b, spec, jobs, scheduler.FIFO{}).AvgJCT.Hours() / float64(len(ws))
+			f += runPolicy(b, spec, jobs, baselines.FIFO{}).AvgJCT.Hours() / float64(len(ws))
 			l += runPolicy(b, spec, jobs, learned.Policy{}).AvgJCT.Hours() / float64(len(ws))
 			r += runPolicy(b, spec, jobs, learned.Policy{Decider: unrelated.Rule{}}).AvgJCT.Hours() / float64(len(ws))
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/sim/env"
 )
@@ -33,7 +34,7 @@ func BenchmarkStepFIFO(b *testing.B) {
 			b.Fatal(err)
 		}
 		for {
-			tg, err := scheduler.FIFO{}.Allocate(ctx, e.Round())
+			tg, err := baselines.FIFO{}.Allocate(ctx, e.Round())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -71,5 +72,5 @@ type countingFIFO struct{ n *int }
 
 func (c countingFIFO) Allocate(ctx context.Context, r *scheduler.Round) ([]scheduler.Target, error) {
 	*c.n++
-	return scheduler.FIFO{}.Allocate(ctx, r)
+	return baselines.FIFO{}.Allocate(ctx, r)
 }

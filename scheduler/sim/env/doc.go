@@ -16,7 +16,7 @@
 // Action's targets are what the policy would have returned: the
 // scheduler's placer realises them, the simulator applies the plan and
 // advances its virtual clock to the next round that needs a decision.
-// Playing scheduler.FIFO through the environment therefore gives exactly
+// Playing baselines.FIFO through the environment therefore gives exactly
 // the simulator's own FIFO result (the tests check that, field by field).
 //
 // With Config.Sim.Queues a round may ask twice (the scheduler's second

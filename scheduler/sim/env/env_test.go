@@ -13,6 +13,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/sim/env"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
@@ -109,8 +110,8 @@ func TestFIFOMatchesSim(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			_, got := play(t, e, seed, scheduler.FIFO{})
-			cfg.Policy = scheduler.FIFO{}
+			_, got := play(t, e, seed, baselines.FIFO{})
+			cfg.Policy = baselines.FIFO{}
 			cfg.Faults.Seed = seed
 			want, err := sim.Run(context.Background(), cfg)
 			if err != nil {
@@ -136,12 +137,12 @@ func TestSameSeedSameEpisode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	a, _ := play(t, e, 3, scheduler.Tiresias{})
-	b, _ := play(t, e, 3, scheduler.Tiresias{})
+	a, _ := play(t, e, 3, baselines.Tiresias{})
+	b, _ := play(t, e, 3, baselines.Tiresias{})
 	if !bytes.Equal(a, b) {
 		t.Fatal("the same seed gave two different episodes")
 	}
-	c, _ := play(t, e, 4, scheduler.Tiresias{})
+	c, _ := play(t, e, 4, baselines.Tiresias{})
 	if bytes.Equal(a, c) {
 		t.Fatal("seeds 3 and 4 gave the same episode")
 	}
@@ -163,7 +164,7 @@ func TestReturns(t *testing.T) {
 			}
 			ret, steps := 0.0, 0
 			for {
-				tg, err := scheduler.FIFO{}.Allocate(context.Background(), e.Round())
+				tg, err := baselines.FIFO{}.Allocate(context.Background(), e.Round())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -216,7 +217,7 @@ func TestBadActionsChangeNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer clean.Close()
-	want, _ := play(t, clean, 1, scheduler.FIFO{})
+	want, _ := play(t, clean, 1, baselines.FIFO{})
 
 	e, err := env.New(env.Config{Sim: cfg})
 	if err != nil {
@@ -261,7 +262,7 @@ func TestBadActionsChangeNothing(t *testing.T) {
 				t.Fatalf("%s: err %v, want ErrBadAction", name, err)
 			}
 		}
-		tg, err := scheduler.FIFO{}.Allocate(context.Background(), r)
+		tg, err := baselines.FIFO{}.Allocate(context.Background(), r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +287,7 @@ func TestNewRejects(t *testing.T) {
 	_, ws := pollux(t)
 	base := simConfig(t, "2x4:t4", ws[0].Jobs[:3])
 	for name, c := range map[string]env.Config{
-		"policy":         {Sim: func() sim.Config { c := base; c.Policy = scheduler.FIFO{}; return c }()},
+		"policy":         {Sim: func() sim.Config { c := base; c.Policy = baselines.FIFO{}; return c }()},
 		"progress":       {Sim: func() sim.Config { c := base; c.Progress = func(sim.Status) {}; return c }()},
 		"no jobs":        {Sim: func() sim.Config { c := base; c.Jobs = nil; return c }()},
 		"empty workload": {Sim: base, Workloads: [][]sim.JobSpec{nil}},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/sim/env"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
@@ -45,7 +46,7 @@ func Example() {
 	ret := 0.0
 	for {
 		// A Go agent may act on the round itself; a remote one reads obs.
-		targets, err := scheduler.FIFO{}.Allocate(context.Background(), e.Round())
+		targets, err := baselines.FIFO{}.Allocate(context.Background(), e.Round())
 		if err != nil {
 			fmt.Println(err)
 			return
