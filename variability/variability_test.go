@@ -381,3 +381,43 @@ func FuzzReadAggregated(f *testing.F) {
 		}
 	})
 }
+
+func TestReadEpisodes(t *testing.T) {
+	eps, err := variability.ReadEpisodes(strings.NewReader("node,start,end,factor\nn1,0,1800,2\nn2,60.5,120,1.5\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(eps) != 2 || eps[0].End != 30*time.Minute || eps[1].Start != 60500*time.Millisecond || eps[1].Factor != 1.5 {
+		t.Errorf("episodes %+v", eps)
+	}
+	for _, c := range []struct{ csv, want string }{
+		{"node,start,end\nn,0,1\n", `"factor"`},
+		{"node,start,end,factor\nn,0,1,0\n", "row 2"},
+		{"node,start,end,factor\nn,0,1,NaN\n", "row 2"},
+		{"node,start,end,factor\nn,0,1,2\nn,-1,1,2\n", "row 3"},
+		{"node,start,end,factor\nn,5,1,2\n", "before"},
+		{"node,start,end,factor\n,0,1,2\n", "empty node"},
+	} {
+		if _, err := variability.ReadEpisodes(strings.NewReader(c.csv)); !errors.Is(err, variability.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: err %v, want ErrInvalid naming %s", c.csv, err, c.want)
+		}
+	}
+}
+
+func FuzzReadEpisodes(f *testing.F) {
+	f.Add("node,start,end,factor\nn1,0,1800,2\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		eps, err := variability.ReadEpisodes(strings.NewReader(s))
+		if err != nil {
+			if !errors.Is(err, variability.ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		for _, e := range eps {
+			if e.End < e.Start || e.Start < 0 || !(e.Factor > 0) || math.IsInf(e.Factor, 0) {
+				t.Fatalf("accepted %+v", e)
+			}
+		}
+	})
+}
