@@ -5,14 +5,15 @@
 // per-device slowdowns of the round (scheduler.PlaceInput.Speeds, for
 // example a variability.Estimator's snapshot).
 //
-// All three are sticky: a job whose current devices still meet its target
-// keeps them (a move costs a restart in goodsched, where PAL's simulator
-// re-places every job each round at no cost); the others are placed one
-// by one on the free devices. Packed-Sticky places them in job order;
-// PAL and PM-First first order them by application class (A, B, C, D:
-// the most variability-sensitive first), as PAL reorders its queue, when
-// the Speeds know classes (an optional Class(job) string method, as
-// variability.Speeds has).
+// All three are sticky by default: a job whose current devices still
+// meet its target keeps them, and the others are placed one by one on the
+// free devices. Packed-Sticky places them in job order; PAL and PM-First
+// order them by application class (A, B, C, D: the most
+// variability-sensitive first) as PAL reorders its queue, when the Speeds
+// know classes (an optional Class(job) string method, as
+// variability.Speeds has). PAL's artifact re-places every job each round,
+// which its simulator charges nothing for; in goodsched a job moved to
+// other devices restarts, so that is an option (Replace).
 //
 // With no Speeds every device counts as nominal (slowdown 1, no locality
 // penalty). The placers are stateless and safe for concurrent use.
@@ -40,7 +41,12 @@ type PackedSticky struct{}
 // the lowest slowdown for its job, ties broken by best-match locality
 // (devices of a node whose count of equally fast free devices is closest
 // to the gang's size first).
-type PMFirst struct{}
+type PMFirst struct {
+	// Replace re-places every job each round, as PAL's artifact does (a
+	// job that gets other devices restarts); the default keeps a running
+	// job's devices while they meet its target.
+	Replace bool
+}
 
 // PAL is PAL's placer: it walks the (slowdown, locality) options of the
 // job in the order of slowdown × locality penalty (within a node the
@@ -50,7 +56,12 @@ type PMFirst struct{}
 // the option's; an across-node option takes PM-First's choice among
 // them. Single-device gangs and gangs larger than a node are placed by
 // PM-First.
-type PAL struct{}
+type PAL struct {
+	// Replace re-places every job each round, as PAL's artifact does (a
+	// job that gets other devices restarts); the default keeps a running
+	// job's devices while they meet its target.
+	Replace bool
+}
 
 var (
 	_ scheduler.Placer    = PackedSticky{}
@@ -73,17 +84,17 @@ func (PAL) UsesState() bool { return false }
 
 // Place implements scheduler.Placer.
 func (PackedSticky) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
-	return place(ctx, in, false, func(j *job, fr []node) []string { return packed(fr, j.t.Count) })
+	return place(ctx, in, true, false, func(j *job, fr []node) []string { return packed(fr, j.t.Count) })
 }
 
 // Place implements scheduler.Placer.
-func (PMFirst) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
-	return place(ctx, in, true, func(j *job, fr []node) []string { return pmFirst(j, flatten(fr)) })
+func (p PMFirst) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
+	return place(ctx, in, !p.Replace, true, func(j *job, fr []node) []string { return pmFirst(j, flatten(fr)) })
 }
 
 // Place implements scheduler.Placer.
-func (PAL) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
-	return place(ctx, in, true, pal)
+func (p PAL) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
+	return place(ctx, in, !p.Replace, true, pal)
 }
 
 // job is one gang to place: its target, and its slowdown per device.
@@ -122,7 +133,7 @@ func (j *job) slowdown(id string) float64 {
 // classer is what PAL and PM-First use to order jobs by class.
 type classer interface{ Class(job string) string }
 
-func place(ctx context.Context, in scheduler.PlaceInput, byClass bool, choose func(*job, []node) []string) (scheduler.PlaceResult, error) {
+func place(ctx context.Context, in scheduler.PlaceInput, sticky, byClass bool, choose func(*job, []node) []string) (scheduler.PlaceResult, error) {
 	if err := ctx.Err(); err != nil {
 		return scheduler.PlaceResult{}, err
 	}
@@ -144,7 +155,7 @@ func place(ctx context.Context, in scheduler.PlaceInput, byClass bool, choose fu
 				break
 			}
 		}
-		if keep && (t.MaxNodes <= 0 || x.NodesOf(devs) <= t.MaxNodes) {
+		if sticky && keep && (t.MaxNodes <= 0 || x.NodesOf(devs) <= t.MaxNodes) {
 			for _, id := range devs {
 				used[id] = true
 			}

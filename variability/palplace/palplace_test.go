@@ -253,3 +253,26 @@ func TestNoSpeeds(t *testing.T) {
 	}
 	_ = c
 }
+
+// TestReplace: by default a running job keeps its (slow) devices; with
+// Replace, PAL and PM-First move it to the fast ones, as the artifact.
+func TestReplace(t *testing.T) {
+	x, c := index(t, "2x1:v100-32gb")
+	typ := c.Nodes[0].Devices[0].Type
+	sp := speeds{sf: map[string]float64{id(c, 0, 0): 1.2, id(c, 1, 0): 0.9}, penalty: 1}
+	in := scheduler.PlaceInput{Cluster: x, Speeds: sp,
+		Current: []placement.Assignment{{Job: "j", Devices: []string{id(c, 0, 0)}}},
+		Targets: []scheduler.Target{{Job: "j", Type: typ, Count: 1}}}
+	for _, tc := range []struct {
+		p    scheduler.Placer
+		want string
+	}{
+		{palplace.PAL{}, id(c, 0, 0)}, {palplace.PMFirst{}, id(c, 0, 0)}, {palplace.PackedSticky{}, id(c, 0, 0)},
+		{palplace.PAL{Replace: true}, id(c, 1, 0)}, {palplace.PMFirst{Replace: true}, id(c, 1, 0)},
+	} {
+		res, _ := tc.p.Place(context.Background(), in)
+		if got := devicesOf(res, "j"); !slices.Equal(got, []string{tc.want}) {
+			t.Errorf("%#v: %v, want %s", tc.p, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/variability/palplace"
+)
+
+// placerRegistry is the name → placer map behind -placers, built by the
+// program as a value. "default" is each policy's own placer (the
+// Scheduler's RoundPlacer, or Packer for the rigid baselines).
+func placerRegistry() map[string]scheduler.Placer {
+	return map[string]scheduler.Placer{
+		"default":       nil,
+		"packed-sticky": palplace.PackedSticky{},
+		"pm-first":      palplace.PMFirst{},
+		"pal":           palplace.PAL{},
+	}
+}
+
+// withPlacers runs every policy with every placer of the comma-separated
+// list: it registers POLICY/PLACER in reg for each pair and returns those
+// names, policy by policy. An empty list leaves names as they are.
+func withPlacers(list string, reg map[string]policySpec, names []string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return names, nil
+	}
+	placers := placerRegistry()
+	var picked []string
+	for _, p := range strings.Split(list, ",") {
+		p = strings.TrimSpace(p)
+		if _, ok := placers[p]; !ok {
+			return nil, usage("-placers: unknown placer %q (have %s)", p, strings.Join(slices.Sorted(maps.Keys(placers)), ", "))
+		}
+		if slices.Contains(picked, p) {
+			return nil, usage("-placers: %q listed twice", p)
+		}
+		picked = append(picked, p)
+	}
+	var out []string
+	for _, n := range names {
+		for _, p := range picked {
+			spec := reg[n]
+			if pl := placers[p]; pl != nil {
+				spec.placer = pl
+				spec.about = fmt.Sprintf("%s, placed by %s", spec.about, p)
+			}
+			reg[n+"/"+p] = spec
+			out = append(out, n+"/"+p)
+		}
+	}
+	return out, nil
+}
