@@ -26,6 +26,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
 )
@@ -84,80 +85,141 @@ func (PAL) UsesState() bool { return false }
 
 // Place implements scheduler.Placer.
 func (PackedSticky) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
-	return place(ctx, in, true, false, func(j *job, fr []node) []string { return packed(fr, j.t.Count) })
+	return place(ctx, in, true, false, (*pool).packed)
 }
 
 // Place implements scheduler.Placer.
 func (p PMFirst) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
-	return place(ctx, in, !p.Replace, true, func(j *job, fr []node) []string { return pmFirst(j, flatten(fr)) })
+	return place(ctx, in, !p.Replace, true, (*pool).pmFirst)
 }
 
 // Place implements scheduler.Placer.
 func (p PAL) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
-	return place(ctx, in, !p.Replace, true, pal)
+	return place(ctx, in, !p.Replace, true, (*pool).pal)
 }
 
-// job is one gang to place: its target, and its slowdown per device.
-type job struct {
-	t       scheduler.Target
-	sp      scheduler.Speeds
-	penalty float64
-	all     []dev // every usable device of its type (PAL's option list)
-	perNode int   // the most devices of its type on one node
+// pool is one device type's usable devices during a Place call, with
+// the free ones marked, and per speed key (a class, or a job when the
+// Speeds know no classes) each device's slowdown and the devices sorted
+// by it.
+type pool struct {
+	ids     []string // by node, then index
+	node    []int    // node number of each
+	free    []bool
+	nfree   int
+	byNode  [][]int // per node number, its devices (positions)
+	perNode int     // the most devices of the type on one node
+	nodes   int
+	sf      map[string]*speedView
+	count   []int // scratch, per node
 }
 
-// dev is one device with the job's (quantised) slowdown on it.
-type dev struct {
-	id   string
-	node int
-	sf   float64
-}
-
-// node is one node's free devices of the job's type, by device index.
-type node struct {
-	num  int
-	devs []dev
+// speedView is one speed key's slowdown per device and the devices in
+// order of slowdown (then position).
+type speedView struct {
+	sf    []float64
+	order []int
 }
 
 // quantum groups slowdowns that differ by less than this (PAL's factors
 // are bin centroids; learned ones are continuous).
 const quantum = 1e-3
 
-func (j *job) slowdown(id string) float64 {
-	if j.sp == nil {
-		return 1
-	}
-	return math.Round(j.sp.Slowdown(j.t.Job, id)/quantum) * quantum
+// gang is one target being placed, with the view of its speed key.
+type gang struct {
+	t       scheduler.Target
+	v       *speedView
+	penalty float64
 }
 
 // classer is what PAL and PM-First use to order jobs by class.
 type classer interface{ Class(job string) string }
 
-func place(ctx context.Context, in scheduler.PlaceInput, sticky, byClass bool, choose func(*job, []node) []string) (scheduler.PlaceResult, error) {
+func (p *pool) view(sp scheduler.Speeds, job string) *speedView {
+	key := job
+	if cl, ok := sp.(classer); ok {
+		key = "\x00" + cl.Class(job)
+	}
+	if sp == nil {
+		key = ""
+	}
+	if v, ok := p.sf[key]; ok {
+		return v
+	}
+	v := &speedView{sf: make([]float64, len(p.ids)), order: make([]int, len(p.ids))}
+	for i, id := range p.ids {
+		v.sf[i] = 1
+		if sp != nil {
+			v.sf[i] = math.Round(sp.Slowdown(job, id)/quantum) * quantum
+		}
+		v.order[i] = i
+	}
+	slices.SortStableFunc(v.order, func(a, b int) int { return cmp.Compare(v.sf[a], v.sf[b]) })
+	p.sf[key] = v
+	return v
+}
+
+func place(ctx context.Context, in scheduler.PlaceInput, sticky, byClass bool, choose func(*pool, *gang) []int) (scheduler.PlaceResult, error) {
 	if err := ctx.Err(); err != nil {
 		return scheduler.PlaceResult{}, err
 	}
 	x := in.Cluster
+	pools := map[accel.TypeKey]*pool{}
+	where := map[string][2]int{} // device → (pool key index, position)
+	var keys []accel.TypeKey
+	for _, t := range in.Targets {
+		if _, ok := pools[t.Type]; !ok {
+			pools[t.Type] = &pool{sf: map[string]*speedView{}, nodes: x.Nodes(), byNode: make([][]int, x.Nodes()), count: make([]int, x.Nodes())}
+			keys = append(keys, t.Type)
+		}
+	}
+	for n := range x.Nodes() {
+		_, devs := x.Node(n)
+		for _, d := range devs {
+			p := pools[d.Type]
+			if p == nil || !d.Usable() {
+				continue
+			}
+			where[d.ID] = [2]int{slices.Index(keys, d.Type), len(p.ids)}
+			p.byNode[n] = append(p.byNode[n], len(p.ids))
+			p.ids = append(p.ids, d.ID)
+			p.node = append(p.node, n)
+			p.free = append(p.free, true)
+			p.perNode = max(p.perNode, len(p.byNode[n]))
+		}
+	}
+	for _, p := range pools {
+		p.nfree = len(p.ids)
+	}
+	take := func(id string) {
+		if w, ok := where[id]; ok {
+			p := pools[keys[w[0]]]
+			if p.free[w[1]] {
+				p.free[w[1]] = false
+				p.nfree--
+			}
+		}
+	}
 	cur := make(map[string][]string, len(in.Current))
 	for _, a := range in.Current {
 		cur[a.Job] = a.Devices
 	}
-	used := map[string]bool{}
 	var res scheduler.PlaceResult
 	kept := map[string]bool{}
 	var todo []scheduler.Target
 	for _, t := range in.Targets {
 		devs := cur[t.Job]
-		keep := len(devs) == t.Count && len(t.Shares) == 0
+		keep := sticky && len(devs) == t.Count && len(t.Shares) == 0
 		for _, id := range devs {
-			if d, ok := x.Device(id); !ok || d.Type != t.Type || !d.Usable() || used[id] {
+			w, ok := where[id]
+			if !keep || !ok || keys[w[0]] != t.Type || !pools[t.Type].free[w[1]] {
 				keep = false
 				break
 			}
 		}
-		if sticky && keep && (t.MaxNodes <= 0 || x.NodesOf(devs) <= t.MaxNodes) {
+		if keep && (t.MaxNodes <= 0 || x.NodesOf(devs) <= t.MaxNodes) {
 			for _, id := range devs {
-				used[id] = true
+				take(id)
 			}
 			kept[t.Job] = true
 			continue
@@ -176,51 +238,36 @@ func place(ctx context.Context, in scheduler.PlaceInput, sticky, byClass bool, c
 				return scheduler.PlaceResult{}, err
 			}
 		}
-		j := &job{t: t, sp: in.Speeds, penalty: 1}
-		if in.Speeds != nil {
-			j.penalty = in.Speeds.LocalityPenalty(t.Job)
-		}
-		var fr []node
-		total := 0
-		for n := range x.Nodes() {
-			_, devs := x.Node(n)
-			var f node
-			count := 0
-			for _, d := range devs {
-				if d.Type != t.Type || !d.Usable() {
-					continue
-				}
-				count++
-				dv := dev{id: d.ID, node: n, sf: j.slowdown(d.ID)}
-				j.all = append(j.all, dv)
-				if !used[d.ID] {
-					f.devs = append(f.devs, dv)
-				}
-			}
-			j.perNode = max(j.perNode, count)
-			if len(f.devs) > 0 {
-				f.num = n
-				fr = append(fr, f)
-				total += len(f.devs)
-			}
-		}
-		if total < t.Count {
+		p := pools[t.Type]
+		if p.nfree < t.Count {
 			res.Unplaced = append(res.Unplaced, placement.Unplaced{
 				Target: placement.Target{Job: t.Job, Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes},
-				Reason: placement.Reason{Code: placement.ReasonCapacity, Text: fmt.Sprintf("only %d free %s devices for %d", total, t.Type, t.Count)}})
+				Reason: placement.Reason{Code: placement.ReasonCapacity, Text: fmt.Sprintf("only %d free %s devices for %d", p.nfree, t.Type, t.Count)}})
 			continue
 		}
-		pick := choose(j, fr)
-		if nodes := x.NodesOf(pick); t.MaxNodes > 0 && nodes > t.MaxNodes {
+		g := &gang{t: t, penalty: 1}
+		if in.Speeds != nil {
+			g.penalty = in.Speeds.LocalityPenalty(t.Job)
+		}
+		if byClass { // PackedSticky reads no speeds
+			g.v = p.view(in.Speeds, t.Job)
+		}
+		pick := choose(p, g)
+		ids := make([]string, len(pick))
+		for i, d := range pick {
+			ids[i] = p.ids[d]
+		}
+		if nodes := x.NodesOf(ids); t.MaxNodes > 0 && nodes > t.MaxNodes {
 			res.Unplaced = append(res.Unplaced, placement.Unplaced{
 				Target: placement.Target{Job: t.Job, Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes},
 				Reason: placement.Reason{Code: placement.ReasonFragmented, Text: fmt.Sprintf("%d %s devices span %d nodes, more than %d", t.Count, t.Type, nodes, t.MaxNodes)}})
 			continue
 		}
-		for _, id := range pick {
-			used[id] = true
+		for _, d := range pick {
+			p.free[d] = false
 		}
-		placed[t.Job] = pick
+		p.nfree -= len(pick)
+		placed[t.Job] = ids
 	}
 	for _, t := range in.Targets { // in job order
 		switch {
@@ -242,50 +289,53 @@ func classRank(c string) int {
 	return 4
 }
 
-func flatten(fr []node) []dev {
-	var out []dev
-	for _, n := range fr {
-		out = append(out, n.devs...)
-	}
-	return out
-}
-
 // packed is Packed-Sticky's consolidated choice (packing_sticky.py,
 // _consolidated_placement): the first node with exactly n free devices,
 // else the first node with the fewest free devices ≥ n, else nodes by
 // most free devices first (node order on ties), as many from each as
 // still needed. The caller ensures n devices are free.
-func packed(fr []node, n int) []string {
+func (p *pool) packed(g *gang) []int {
+	n := g.t.Count
+	freeOn := p.count
+	defer clear(freeOn)
 	best := -1
-	for i, nd := range fr {
-		if len(nd.devs) >= n && (best < 0 || len(nd.devs) < len(fr[best].devs)) {
-			best = i
+	for nd, devs := range p.byNode {
+		freeOn[nd] = 0
+		for _, d := range devs {
+			if p.free[d] {
+				freeOn[nd]++
+			}
+		}
+		if freeOn[nd] >= n && (best < 0 || freeOn[nd] < freeOn[best]) {
+			best = nd
 		}
 	}
-	var out []string
+	out := make([]int, 0, n)
+	takeFrom := func(nd, k int) {
+		for _, d := range p.byNode[nd] {
+			if k == 0 {
+				break
+			}
+			if p.free[d] && !slices.Contains(out, d) {
+				out = append(out, d)
+				k--
+			}
+		}
+	}
 	if best >= 0 {
-		for _, d := range fr[best].devs[:n] {
-			out = append(out, d.id)
-		}
+		takeFrom(best, n)
 		return out
-	}
-	left := make([]int, len(fr))
-	for i, nd := range fr {
-		left[i] = len(nd.devs)
 	}
 	for len(out) < n {
 		m := 0
-		for i := range left {
-			if left[i] > left[m] {
-				m = i
+		for nd := range freeOn {
+			if freeOn[nd] > freeOn[m] {
+				m = nd
 			}
 		}
-		take := min(left[m], n-len(out))
-		from := len(fr[m].devs) - left[m]
-		for _, d := range fr[m].devs[from : from+take] {
-			out = append(out, d.id)
-		}
-		left[m] -= take
+		k := min(freeOn[m], n-len(out))
+		takeFrom(m, k)
+		freeOn[m] -= k
 	}
 	return out
 }
@@ -294,93 +344,97 @@ func packed(fr []node, n int) []string {
 // locality: how far the count of the node's free devices with the same
 // slowdown is from n (pmfirst.py, _return_pmfirst_gpus); ties by device
 // order.
-func pmFirst(j *job, free []dev) []string {
-	n := j.t.Count
-	type key struct {
-		node int
-		sf   float64
-	}
-	same := map[key]int{}
-	for _, d := range free {
-		same[key{d.node, d.sf}]++
-	}
-	order := slices.Clone(free)
-	slices.SortStableFunc(order, func(a, b dev) int {
-		la, lb := abs(same[key{a.node, a.sf}]-n), abs(same[key{b.node, b.sf}]-n)
-		return cmp.Or(cmp.Compare(a.sf, b.sf), cmp.Compare(la, lb))
-	})
-	out := make([]string, n)
-	for i := range n {
-		out[i] = order[i].id
+func (p *pool) pmFirst(g *gang) []int {
+	n := g.t.Count
+	v := g.v
+	out := make([]int, 0, n)
+	var group []int
+	for i := 0; i < len(v.order) && len(out) < n; {
+		// One group of equal slowdown: its free devices, in device order.
+		group = group[:0]
+		sf := v.sf[v.order[i]]
+		for ; i < len(v.order) && v.sf[v.order[i]] == sf; i++ {
+			if d := v.order[i]; p.free[d] {
+				group = append(group, d)
+				p.count[p.node[d]]++
+			}
+		}
+		slices.SortStableFunc(group, func(a, b int) int {
+			return cmp.Compare(abs(p.count[p.node[a]]-n), abs(p.count[p.node[b]]-n))
+		})
+		for _, d := range group {
+			p.count[p.node[d]] = 0
+		}
+		out = append(out, group[:min(len(group), n-len(out))]...)
 	}
 	return out
 }
 
 func abs(v int) int { return max(v, -v) }
 
-// pal is PAL's choice (pal.py, _pal_placement).
-func pal(j *job, fr []node) []string {
-	n := j.t.Count
-	if n <= 1 || n > j.perNode {
-		return pmFirst(j, flatten(fr))
+// pal is PAL's choice (pal.py, _pal_placement). PAL walks its options
+// (each device factor f within a node at cost f, and across nodes at cost
+// f × penalty) in cost order and takes the first it can meet. Walking is
+// not needed: the first within-node option it can meet is W, the least
+// over nodes of the node's n-th lowest free factor, and the first
+// across-node one is A, the n-th lowest free factor overall; PAL takes
+// the cheaper of W and A × penalty (on a tie, the option it listed
+// first: the factor seen first among all devices, within before across).
+// Across nodes, PM-First among the devices no slower than A is PM-First
+// among all. One pass over the devices in order of slowdown finds both.
+func (p *pool) pal(g *gang) []int {
+	n := g.t.Count
+	if n <= 1 || n > p.perNode {
+		return p.pmFirst(g)
 	}
-	type option struct {
-		sf     float64
-		within bool
-		cost   float64
-	}
-	var opts []option
-	seen := map[float64]bool{}
-	for _, d := range j.all { // every device's factor, as PAL's table
-		if !seen[d.sf] {
-			seen[d.sf] = true
-			opts = append(opts, option{d.sf, true, d.sf}, option{d.sf, false, d.sf * j.penalty})
-		}
-	}
-	slices.SortStableFunc(opts, func(a, b option) int { return cmp.Compare(a.cost, b.cost) })
-	for _, o := range opts {
-		if o.within {
-			best, bestMax, bestCount := -1, 0.0, 0
-			var bestPick []dev
-			for i, nd := range fr {
-				var ok []dev
-				for _, d := range nd.devs {
-					if d.sf <= o.sf {
-						ok = append(ok, d)
-					}
-				}
-				if len(ok) < n {
-					continue
-				}
-				slices.SortStableFunc(ok, func(a, b dev) int { return cmp.Compare(a.sf, b.sf) })
-				worst := ok[n-1].sf
-				// The lowest largest slowdown; ties: the node with more
-				// eligible devices (PAL walks nodes by that count), then
-				// node order.
-				if best < 0 || worst < bestMax || (worst == bestMax && len(ok) > bestCount) {
-					best, bestMax, bestCount, bestPick = i, worst, len(ok), ok[:n]
-				}
-			}
-			if best >= 0 {
-				out := make([]string, n)
-				for i, d := range bestPick {
-					out[i] = d.id
-				}
-				return out
-			}
-			continue
-		}
-		var ok []dev
-		for _, nd := range fr {
-			for _, d := range nd.devs {
-				if d.sf <= o.sf {
-					ok = append(ok, d)
+	v := g.v
+	best, seen := -1, 0
+	a, w := 0.0, 0.0
+	for i := 0; i < len(v.order) && best < 0; {
+		sf := v.sf[v.order[i]]
+		for ; i < len(v.order) && v.sf[v.order[i]] == sf; i++ {
+			if d := v.order[i]; p.free[d] {
+				p.count[p.node[d]]++
+				if seen++; seen == n {
+					a = sf
 				}
 			}
 		}
-		if len(ok) >= n {
-			return pmFirst(j, ok)
+		// After the whole group: the node with n or more devices no slower
+		// than sf, the most of them (PAL walks nodes by that count), then
+		// the first.
+		for nd, c := range p.count {
+			if c >= n && (best < 0 || c > p.count[best]) {
+				best, w = nd, sf
+			}
 		}
 	}
-	return pmFirst(j, flatten(fr)) // not reached: the slowest option admits every device
+	clear(p.count)
+	if best < 0 || !(w < a*g.penalty || w == a*g.penalty && listedFirst(v, w, a)) {
+		return p.pmFirst(g)
+	}
+	out := make([]int, 0, n)
+	for _, d := range v.order { // the node's n fastest free devices
+		if p.free[d] && p.node[d] == best {
+			if out = append(out, d); len(out) == n {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// listedFirst reports whether PAL lists factor w's within-node option
+// before factor a's across-node one: w appears among the devices (in
+// device order) no later than a does.
+func listedFirst(v *speedView, w, a float64) bool {
+	for _, f := range v.sf {
+		switch f {
+		case w:
+			return true
+		case a:
+			return false
+		}
+	}
+	return true
 }
