@@ -165,7 +165,7 @@ func place(ctx context.Context, in scheduler.PlaceInput, sticky, byClass bool, c
 	}
 	x := in.Cluster
 	pools := map[accel.TypeKey]*pool{}
-	where := map[string][2]int{} // device → (pool key index, position)
+	where := make(map[string][2]int, x.Devices()) // device → (pool key index, position)
 	var keys []accel.TypeKey
 	for _, t := range in.Targets {
 		if _, ok := pools[t.Type]; !ok {
@@ -227,9 +227,11 @@ func place(ctx context.Context, in scheduler.PlaceInput, sticky, byClass bool, c
 		todo = append(todo, t)
 	}
 	if cl, ok := in.Speeds.(classer); ok && byClass {
-		slices.SortStableFunc(todo, func(a, b scheduler.Target) int {
-			return cmp.Compare(classRank(cl.Class(a.Job)), classRank(cl.Class(b.Job)))
-		})
+		rank := make(map[string]int, len(todo))
+		for _, t := range todo {
+			rank[t.Job] = classRank(cl.Class(t.Job))
+		}
+		slices.SortStableFunc(todo, func(a, b scheduler.Target) int { return cmp.Compare(rank[a.Job], rank[b.Job]) })
 	}
 	placed := map[string][]string{}
 	for k, t := range todo {
