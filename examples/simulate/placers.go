@@ -17,8 +17,8 @@ func placerRegistry() map[string]scheduler.Placer {
 	return map[string]scheduler.Placer{
 		"default":       nil,
 		"packed-sticky": palplace.PackedSticky{},
-		"pm-first":      palplace.PMFirst{},
-		"pal":           palplace.PAL{},
+		"pm-first":      palplace.PMFirst{Evict: evictAt},
+		"pal":           palplace.PAL{Evict: evictAt},
 	}
 }
 
@@ -55,3 +55,9 @@ func withPlacers(list string, reg map[string]policySpec, names []string) ([]stri
 	}
 	return out, nil
 }
+
+// evictAt is the gang slowdown at which pal and pm-first move a running
+// job (an interference episode began under it): 1.5, far above the
+// measured spread between healthy GPUs (≤ 1.12 on Longhorn), so only
+// episodes trigger it.
+const evictAt = 1.5

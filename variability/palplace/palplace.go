@@ -47,6 +47,10 @@ type PMFirst struct {
 	// job that gets other devices restarts); the default keeps a running
 	// job's devices while they meet its target.
 	Replace bool
+	// Evict re-places a running job whose gang runs at least this many
+	// times slower than nominal (scheduler.GangSlowdown: an interference
+	// episode began under it), > 1; 0 = never. Ignored with Replace.
+	Evict float64
 }
 
 // PAL is PAL's placer: it walks the (slowdown, locality) options of the
@@ -62,6 +66,10 @@ type PAL struct {
 	// job that gets other devices restarts); the default keeps a running
 	// job's devices while they meet its target.
 	Replace bool
+	// Evict re-places a running job whose gang runs at least this many
+	// times slower than nominal (scheduler.GangSlowdown: an interference
+	// episode began under it), > 1; 0 = never. Ignored with Replace.
+	Evict float64
 }
 
 var (
@@ -85,17 +93,17 @@ func (PAL) UsesState() bool { return false }
 
 // Place implements scheduler.Placer.
 func (PackedSticky) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
-	return place(ctx, in, true, false, (*pool).packed)
+	return place(ctx, in, math.Inf(1), false, (*pool).packed)
 }
 
 // Place implements scheduler.Placer.
 func (p PMFirst) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
-	return place(ctx, in, !p.Replace, true, (*pool).pmFirst)
+	return place(ctx, in, keepBelow(p.Replace, p.Evict), true, (*pool).pmFirst)
 }
 
 // Place implements scheduler.Placer.
 func (p PAL) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
-	return place(ctx, in, !p.Replace, true, (*pool).pal)
+	return place(ctx, in, keepBelow(p.Replace, p.Evict), true, (*pool).pal)
 }
 
 // pool is one device type's usable devices during a Place call, with
@@ -159,7 +167,19 @@ func (p *pool) view(sp scheduler.Speeds, job string) *speedView {
 	return v
 }
 
-func place(ctx context.Context, in scheduler.PlaceInput, sticky, byClass bool, choose func(*pool, *gang) []int) (scheduler.PlaceResult, error) {
+// keepBelow is the gang slowdown below which a running job keeps its
+// devices: 0 to re-place every job, +Inf to keep every job.
+func keepBelow(replace bool, evict float64) float64 {
+	switch {
+	case replace:
+		return 0
+	case evict > 1:
+		return evict
+	}
+	return math.Inf(1)
+}
+
+func place(ctx context.Context, in scheduler.PlaceInput, keepBelow float64, byClass bool, choose func(*pool, *gang) []int) (scheduler.PlaceResult, error) {
 	if err := ctx.Err(); err != nil {
 		return scheduler.PlaceResult{}, err
 	}
@@ -209,13 +229,16 @@ func place(ctx context.Context, in scheduler.PlaceInput, sticky, byClass bool, c
 	var todo []scheduler.Target
 	for _, t := range in.Targets {
 		devs := cur[t.Job]
-		keep := sticky && len(devs) == t.Count && len(t.Shares) == 0
+		keep := keepBelow > 0 && len(devs) == t.Count && len(t.Shares) == 0
 		for _, id := range devs {
 			w, ok := where[id]
 			if !keep || !ok || keys[w[0]] != t.Type || !pools[t.Type].free[w[1]] {
 				keep = false
 				break
 			}
+		}
+		if keep && !math.IsInf(keepBelow, 1) {
+			keep = scheduler.GangSlowdown(in.Speeds, t.Job, devs, x.NodesOf(devs)) < keepBelow
 		}
 		if keep && (t.MaxNodes <= 0 || x.NodesOf(devs) <= t.MaxNodes) {
 			for _, id := range devs {

@@ -276,3 +276,25 @@ func TestReplace(t *testing.T) {
 		}
 	}
 }
+
+// TestEvict: a running job on a device at least Evict times slower is
+// re-placed; below that it keeps its devices.
+func TestEvict(t *testing.T) {
+	x, c := index(t, "2x1:v100-32gb")
+	typ := c.Nodes[0].Devices[0].Type
+	in := scheduler.PlaceInput{Cluster: x,
+		Current: []placement.Assignment{{Job: "j", Devices: []string{id(c, 0, 0)}}},
+		Targets: []scheduler.Target{{Job: "j", Type: typ, Count: 1}}}
+	for _, tc := range []struct {
+		slow float64
+		want string
+	}{{1.4, id(c, 0, 0)}, {2, id(c, 1, 0)}} {
+		in.Speeds = speeds{sf: map[string]float64{id(c, 0, 0): tc.slow}, penalty: 1}
+		for _, p := range []scheduler.Placer{palplace.PAL{Evict: 1.5}, palplace.PMFirst{Evict: 1.5}} {
+			res, _ := p.Place(context.Background(), in)
+			if got := devicesOf(res, "j"); !slices.Equal(got, []string{tc.want}) {
+				t.Errorf("%#v, slowdown %v: %v, want %s", p, tc.slow, got, tc.want)
+			}
+		}
+	}
+}
