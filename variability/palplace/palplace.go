@@ -47,9 +47,10 @@ type PMFirst struct {
 	// job that gets other devices restarts); the default keeps a running
 	// job's devices while they meet its target.
 	Replace bool
-	// Evict re-places a running job whose gang runs at least this many
-	// times slower than nominal (scheduler.GangSlowdown: an interference
-	// episode began under it), > 1; 0 = never. Ignored with Replace.
+	// Evict re-places a running job whose slowest device runs at least
+	// this many times slower than nominal for it (an interference episode
+	// began under it; the locality penalty does not count), > 1; 0 =
+	// never. Ignored with Replace.
 	Evict float64
 }
 
@@ -66,9 +67,10 @@ type PAL struct {
 	// job that gets other devices restarts); the default keeps a running
 	// job's devices while they meet its target.
 	Replace bool
-	// Evict re-places a running job whose gang runs at least this many
-	// times slower than nominal (scheduler.GangSlowdown: an interference
-	// episode began under it), > 1; 0 = never. Ignored with Replace.
+	// Evict re-places a running job whose slowest device runs at least
+	// this many times slower than nominal for it (an interference episode
+	// began under it; the locality penalty does not count), > 1; 0 =
+	// never. Ignored with Replace.
 	Evict float64
 }
 
@@ -238,7 +240,7 @@ func place(ctx context.Context, in scheduler.PlaceInput, keepBelow float64, byCl
 			}
 		}
 		if keep && !math.IsInf(keepBelow, 1) {
-			keep = scheduler.GangSlowdown(in.Speeds, t.Job, devs, x.NodesOf(devs)) < keepBelow
+			keep = scheduler.GangSlowdown(in.Speeds, t.Job, devs, 1) < keepBelow // devices only: spanning nodes is no episode
 		}
 		if keep && (t.MaxNodes <= 0 || x.NodesOf(devs) <= t.MaxNodes) {
 			for _, id := range devs {

@@ -298,3 +298,18 @@ func TestEvict(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictIgnoresLocality: a gang spanning nodes pays the locality
+// penalty, which is no reason to move it.
+func TestEvictIgnoresLocality(t *testing.T) {
+	x, c := index(t, "2x1:v100-32gb")
+	typ := c.Nodes[0].Devices[0].Type
+	cur := []string{id(c, 0, 0), id(c, 1, 0)}
+	in := scheduler.PlaceInput{Cluster: x, Speeds: speeds{sf: map[string]float64{}, penalty: 3},
+		Current: []placement.Assignment{{Job: "j", Devices: cur}},
+		Targets: []scheduler.Target{{Job: "j", Type: typ, Count: 2}}}
+	res, _ := palplace.PAL{Evict: 1.5}.Place(context.Background(), in)
+	if got := devicesOf(res, "j"); !slices.Equal(got, cur) {
+		t.Errorf("%v, want %v kept", got, cur)
+	}
+}
