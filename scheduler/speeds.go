@@ -22,21 +22,3 @@ type Speeds interface {
 	// when its gang spans more than one node (≥ 1; 1 = no penalty).
 	LocalityPenalty(job string) float64
 }
-
-// GangSlowdown returns how many times longer job's steps take on devices
-// (spanning nodes nodes) than on nominal devices of one node: the largest
-// Slowdown among them, times the LocalityPenalty when nodes > 1. It is 1
-// when sp is nil or devices is empty.
-func GangSlowdown(sp Speeds, job string, devices []string, nodes int) float64 {
-	if sp == nil || len(devices) == 0 {
-		return 1
-	}
-	worst := 0.0
-	for _, d := range devices {
-		worst = max(worst, sp.Slowdown(job, d))
-	}
-	if nodes > 1 {
-		worst *= sp.LocalityPenalty(job)
-	}
-	return worst
-}

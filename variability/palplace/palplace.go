@@ -240,7 +240,7 @@ func place(ctx context.Context, in scheduler.PlaceInput, keepBelow float64, byCl
 			}
 		}
 		if keep && !math.IsInf(keepBelow, 1) {
-			keep = scheduler.GangSlowdown(in.Speeds, t.Job, devs, 1) < keepBelow // devices only: spanning nodes is no episode
+			keep = worstDevice(in.Speeds, t.Job, devs) < keepBelow // devices only: spanning nodes is no episode
 		}
 		if keep && (t.MaxNodes <= 0 || x.NodesOf(devs) <= t.MaxNodes) {
 			for _, id := range devs {
@@ -464,4 +464,16 @@ func listedFirst(v *speedView, w, a float64) bool {
 		}
 	}
 	return true
+}
+
+// worstDevice is the largest slowdown of job on devs (1 without Speeds).
+func worstDevice(sp scheduler.Speeds, job string, devs []string) float64 {
+	if sp == nil {
+		return 1
+	}
+	worst := 0.0
+	for _, d := range devs {
+		worst = max(worst, sp.Slowdown(job, d))
+	}
+	return worst
 }
