@@ -227,14 +227,25 @@ func (e *Estimator) slowdown(device, class string) float64 {
 
 // Speeds returns an immutable snapshot of the estimates for the
 // scheduler (it implements scheduler.Speeds): classOf maps each job to
-// its application class (a job it does not list has the prior's
-// factors of no class, that is 1, times the device's dynamic factor).
+// its application class (a job it does not list, or a class the prior
+// does not have, gets factor 1 times the device's dynamic factor).
+// classOf must not be modified afterwards.
 func (e *Estimator) Speeds(classOf map[string]string) *Speeds {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	s := &Speeds{prior: e.prior, dyn: make(map[string]float64, len(e.dyn)), classOf: classOf, penalty: e.opts.LocalityPenalty}
+	var classes []string
+	if e.prior != nil {
+		classes = e.prior.classes
+	}
+	s := &Speeds{classes: classes, classOf: classOf, penalty: e.opts.LocalityPenalty,
+		rows: make(map[string][]float64, len(e.dyn))}
 	for d, v := range e.dyn {
-		s.dyn[d] = v
+		row := make([]float64, len(classes)+1) // per class, then no class
+		for k, c := range classes {
+			row[k] = e.prior.Factor(d, c) * v
+		}
+		row[len(classes)] = v
+		s.rows[d] = row
 	}
 	return s
 }
@@ -242,19 +253,42 @@ func (e *Estimator) Speeds(classOf map[string]string) *Speeds {
 // Speeds is a snapshot of an Estimator's estimates. It implements
 // scheduler.Speeds and is safe for concurrent use.
 type Speeds struct {
-	prior   *Table
-	dyn     map[string]float64
+	classes []string
 	classOf map[string]string
 	penalty float64
+	rows    map[string][]float64 // device → slowdown per class, then without one
+}
+
+func (s *Speeds) classIndex(job string) int {
+	c, ok := s.classOf[job]
+	if !ok {
+		return len(s.classes)
+	}
+	if k := slices.Index(s.classes, c); k >= 0 {
+		return k
+	}
+	return len(s.classes)
 }
 
 // Slowdown returns the device's slowdown for job's class.
 func (s *Speeds) Slowdown(job, device string) float64 {
-	d, ok := s.dyn[device]
+	row, ok := s.rows[device]
 	if !ok {
 		return 1
 	}
-	return s.prior.Factor(device, s.classOf[job]) * d
+	return row[s.classIndex(job)]
+}
+
+// Slowdowns writes job's slowdown on each of devices into out (as long
+// as devices): Slowdown for many devices at once, for placers.
+func (s *Speeds) Slowdowns(job string, devices []string, out []float64) {
+	k := s.classIndex(job)
+	for i, d := range devices {
+		out[i] = 1
+		if row, ok := s.rows[d]; ok {
+			out[i] = row[k]
+		}
+	}
 }
 
 // LocalityPenalty returns the estimator's Options.LocalityPenalty.

@@ -135,11 +135,20 @@ type speedView struct {
 // are bin centroids; learned ones are continuous).
 const quantum = 1e-3
 
+// maxBuckets is the most distinct factors view buckets before it sorts.
+const maxBuckets = 32
+
 // gang is one target being placed, with the view of its speed key.
 type gang struct {
 	t       scheduler.Target
 	v       *speedView
 	penalty float64
+}
+
+// bulkSpeeds is an optional interface of scheduler.Speeds that gives a
+// job's slowdowns on many devices at once (variability.Speeds has it).
+type bulkSpeeds interface {
+	Slowdowns(job string, devices []string, out []float64)
 }
 
 // classer is what PAL and PM-First use to order jobs by class.
@@ -156,15 +165,57 @@ func (p *pool) view(sp scheduler.Speeds, job string) *speedView {
 	if v, ok := p.sf[key]; ok {
 		return v
 	}
-	v := &speedView{sf: make([]float64, len(p.ids)), order: make([]int, len(p.ids))}
-	for i, id := range p.ids {
-		v.sf[i] = 1
-		if sp != nil {
-			v.sf[i] = math.Round(sp.Slowdown(job, id)/quantum) * quantum
+	v := &speedView{sf: make([]float64, len(p.ids)), order: make([]int, 0, len(p.ids))}
+	// Bucket the devices by factor (few distinct values: PAL's bins),
+	// then concatenate the buckets in order of factor: the devices by
+	// factor, then position, without a comparison sort of all of them.
+	switch b := sp.(type) {
+	case nil:
+		for i := range v.sf {
+			v.sf[i] = 1
 		}
-		v.order[i] = i
+	case bulkSpeeds:
+		b.Slowdowns(job, p.ids, v.sf)
+	default:
+		for i, id := range p.ids {
+			v.sf[i] = sp.Slowdown(job, id)
+		}
 	}
-	slices.SortStableFunc(v.order, func(a, b int) int { return cmp.Compare(v.sf[a], v.sf[b]) })
+	var vals []float64
+	var buckets [][]int
+	for i := range p.ids {
+		f := math.Round(v.sf[i]/quantum) * quantum
+		v.sf[i] = f
+		if buckets == nil && len(vals) > 0 {
+			continue // too many distinct factors: sorted below
+		}
+		k := slices.Index(vals, f)
+		if k < 0 {
+			if len(vals) == maxBuckets {
+				buckets = nil
+				continue
+			}
+			k = len(vals)
+			vals = append(vals, f)
+			buckets = append(buckets, make([]int, 0, len(p.ids)))
+		}
+		buckets[k] = append(buckets[k], i)
+	}
+	if buckets != nil {
+		keys := make([]int, len(vals))
+		for k := range keys {
+			keys[k] = k
+		}
+		slices.SortFunc(keys, func(a, b int) int { return cmp.Compare(vals[a], vals[b]) })
+		for _, k := range keys {
+			v.order = append(v.order, buckets[k]...)
+		}
+	} else {
+		for i := range p.ids {
+			v.order = append(v.order, i)
+		}
+		slices.SortFunc(v.order, func(a, b int) int { return cmp.Or(cmp.Compare(v.sf[a], v.sf[b]), cmp.Compare(a, b)) })
+	}
 	p.sf[key] = v
 	return v
 }
@@ -252,11 +303,12 @@ func place(ctx context.Context, in scheduler.PlaceInput, keepBelow float64, byCl
 		todo = append(todo, t)
 	}
 	if cl, ok := in.Speeds.(classer); ok && byClass {
-		rank := make(map[string]int, len(todo))
+		var byRank [5][]scheduler.Target // a stable bucket sort by class
 		for _, t := range todo {
-			rank[t.Job] = classRank(cl.Class(t.Job))
+			r := classRank(cl.Class(t.Job))
+			byRank[r] = append(byRank[r], t)
 		}
-		slices.SortStableFunc(todo, func(a, b scheduler.Target) int { return cmp.Compare(rank[a.Job], rank[b.Job]) })
+		todo = slices.Concat(byRank[:]...)
 	}
 	placed := map[string][]string{}
 	for k, t := range todo {

@@ -313,3 +313,21 @@ func TestEvictIgnoresLocality(t *testing.T) {
 		t.Errorf("%v, want %v kept", got, cur)
 	}
 }
+
+// TestManyDistinctFactors: continuous (learned) factors take the sorting
+// path and still give PAL's optimum.
+func TestManyDistinctFactors(t *testing.T) {
+	x, c := index(t, "16x4:v100-32gb")
+	typ := c.Nodes[0].Devices[0].Type
+	sp := speeds{sf: map[string]float64{}, penalty: 1.7}
+	for n := range c.Nodes {
+		for k := range c.Nodes[n].Devices {
+			sp.sf[id(c, n, k)] = 2 - 0.01*float64(n*4+k) // 64 distinct, node 15 fastest
+		}
+	}
+	res, _ := palplace.PAL{}.Place(context.Background(), scheduler.PlaceInput{Cluster: x, Speeds: sp,
+		Targets: []scheduler.Target{{Job: "j", Type: typ, Count: 3}}})
+	if got, want := devicesOf(res, "j"), []string{id(c, 15, 3), id(c, 15, 2), id(c, 15, 1)}; !slices.Equal(got, want) {
+		t.Errorf("%v, want %v", got, want)
+	}
+}
