@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/variability"
 )
 
@@ -30,7 +30,7 @@ func TestVariabilityHandComputed(t *testing.T) {
 		// 2× from the start on top of 1.5×: 600 s of work after the stall.
 		{"an episode", &Variability{Truth: truth, Episodes: []variability.Episode{{Node: c.Nodes[0].Name, End: time.Hour, Factor: 2}}}, 30 + 600},
 	} {
-		res, err := Run(context.Background(), Config{Cluster: c, Apps: toyApps(t, ProfileOptions{}), Policy: scheduler.FIFO{},
+		res, err := Run(context.Background(), Config{Cluster: c, Apps: toyApps(t, ProfileOptions{}), Policy: baselines.FIFO{},
 			Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}, Variability: tc.v})
 		if err != nil {
 			t.Fatal(err)
@@ -49,7 +49,7 @@ func TestVariabilityEstimatorInSim(t *testing.T) {
 	c := cluster(t, "2x1:t4")
 	slow := c.Nodes[0].Devices[0].ID
 	start, end := 100*time.Second, 200*time.Second
-	cfg := Config{Cluster: c, Apps: toyApps(t, ProfileOptions{}), Policy: scheduler.FIFO{}, Interval: 10 * time.Second, EveryRound: true,
+	cfg := Config{Cluster: c, Apps: toyApps(t, ProfileOptions{}), Policy: baselines.FIFO{}, Interval: 10 * time.Second, EveryRound: true,
 		Jobs: []JobSpec{
 			{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10},
 			{Name: "b", Application: "toy", Replicas: 1, BatchSize: 10},
@@ -106,7 +106,7 @@ func TestVariabilityValidation(t *testing.T) {
 		{Truth: ghost},
 		{LocalityPenalty: 0.5},
 	} {
-		_, err := Run(context.Background(), Config{Cluster: c, Apps: toyApps(t, ProfileOptions{}), Policy: scheduler.FIFO{},
+		_, err := Run(context.Background(), Config{Cluster: c, Apps: toyApps(t, ProfileOptions{}), Policy: baselines.FIFO{},
 			Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 1, BatchSize: 10}}, Variability: v})
 		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("%+v: err %v, want ErrInvalid", v, err)
