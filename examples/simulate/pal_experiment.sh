@@ -4,18 +4,20 @@
 # tiresias (LAS, the artifact's scheduler); prints per placer the geomean
 # over the workloads of its average JCT over Packed-Sticky's.
 #
-# usage: examples/simulate/pal_experiment.sh [PENALTY [SHARED]]
+# usage: examples/simulate/pal_experiment.sh [PENALTY [DATA]]
 #   PENALTY  cross-node locality penalty (default 1.7, the artifact's)
-#   SHARED   the shared data folder (default ../shared)
+#   DATA     a folder with sia/workloads/philly, sia/traces (Sia's artifact)
+#            and variability (PAL's profiles.json and aggregated_data)
+#            (default ../shared/data)
 set -eu
 pen=${1:-1.7}
-shared=${2:-../shared}
+data=${2:-../shared/data}
 out=$(mktemp -d)
 go build -o "$out/simulate" ./examples/simulate
 for w in 1 2 3 4 5 6 7 8; do
-  "$out/simulate" -json -out "" -cluster 8x4:v100-32gb -profiles "$shared/data/sia/traces" \
-    -workload "$shared/data/sia/workloads/philly/workload-$w.csv" \
-    -variability "${VARIABILITY:-$shared/data/variability}" -locality-penalty "$pen" \
+  "$out/simulate" -json -out "" -cluster 8x4:v100-32gb -profiles "$data/sia/traces" \
+    -workload "$data/sia/workloads/philly/workload-$w.csv" \
+    -variability "${VARIABILITY:-$data/variability}" -locality-penalty "$pen" \
     -policies fifo,tiresias -placers packed-sticky,pm-first,pal,default >"$out/w$w.json" 2>/dev/null
 done
 python3 - "$out" "$pen" <<'PY'
