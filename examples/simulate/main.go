@@ -101,7 +101,8 @@
 //	-slowdowns FILE     interference episodes, CSV node,start,end,factor
 //	                    (seconds from the workload's start)
 //	-placers LIST       run every policy with every placer: default,
-//	                    packed-sticky, pm-first, pal; names become
+//	                    packed-sticky, pm-first, pal (with -topology also
+//	                    kueue-bestfit, kai-binpack); names become
 //	                    POLICY/PLACER
 //
 // Exit status 2 means bad input (a one-line message on stderr); 1 means the
@@ -292,9 +293,6 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usage("-policies: %v", err)
 	}
-	if names, err = withPlacers(o.placers, reg, names); err != nil {
-		return err
-	}
 	grid, err := gridOptions(o, reg, &names)
 	if err != nil {
 		return err
@@ -347,8 +345,8 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if tr != nil {
-		names = tr.expand(names, reg)
+	if names, err = withPlacers(o.placers, reg, names, tr); err != nil {
+		return err
 	}
 	mixed := len(cluster.Types()) > 1
 	if err := checkProfiled(cluster, apps, workloads, o.cluster, stderr); err != nil {

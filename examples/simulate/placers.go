@@ -24,17 +24,37 @@ func placerRegistry() map[string]scheduler.Placer {
 
 // withPlacers runs every policy with every placer of the comma-separated
 // list: it registers POLICY/PLACER in reg for each pair and returns those
-// names, policy by policy. An empty list leaves names as they are.
-func withPlacers(list string, reg map[string]policySpec, names []string) ([]string, error) {
+// names, policy by policy. Under -topology (tr not nil) the topology's
+// placers (kueue-bestfit, kai-binpack, and its default) are offered too,
+// ahead of placerRegistry's, and an empty list means all three, as
+// -topology compares them; otherwise an empty list leaves names as they
+// are.
+func withPlacers(list string, reg map[string]policySpec, names []string, tr *topoRun) ([]string, error) {
 	if strings.TrimSpace(list) == "" {
+		if tr != nil {
+			return tr.expand(names, reg), nil
+		}
 		return names, nil
 	}
 	placers := placerRegistry()
+	lookup := func(name string) (scheduler.Placer, bool) {
+		if tr != nil {
+			if pl, ok := tr.topologyPlacer(name); ok {
+				return pl, true
+			}
+		}
+		pl, ok := placers[name]
+		return pl, ok
+	}
 	var picked []string
 	for _, p := range strings.Split(list, ",") {
 		p = strings.TrimSpace(p)
-		if _, ok := placers[p]; !ok {
-			return nil, usage("-placers: unknown placer %q (have %s)", p, strings.Join(slices.Sorted(maps.Keys(placers)), ", "))
+		if _, ok := lookup(p); !ok {
+			have := slices.Sorted(maps.Keys(placers))
+			if tr != nil {
+				have = append(have, topologyPlacers[:len(topologyPlacers)-1]...)
+			}
+			return nil, usage("-placers: unknown placer %q (have %s)", p, strings.Join(have, ", "))
 		}
 		if slices.Contains(picked, p) {
 			return nil, usage("-placers: %q listed twice", p)
@@ -45,7 +65,7 @@ func withPlacers(list string, reg map[string]policySpec, names []string) ([]stri
 	for _, n := range names {
 		for _, p := range picked {
 			spec := reg[n]
-			if pl := placers[p]; pl != nil {
+			if pl, _ := lookup(p); pl != nil {
 				spec.placer = pl
 				spec.about = fmt.Sprintf("%s, placed by %s", spec.about, p)
 			}

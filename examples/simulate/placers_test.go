@@ -76,3 +76,38 @@ func TestVariabilityFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacersWithTopology: under -topology, -placers picks among the
+// topology's placers and PAL's.
+func TestPlacersWithTopology(t *testing.T) {
+	dir, wl := smallWorkload(t)
+	conf := filepath.Join(dir, "topology.conf")
+	if err := os.WriteFile(conf, []byte("SwitchName=s0 Nodes=t4-[0-1]\nSwitchName=s1 Nodes=t4-[2-3]\nSwitchName=s2 Switches=s[0-1]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"-workload", wl, "-cluster", "4x2:t4", "-policies", "fifo", "-topology", conf,
+		"-placers", "kai-binpack,pal,default", "-json"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var got struct {
+		Policies []struct {
+			Name string `json:"name"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range got.Policies {
+		names = append(names, p.Name)
+	}
+	if want := []string{"fifo/kai-binpack", "fifo/pal", "fifo/default"}; !slices.Equal(names, want) {
+		t.Errorf("names %v, want %v", names, want)
+	}
+	errb.Reset()
+	if code := run(context.Background(), []string{"-workload", wl, "-cluster", "4x2:t4", "-policies", "fifo", "-placers", "kai-binpack", "-json"}, &out, &errb); code != 2 {
+		t.Errorf("kai-binpack without -topology: exit %d, want 2 (%s)", code, errb.String())
+	}
+}
