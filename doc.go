@@ -73,6 +73,12 @@
 //     BestFit and KAI binpack baselines, preemption that frees one
 //     domain). scheduler/dispatch is a
 //     separate request-level path (duplication-aware dispatch).
+//   - variability: per-device, per-application-class slowdown factors
+//     (PAL's measurements, k-means binned as PAL does) and an Estimator
+//     that learns each device's current slowdown online from gangs' step
+//     times; its snapshot is scheduler.Input.Speeds. It imports only
+//     accel. variability/palplace has PAL's placers (PAL, PM-First,
+//     Packed-Sticky) as scheduler.Placers.
 //   - serving: inference services (model, accelerator type, GPUs per
 //     replica, start-up lag, p90 TTFT and TPOT objectives), per (model, type)
 //     performance profiles fitted online from replica reports, and

@@ -154,6 +154,11 @@ type Input struct {
 	// capacity curve); a type it does not list is not capped, and nil
 	// caps nothing. carbonaware.Policy honours it; other policies ignore it.
 	Envelope map[accel.TypeKey]int
+	// Speeds reports per-device, per-job slowdowns (measured and learned
+	// online, for example by package variability); nil = none, and every
+	// plan is as without it. The Round hands it to the Placer
+	// (PlaceInput.Speeds); policies read it through Round.Input.
+	Speeds Speeds
 }
 
 // Policy decides per round how many devices of which type each job gets.
@@ -222,6 +227,9 @@ type PlaceInput struct {
 	// AllowInterference lifts the rule that a node hosts at most one
 	// distributed (multi-node) job (Config.AllowInterference).
 	AllowInterference bool
+	// Speeds is the round's Input.Speeds (nil = no speed data; placers
+	// that do not read it place as before).
+	Speeds Speeds
 }
 
 // PlaceResult is a Placer's answer.

@@ -286,7 +286,7 @@ func (r *Round) place(ctx context.Context, tg []Target) (*placedSet, error) {
 		st = r.state.Clone()
 	}
 	res, err := r.placer.Place(ctx, PlaceInput{Cluster: r.cluster, Current: r.current, State: st,
-		Targets: pt, AllowInterference: r.allowInterference})
+		Targets: pt, AllowInterference: r.allowInterference, Speeds: r.in.Speeds})
 	if err != nil {
 		return nil, placeError(err)
 	}

@@ -90,6 +90,20 @@
 //	                    only its quota), shared (one pool), borrow (quotas
 //	                    with borrowing), and prints a per-tenant table; -json
 //	                    adds "tenancy"
+//	-variability PATH   per-GPU speed variability (PAL, SC'24): a directory
+//	                    laid out as PAL's artifact (profiles.json mapping
+//	                    classes to aggregated CSVs), one aggregated CSV, or a
+//	                    PerfVar table; measured GPUs are mapped onto the
+//	                    cluster deterministically. The scheduler starts from
+//	                    PAL's binned profile and learns online
+//	-locality-penalty F steps of a gang spanning nodes take F times longer
+//	                    (default 1: none)
+//	-slowdowns FILE     interference episodes, CSV node,start,end,factor
+//	                    (seconds from the workload's start)
+//	-placers LIST       run every policy with every placer: default,
+//	                    packed-sticky, pm-first, pal (with -topology also
+//	                    kueue-bestfit, kai-binpack); names become
+//	                    POLICY/PLACER
 //
 // Exit status 2 means bad input (a one-line message on stderr); 1 means the
 // simulation failed.
@@ -149,6 +163,9 @@ type options struct {
 	oracle bool
 	// topology is -topology: "" (none), "gb200" or a topology file.
 	topology string
+	// Per-device speed (variability.go) and placers (placers.go).
+	variability, slowdowns, placers string
+	localityPenalty                 float64
 }
 
 // errUsage marks bad input: exit status 2.
@@ -183,6 +200,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.tenants, "tenants", "", "vc (the trace's 11 largest virtual clusters as queues, quotas by GPU-time share) or a quotas file (JSON): run static, shared and borrow side by side")
 	fl.BoolVar(&o.provision, "provision", false, "goodput-carbon powers nodes down (suspend, off) that its jobs' carbon plans do not need (package provision); other policies keep every node on")
 	fl.BoolVar(&o.oracle, "oracle", false, "add a policy named oracle: goodput-carbon's schedule with the offline-optimal node states (provision.Oracle, a lower bound)")
+	fl.StringVar(&o.variability, "variability", "", "per-GPU variability measurements: a directory laid out as PAL's artifact (profiles.json + aggregated CSVs), one aggregated CSV, or a PerfVar table")
+	fl.Float64Var(&o.localityPenalty, "locality-penalty", 1, "how many times longer the steps of a gang spanning nodes take (1 = none)")
+	fl.StringVar(&o.slowdowns, "slowdowns", "", "interference episodes: CSV node,start,end,factor (seconds from the workload's start)")
+	fl.StringVar(&o.placers, "placers", "", "comma-separated placers to run every policy with: default, packed-sticky, pm-first, pal (names become POLICY/PLACER)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, "usage: simulate [flags]\n\n"+
@@ -286,6 +307,10 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := checkOracle(o, cluster, &names); err != nil {
 		return err
 	}
+	vary, err := variabilityConfig(o, cluster)
+	if err != nil {
+		return err
+	}
 	if o.interval != 0 && (o.interval < time.Second || o.interval > sim.MaxInterval) {
 		return usage("-interval %v is outside [1s, %v]", o.interval, sim.MaxInterval)
 	}
@@ -320,8 +345,8 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if tr != nil {
-		names = tr.expand(names, reg)
+	if names, err = withPlacers(o.placers, reg, names, tr); err != nil {
+		return err
 	}
 	mixed := len(cluster.Types()) > 1
 	if err := checkProfiled(cluster, apps, workloads, o.cluster, stderr); err != nil {
@@ -351,7 +376,8 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 				Faults:   sim.Faults{MTBF: o.mtbf, Seed: o.seed},
 				Progress: func(sim.Status) { rounds.Add(1) },
 				Carbon:   grid.series, Start: grid.start, Slack: o.slack, Power: energy.PowerModel{PUE: o.pue},
-				Provision: provisionerFor(o, n, energy.PowerModel{PUE: o.pue}),
+				Provision:   provisionerFor(o, n, energy.PowerModel{PUE: o.pue}),
+				Variability: vary,
 			})
 			if tr != nil {
 				cfgs[len(cfgs)-1].Tiers = tr.tiers(len(cfgs) - 1)

@@ -67,8 +67,9 @@ func (e *engine) advanceJob(j *job, dt float64, slow []bool) {
 	j.stall -= d
 	j.attained += d * r
 	rem -= d
+	slowdown := e.gangSlowdown(j)
 	for rem > 0 && !j.done {
-		rate := e.rate(j)
+		rate := e.rate(j) / slowdown
 		if e.cfg.Tiers != nil {
 			rate *= j.keep
 		}

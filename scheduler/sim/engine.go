@@ -154,6 +154,10 @@ type Config struct {
 	// account (Carbon, required then) charges every node's state and
 	// transitions with Power.Nodes. Default nil: every node stays on.
 	Provision Provisioner
+	// Variability, if set, makes devices differ in speed and change over
+	// time, and has the scheduler learn it online (see Variability).
+	// Default nil: every device of a type is equally fast.
+	Variability *Variability
 }
 
 // job is the simulator's state of one job.
@@ -270,6 +274,8 @@ type engine struct {
 	pow *power
 	// tiersErr is the first bad Tiers.Keep value (Config.Tiers).
 	tiersErr error
+	// speed is the per-device speed state (nil without Config.Variability).
+	speed *speedState
 }
 
 func (c *Config) validate() error {
@@ -451,6 +457,10 @@ func newEngine(cfg Config) (*engine, error) {
 		e.byName[s.Name] = j
 	}
 	e.newTenancy()
+	var err error
+	if e.speed, err = newSpeedState(e); err != nil {
+		return nil, err
+	}
 	e.pending = slices.Clone(e.jobs)
 	slices.SortStableFunc(e.pending, func(a, b *job) int { return cmp.Compare(a.submit, b.submit) })
 	e.healthy = e.cluster.Size()
@@ -513,6 +523,9 @@ func (e *engine) loop(ctx context.Context) error {
 			return err
 		}
 		e.advance(dt)
+		if err := e.reportSpeeds(); err != nil {
+			return err
+		}
 		e.now += dt
 		e.faults()
 		if e.moved {
@@ -620,6 +633,7 @@ func (e *engine) schedule(ctx context.Context) error {
 	e.changed, e.submitted = false, len(act)
 	in := scheduler.Input{Cluster: e.cluster, Now: e.cfg.Start.Add(dur(e.now))}
 	in.Carbon = e.forecast(in.Now)
+	in.Speeds = e.speeds()
 	if !e.cfg.IgnoreQueues {
 		in.Queues = e.cfg.Queues
 	}

@@ -1,0 +1,531 @@
+// Package palplace holds the placers of PAL (Jain et al., SC'24) as
+// scheduler.Placer implementations: PAL, PM-First and their baseline
+// Packed-Sticky. They compute what PAL's artifact (hal-uw/blox-pal,
+// placement/pal.py, pmfirst.py, packing_sticky.py) computes, on the
+// per-device slowdowns of the round (scheduler.PlaceInput.Speeds, for
+// example a variability.Estimator's snapshot).
+//
+// All three are sticky by default: a job whose current devices still
+// meet its target keeps them, and the others are placed one by one on the
+// free devices. Packed-Sticky places them in job order; PAL and PM-First
+// order them by application class (A, B, C, D: the most
+// variability-sensitive first) as PAL reorders its queue, when the Speeds
+// know classes (an optional Class(job) string method, as
+// variability.Speeds has). PAL's artifact re-places every job each round,
+// which its simulator charges nothing for; in goodsched a job moved to
+// other devices restarts, so that is an option (Replace).
+//
+// With no Speeds every device counts as nominal (slowdown 1, no locality
+// penalty). The placers are stateless and safe for concurrent use.
+package palplace
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler"
+)
+
+// PackedSticky is PAL's baseline placer, Packed-Sticky: a new gang goes on
+// the node whose free devices of its type match its size exactly, else on
+// the node with the fewest free devices that still fits it, else across
+// nodes, the node with the most free devices first. It ignores device
+// speed.
+type PackedSticky struct{}
+
+// PMFirst is PAL's PM-First placer: a new gang takes the free devices with
+// the lowest slowdown for its job, ties broken by best-match locality
+// (devices of a node whose count of equally fast free devices is closest
+// to the gang's size first).
+type PMFirst struct {
+	// Replace re-places every job each round, as PAL's artifact does (a
+	// job that gets other devices restarts); the default keeps a running
+	// job's devices while they meet its target.
+	Replace bool
+	// Evict re-places a running job whose slowest device runs at least
+	// this many times slower than nominal for it (an interference episode
+	// began under it; the locality penalty does not count), > 1; 0 =
+	// never. Ignored with Replace.
+	Evict float64
+}
+
+// PAL is PAL's placer: it walks the (slowdown, locality) options of the
+// job in the order of slowdown × locality penalty (within a node the
+// penalty is 1, across nodes the job's LocalityPenalty). For a gang that
+// fits on one node, a within-node option takes the node whose best free
+// devices have the lowest largest slowdown, among devices no slower than
+// the option's; an across-node option takes PM-First's choice among
+// them. Single-device gangs and gangs larger than a node are placed by
+// PM-First.
+type PAL struct {
+	// Replace re-places every job each round, as PAL's artifact does (a
+	// job that gets other devices restarts); the default keeps a running
+	// job's devices while they meet its target.
+	Replace bool
+	// Evict re-places a running job whose slowest device runs at least
+	// this many times slower than nominal for it (an interference episode
+	// began under it; the locality penalty does not count), > 1; 0 =
+	// never. Ignored with Replace.
+	Evict float64
+}
+
+var (
+	_ scheduler.Placer    = PackedSticky{}
+	_ scheduler.Placer    = PMFirst{}
+	_ scheduler.Placer    = PAL{}
+	_ scheduler.StateUser = PAL{}
+	_ scheduler.StateUser = PMFirst{}
+	_ scheduler.StateUser = PackedSticky{}
+)
+
+// UsesState implements scheduler.StateUser: the placers work from the
+// index and the current assignments only.
+func (PackedSticky) UsesState() bool { return false }
+
+// UsesState implements scheduler.StateUser.
+func (PMFirst) UsesState() bool { return false }
+
+// UsesState implements scheduler.StateUser.
+func (PAL) UsesState() bool { return false }
+
+// Place implements scheduler.Placer.
+func (PackedSticky) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
+	return place(ctx, in, math.Inf(1), false, (*pool).packed)
+}
+
+// Place implements scheduler.Placer.
+func (p PMFirst) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
+	return place(ctx, in, keepBelow(p.Replace, p.Evict), true, (*pool).pmFirst)
+}
+
+// Place implements scheduler.Placer.
+func (p PAL) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
+	return place(ctx, in, keepBelow(p.Replace, p.Evict), true, (*pool).pal)
+}
+
+// pool is one device type's usable devices during a Place call, with
+// the free ones marked, and per speed key (a class, or a job when the
+// Speeds know no classes) each device's slowdown and the devices sorted
+// by it.
+type pool struct {
+	ids     []string // by node, then index
+	node    []int    // node number of each
+	free    []bool
+	nfree   int
+	byNode  [][]int // per node number, its devices (positions)
+	perNode int     // the most devices of the type on one node
+	nodes   int
+	sf      map[string]*speedView
+	count   []int // scratch, per node
+}
+
+// speedView is one speed key's slowdown per device and the devices in
+// order of slowdown (then position).
+type speedView struct {
+	sf    []float64
+	order []int
+}
+
+// quantum groups slowdowns that differ by less than this (PAL's factors
+// are bin centroids; learned ones are continuous).
+const quantum = 1e-3
+
+// maxBuckets is the most distinct factors view buckets before it sorts.
+const maxBuckets = 32
+
+// gang is one target being placed, with the view of its speed key.
+type gang struct {
+	t       scheduler.Target
+	v       *speedView
+	penalty float64
+}
+
+// bulkSpeeds is an optional interface of scheduler.Speeds that gives a
+// job's slowdowns on many devices at once (variability.Speeds has it).
+type bulkSpeeds interface {
+	Slowdowns(job string, devices []string, out []float64)
+}
+
+// classer is what PAL and PM-First use to order jobs by class.
+type classer interface{ Class(job string) string }
+
+func (p *pool) view(sp scheduler.Speeds, job string) *speedView {
+	key := job
+	if cl, ok := sp.(classer); ok {
+		key = "\x00" + cl.Class(job)
+	}
+	if sp == nil {
+		key = ""
+	}
+	if v, ok := p.sf[key]; ok {
+		return v
+	}
+	v := &speedView{sf: make([]float64, len(p.ids)), order: make([]int, 0, len(p.ids))}
+	// Bucket the devices by factor (few distinct values: PAL's bins),
+	// then concatenate the buckets in order of factor: the devices by
+	// factor, then position, without a comparison sort of all of them.
+	switch b := sp.(type) {
+	case nil:
+		for i := range v.sf {
+			v.sf[i] = 1
+		}
+	case bulkSpeeds:
+		b.Slowdowns(job, p.ids, v.sf)
+	default:
+		for i, id := range p.ids {
+			v.sf[i] = sp.Slowdown(job, id)
+		}
+	}
+	var vals []float64
+	var buckets [][]int
+	for i := range p.ids {
+		f := math.Round(v.sf[i]/quantum) * quantum
+		v.sf[i] = f
+		if buckets == nil && len(vals) > 0 {
+			continue // too many distinct factors: sorted below
+		}
+		k := slices.Index(vals, f)
+		if k < 0 {
+			if len(vals) == maxBuckets {
+				buckets = nil
+				continue
+			}
+			k = len(vals)
+			vals = append(vals, f)
+			buckets = append(buckets, make([]int, 0, len(p.ids)))
+		}
+		buckets[k] = append(buckets[k], i)
+	}
+	if buckets != nil {
+		keys := make([]int, len(vals))
+		for k := range keys {
+			keys[k] = k
+		}
+		slices.SortFunc(keys, func(a, b int) int { return cmp.Compare(vals[a], vals[b]) })
+		for _, k := range keys {
+			v.order = append(v.order, buckets[k]...)
+		}
+	} else {
+		for i := range p.ids {
+			v.order = append(v.order, i)
+		}
+		slices.SortFunc(v.order, func(a, b int) int { return cmp.Or(cmp.Compare(v.sf[a], v.sf[b]), cmp.Compare(a, b)) })
+	}
+	p.sf[key] = v
+	return v
+}
+
+// keepBelow is the gang slowdown below which a running job keeps its
+// devices: 0 to re-place every job, +Inf to keep every job.
+func keepBelow(replace bool, evict float64) float64 {
+	switch {
+	case replace:
+		return 0
+	case evict > 1:
+		return evict
+	}
+	return math.Inf(1)
+}
+
+func place(ctx context.Context, in scheduler.PlaceInput, keepBelow float64, byClass bool, choose func(*pool, *gang) []int) (scheduler.PlaceResult, error) {
+	if err := ctx.Err(); err != nil {
+		return scheduler.PlaceResult{}, err
+	}
+	x := in.Cluster
+	pools := map[accel.TypeKey]*pool{}
+	where := make(map[string][2]int, x.Devices()) // device → (pool key index, position)
+	var keys []accel.TypeKey
+	for _, t := range in.Targets {
+		if _, ok := pools[t.Type]; !ok {
+			pools[t.Type] = &pool{sf: map[string]*speedView{}, nodes: x.Nodes(), byNode: make([][]int, x.Nodes()), count: make([]int, x.Nodes())}
+			keys = append(keys, t.Type)
+		}
+	}
+	for n := range x.Nodes() {
+		_, devs := x.Node(n)
+		for _, d := range devs {
+			p := pools[d.Type]
+			if p == nil || !d.Usable() {
+				continue
+			}
+			where[d.ID] = [2]int{slices.Index(keys, d.Type), len(p.ids)}
+			p.byNode[n] = append(p.byNode[n], len(p.ids))
+			p.ids = append(p.ids, d.ID)
+			p.node = append(p.node, n)
+			p.free = append(p.free, true)
+			p.perNode = max(p.perNode, len(p.byNode[n]))
+		}
+	}
+	for _, p := range pools {
+		p.nfree = len(p.ids)
+	}
+	take := func(id string) {
+		if w, ok := where[id]; ok {
+			p := pools[keys[w[0]]]
+			if p.free[w[1]] {
+				p.free[w[1]] = false
+				p.nfree--
+			}
+		}
+	}
+	cur := make(map[string][]string, len(in.Current))
+	for _, a := range in.Current {
+		cur[a.Job] = a.Devices
+	}
+	var res scheduler.PlaceResult
+	kept := map[string]bool{}
+	var todo []scheduler.Target
+	for _, t := range in.Targets {
+		devs := cur[t.Job]
+		keep := keepBelow > 0 && len(devs) == t.Count && len(t.Shares) == 0
+		for _, id := range devs {
+			w, ok := where[id]
+			if !keep || !ok || keys[w[0]] != t.Type || !pools[t.Type].free[w[1]] {
+				keep = false
+				break
+			}
+		}
+		if keep && !math.IsInf(keepBelow, 1) {
+			keep = worstDevice(in.Speeds, t.Job, devs) < keepBelow // devices only: spanning nodes is no episode
+		}
+		if keep && (t.MaxNodes <= 0 || x.NodesOf(devs) <= t.MaxNodes) {
+			for _, id := range devs {
+				take(id)
+			}
+			kept[t.Job] = true
+			continue
+		}
+		todo = append(todo, t)
+	}
+	if cl, ok := in.Speeds.(classer); ok && byClass {
+		var byRank [5][]scheduler.Target // a stable bucket sort by class
+		for _, t := range todo {
+			r := classRank(cl.Class(t.Job))
+			byRank[r] = append(byRank[r], t)
+		}
+		todo = slices.Concat(byRank[:]...)
+	}
+	placed := map[string][]string{}
+	for k, t := range todo {
+		if k&63 == 0 {
+			if err := ctx.Err(); err != nil {
+				return scheduler.PlaceResult{}, err
+			}
+		}
+		p := pools[t.Type]
+		if p.nfree < t.Count {
+			res.Unplaced = append(res.Unplaced, placement.Unplaced{
+				Target: placement.Target{Job: t.Job, Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes},
+				Reason: placement.Reason{Code: placement.ReasonCapacity, Text: fmt.Sprintf("only %d free %s devices for %d", p.nfree, t.Type, t.Count)}})
+			continue
+		}
+		g := &gang{t: t, penalty: 1}
+		if in.Speeds != nil {
+			g.penalty = in.Speeds.LocalityPenalty(t.Job)
+		}
+		if byClass { // PackedSticky reads no speeds
+			g.v = p.view(in.Speeds, t.Job)
+		}
+		pick := choose(p, g)
+		ids := make([]string, len(pick))
+		for i, d := range pick {
+			ids[i] = p.ids[d]
+		}
+		if nodes := x.NodesOf(ids); t.MaxNodes > 0 && nodes > t.MaxNodes {
+			res.Unplaced = append(res.Unplaced, placement.Unplaced{
+				Target: placement.Target{Job: t.Job, Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes},
+				Reason: placement.Reason{Code: placement.ReasonFragmented, Text: fmt.Sprintf("%d %s devices span %d nodes, more than %d", t.Count, t.Type, nodes, t.MaxNodes)}})
+			continue
+		}
+		for _, d := range pick {
+			p.free[d] = false
+		}
+		p.nfree -= len(pick)
+		placed[t.Job] = ids
+	}
+	for _, t := range in.Targets { // in job order
+		switch {
+		case kept[t.Job]:
+			res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: slices.Clone(cur[t.Job])})
+		case placed[t.Job] != nil:
+			res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: placed[t.Job]})
+		}
+	}
+	slices.SortStableFunc(res.Unplaced, func(a, b placement.Unplaced) int { return cmp.Compare(a.Target.Job, b.Target.Job) })
+	return res, nil
+}
+
+// classRank orders PAL's classes A, B, C, D, then anything else.
+func classRank(c string) int {
+	if i := slices.Index([]string{"classA", "classB", "classC", "classD"}, c); i >= 0 {
+		return i
+	}
+	return 4
+}
+
+// packed is Packed-Sticky's consolidated choice (packing_sticky.py,
+// _consolidated_placement): the first node with exactly n free devices,
+// else the first node with the fewest free devices ≥ n, else nodes by
+// most free devices first (node order on ties), as many from each as
+// still needed. The caller ensures n devices are free.
+func (p *pool) packed(g *gang) []int {
+	n := g.t.Count
+	freeOn := p.count
+	defer clear(freeOn)
+	best := -1
+	for nd, devs := range p.byNode {
+		freeOn[nd] = 0
+		for _, d := range devs {
+			if p.free[d] {
+				freeOn[nd]++
+			}
+		}
+		if freeOn[nd] >= n && (best < 0 || freeOn[nd] < freeOn[best]) {
+			best = nd
+		}
+	}
+	out := make([]int, 0, n)
+	takeFrom := func(nd, k int) {
+		for _, d := range p.byNode[nd] {
+			if k == 0 {
+				break
+			}
+			if p.free[d] && !slices.Contains(out, d) {
+				out = append(out, d)
+				k--
+			}
+		}
+	}
+	if best >= 0 {
+		takeFrom(best, n)
+		return out
+	}
+	for len(out) < n {
+		m := 0
+		for nd := range freeOn {
+			if freeOn[nd] > freeOn[m] {
+				m = nd
+			}
+		}
+		k := min(freeOn[m], n-len(out))
+		takeFrom(m, k)
+		freeOn[m] -= k
+	}
+	return out
+}
+
+// pmFirst picks n of the free devices by slowdown, then best-match
+// locality: how far the count of the node's free devices with the same
+// slowdown is from n (pmfirst.py, _return_pmfirst_gpus); ties by device
+// order.
+func (p *pool) pmFirst(g *gang) []int {
+	n := g.t.Count
+	v := g.v
+	out := make([]int, 0, n)
+	var group []int
+	for i := 0; i < len(v.order) && len(out) < n; {
+		// One group of equal slowdown: its free devices, in device order.
+		group = group[:0]
+		sf := v.sf[v.order[i]]
+		for ; i < len(v.order) && v.sf[v.order[i]] == sf; i++ {
+			if d := v.order[i]; p.free[d] {
+				group = append(group, d)
+				p.count[p.node[d]]++
+			}
+		}
+		slices.SortStableFunc(group, func(a, b int) int {
+			return cmp.Compare(abs(p.count[p.node[a]]-n), abs(p.count[p.node[b]]-n))
+		})
+		for _, d := range group {
+			p.count[p.node[d]] = 0
+		}
+		out = append(out, group[:min(len(group), n-len(out))]...)
+	}
+	return out
+}
+
+func abs(v int) int { return max(v, -v) }
+
+// pal is PAL's choice (pal.py, _pal_placement). PAL walks its options
+// (each device factor f within a node at cost f, and across nodes at cost
+// f × penalty) in cost order and takes the first it can meet. Walking is
+// not needed: the first within-node option it can meet is W, the least
+// over nodes of the node's n-th lowest free factor, and the first
+// across-node one is A, the n-th lowest free factor overall; PAL takes
+// the cheaper of W and A × penalty (on a tie, the option it listed
+// first: the factor seen first among all devices, within before across).
+// Across nodes, PM-First among the devices no slower than A is PM-First
+// among all. One pass over the devices in order of slowdown finds both.
+func (p *pool) pal(g *gang) []int {
+	n := g.t.Count
+	if n <= 1 || n > p.perNode {
+		return p.pmFirst(g)
+	}
+	v := g.v
+	best, seen := -1, 0
+	a, w := 0.0, 0.0
+	for i := 0; i < len(v.order) && best < 0; {
+		sf := v.sf[v.order[i]]
+		for ; i < len(v.order) && v.sf[v.order[i]] == sf; i++ {
+			if d := v.order[i]; p.free[d] {
+				p.count[p.node[d]]++
+				if seen++; seen == n {
+					a = sf
+				}
+			}
+		}
+		// After the whole group: the node with n or more devices no slower
+		// than sf, the most of them (PAL walks nodes by that count), then
+		// the first.
+		for nd, c := range p.count {
+			if c >= n && (best < 0 || c > p.count[best]) {
+				best, w = nd, sf
+			}
+		}
+	}
+	clear(p.count)
+	if best < 0 || !(w < a*g.penalty || w == a*g.penalty && listedFirst(v, w, a)) {
+		return p.pmFirst(g)
+	}
+	out := make([]int, 0, n)
+	for _, d := range v.order { // the node's n fastest free devices
+		if p.free[d] && p.node[d] == best {
+			if out = append(out, d); len(out) == n {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// listedFirst reports whether PAL lists factor w's within-node option
+// before factor a's across-node one: w appears among the devices (in
+// device order) no later than a does.
+func listedFirst(v *speedView, w, a float64) bool {
+	for _, f := range v.sf {
+		switch f {
+		case w:
+			return true
+		case a:
+			return false
+		}
+	}
+	return true
+}
+
+// worstDevice is the largest slowdown of job on devs (1 without Speeds).
+func worstDevice(sp scheduler.Speeds, job string, devs []string) float64 {
+	if sp == nil {
+		return 1
+	}
+	worst := 0.0
+	for _, d := range devs {
+		worst = max(worst, sp.Slowdown(job, d))
+	}
+	return worst
+}
