@@ -6,7 +6,8 @@
 // Inventory.Health watches NVML events until its context ends or Close is
 // called, scheduler/sim's RunAll runs simulations in parallel until it
 // returns, and a round of scheduler.Pollux with Parallel searches on a
-// second goroutine.
+// second goroutine, and fleet.Fleet.Schedule runs one cluster round per
+// goroutine until it returns.
 //
 // The packages, from the bottom up (imports point down only; each does
 // one job):
@@ -79,6 +80,12 @@
 //     times; its snapshot is scheduler.Input.Speeds. It imports only
 //     accel. variability/palplace has PAL's placers (PAL, PM-First,
 //     Packed-Sticky) as scheduler.Placers.
+//   - fleet: a fleet of clusters above the scheduler (Singularity):
+//     each fleet round routes waiting jobs to clusters and migrates
+//     running ones when the predicted gain beats the move's cost
+//     (checkpoint, transfer at the inter-cluster bandwidth, restore, work
+//     since the last checkpoint), then runs every cluster's Schedule,
+//     one goroutine per cluster, with the plan of running them in turn.
 //   - serving: inference services (model, accelerator type, GPUs per
 //     replica, start-up lag, p90 TTFT and TPOT objectives), per (model, type)
 //     performance profiles fitted online from replica reports, and
@@ -104,8 +111,7 @@
 // slowest tier spanned); serving is its own
 // package (serving, beside the scheduler: replica autoscaling whose
 // troughs elastic training fills); power provisioning its own package
-// above energy, carbon and the scheduler's contract (provision); a fleet of clusters its own package above the
-// scheduler (routing and migration between Schedulers); a step-wise
+// above energy, carbon and the scheduler's contract (provision); a step-wise
 // simulator (one round per step, for learned policies) lives in
 // scheduler/sim.
 //
