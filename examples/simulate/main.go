@@ -81,6 +81,11 @@
 //	                    kueue-bestfit, kai-binpack and default (goodsched's
 //	                    least-loss) placers; the JSON adds stranded_gpus_avg
 //	                    and required_violations
+//	-fleet FILE         replay the workload (one; -philly) across a fleet of
+//	                    clusters (JSON: {"clusters": [{"name", "region",
+//	                    "cluster"}], "bandwidth_gbps"}; see fleet.go), routed
+//	                    and migrated by package fleet, against every job
+//	                    staying where it was submitted; -json prints "fleet"
 //	-tenants vc|FILE    multi-tenant comparison of one policy (default goodput)
 //	                    on one workload: "vc" makes the trace's 11 largest
 //	                    virtual clusters queues (the others share "other")
@@ -166,6 +171,8 @@ type options struct {
 	// Per-device speed (variability.go) and placers (placers.go).
 	variability, slowdowns, placers string
 	localityPenalty                 float64
+	// fleet is -fleet: a fleet file (fleet.go) or "".
+	fleet string
 }
 
 // errUsage marks bad input: exit status 2.
@@ -204,6 +211,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.Float64Var(&o.localityPenalty, "locality-penalty", 1, "how many times longer the steps of a gang spanning nodes take (1 = none)")
 	fl.StringVar(&o.slowdowns, "slowdowns", "", "interference episodes: CSV node,start,end,factor (seconds from the workload's start)")
 	fl.StringVar(&o.placers, "placers", "", "comma-separated placers to run every policy with: default, packed-sticky, pm-first, pal (names become POLICY/PLACER)")
+	fl.StringVar(&o.fleet, "fleet", "", "fleet file (JSON: clusters with name, region, cluster spec; bandwidth_gbps): replay the trace across the fleet, routed and migrated, against every job staying where submitted")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, "usage: simulate [flags]\n\n"+
@@ -284,6 +292,9 @@ func usage(format string, a ...any) error {
 }
 
 func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	if o.fleet != "" {
+		return simulateFleet(ctx, o, stdout, stderr)
+	}
 	reg := registry()
 	if !(o.carbonWeight > 0 && o.carbonWeight <= 1) {
 		return usage("-carbon-weight %v is outside (0, 1]", o.carbonWeight)
