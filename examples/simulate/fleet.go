@@ -605,4 +605,3 @@ func printFleet(w io.Writer, fr fleetResult) {
 	}
 	tw.Flush()
 }
-
