@@ -51,6 +51,24 @@
 //	                                      (getrusage maxrss; Linux only), MiB
 //	rss_50000x131072_mib                  the same after the 50,000×131,072 rounds, MiB
 //
+// The fleet part (issue 50; -fleet=false skips it): 5 clusters, each a
+// fifth of the generated cluster above (625×8 a100, v100 and h100,
+// 1,250×4 t4), and 20,000 jobs waiting at the fleet, routed by
+// fleet.Fleet to the clusters' Pollux-policy rounds, at GOMAXPROCS 5:
+//
+//	fleet_overhead_cpu_ratio              CPU time of the fleet layer alone (fleet.Fleet.Route:
+//	                                      validation, routing, the clusters' inputs) over the
+//	                                      CPU time of the 5 cluster rounds it feeds, each timed
+//	                                      alone (-clock wall where CPU time is not measured)
+//	fleet_round_100k_wall_ratio           wall time of fleet.Fleet.Schedule (one goroutine per
+//	                                      cluster) over that of its slowest cluster round alone
+//	fleet_route_5x20000_ms, fleet_round_5x20000_ms, fleet_slowest_cluster_round_5x20000_ms
+//	                                      the parts of those ratios, ms
+//	fleet_gomaxprocs, fleet_cores         5, and the machine's CPUs (the wall ratio needs 5)
+//
+// With -quick the clusters have 64 devices and there are 200 jobs (keys
+// fleet_*_5x64_ms).
+//
 // Its instances come from their own random stream, so the keys above do
 // not depend on -planet. Except for 40×64 (-reps), its round times are the
 // median of min(-reps, 3) runs, and a round whose warm-up run alone takes
@@ -155,6 +173,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.quick, "quick", false, "small instances only (a smoke test; keys name the smaller sizes)")
 	clockName := fs.String("clock", "wall", "what the times measure: wall (elapsed) or cpu (this process's user+system CPU time; Linux)")
 	fs.BoolVar(&cfg.planet, "planet", true, "also measure the planet-scale rounds (20,000×100,000 and up; minutes)")
+	fs.BoolVar(&cfg.fleet, "fleet", true, "also measure the fleet rounds (5 clusters × 20,000 devices, 20,000 jobs; minutes)")
 	fs.BoolVar(&cfg.parallel, "parallel", false, "search the Pollux-policy rounds' starts on two goroutines (scheduler.Pollux.Parallel)")
 	fs.DurationVar(&cfg.budget, "budget", time.Minute, "a planet-scale round whose warm-up alone takes longer is timed once (0 = no limit)")
 	if err := fs.Parse(args); err != nil {
@@ -186,6 +205,7 @@ type config struct {
 	planet                  bool          // measure the planet-scale part
 	budget                  time.Duration // planet: warm-up longer than this = timed once (0 = no limit)
 	parallel                bool          // Pollux rounds with Parallel
+	fleet                   bool          // measure the fleet part
 }
 
 // goodput is the Scheduler configuration of the timed Pollux-policy rounds.
@@ -424,6 +444,11 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]figure, error) {
 	add("provision_1000_nodes_ms", provMS, "ms", "≤ 20")
 	if cfg.planet {
 		if err := planetFigures(ctx, cfg, clk, planet(cfg.quick, big), bigMS, log, add); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.fleet {
+		if err := fleetFigures(ctx, cfg, log, add); err != nil {
 			return nil, err
 		}
 	}

@@ -317,3 +317,32 @@ func TestNetworkFigure(t *testing.T) {
 		t.Errorf("perfect predictor top-1 %v (%v), want 1", perfect, err)
 	}
 }
+
+// TestQuickFleet runs the fleet part on its -quick stand-in and checks
+// its keys; the full-size fleet has the sizes the issue names.
+func TestQuickFleet(t *testing.T) {
+	var figs []figure
+	add := func(key string, v float64, unit, target string) { figs = append(figs, figure{key, v, unit, target}) }
+	if err := fleetFigures(context.Background(), config{seed: 1, reps: 1, quick: true, fleet: true, budget: time.Minute}, io.Discard, add); err != nil {
+		t.Fatal(err)
+	}
+	m := make(map[string]float64)
+	for _, f := range figs {
+		m[f.key] = f.value
+	}
+	for _, k := range []string{"fleet_overhead_cpu_ratio", "fleet_round_100k_wall_ratio", "fleet_route_5x64_ms", "fleet_round_5x64_ms", "fleet_slowest_cluster_round_5x64_ms"} {
+		if v, ok := m[k]; !ok || !(v > 0) || math.IsInf(v, 0) {
+			t.Errorf("%s = %v, %v", k, v, ok)
+		}
+	}
+	if m["fleet_gomaxprocs"] != 5 {
+		t.Errorf("fleet_gomaxprocs = %v, want 5", m["fleet_gomaxprocs"])
+	}
+	sh, k := fleetShape(false)
+	if k*sh.devices() != 100000 || sh.jobs != 20000 {
+		t.Errorf("full fleet: %d clusters × %d devices, %d jobs; want 5 × 20,000 and 20,000", k, sh.devices(), sh.jobs)
+	}
+	if cfg, err := parse([]string{"-fleet=false"}, io.Discard); err != nil || cfg.fleet {
+		t.Errorf("-fleet=false: %+v, %v", cfg, err)
+	}
+}
