@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -591,10 +592,24 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 			}
 		}
 	}
+	// Decisions are filed in job-ID order (pos) as they are made: sorting
+	// the large Decision values afterwards costs more than routing.
+	byID := make([]int, len(jobs))
+	for k := range byID {
+		byID[k] = k
+	}
+	slices.SortFunc(byID, func(a, b int) int { return strings.Compare(jobs[a].ID, jobs[b].ID) })
+	pos := make([]int, len(jobs))
+	for r, k := range byID {
+		pos[k] = r
+	}
 	decisions := make([]Decision, len(jobs))
 	h := f.cfg.Hysteresis
-	for k, j := range jobs {
-		d := &decisions[k]
+	var v view
+	for k, job := range jobs {
+		v = view{Job: job}
+		j := &v
+		d := &decisions[pos[k]]
 		d.Job, d.From = j.ID, j.Cluster
 		cur := to[k]
 		hasState := j.Attained > 0 || running[k]
@@ -604,15 +619,15 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 			if best == nil {
 				d.Move, d.Message = Requeue, "no present cluster has the job's types and room for its count"
 				if j.Cluster != "" {
-					d.Message = fmt.Sprintf("cluster %s is gone or lacks its types; ", j.Cluster) + d.Message
+					d.Message = "cluster " + j.Cluster + " is gone or lacks its types; " + d.Message
 				}
 				continue
 			}
 			to[k] = best
-			best.demand += want(&j.Job)
-			d.Move, d.Message = Route, fmt.Sprintf("routed to %s (predicted time factor %.3g)", best.name, score)
+			best.demand += j.count()
+			d.Move, d.Message = Route, "routed to "+best.name+" (predicted time factor "+g3(score)+")"
 			if j.Cluster != "" {
-				d.Message = fmt.Sprintf("cluster %s is gone or lacks its types; ", j.Cluster) + d.Message
+				d.Message = "cluster " + j.Cluster + " is gone or lacks its types; " + d.Message
 			}
 			if hasState {
 				// Its last checkpoint survives the cluster: it is charged
@@ -631,17 +646,17 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 		case !hasState:
 			// Queued, never ran: rerouting is free when another cluster
 			// is predicted faster by the hysteresis.
-			cur.demand -= want(&j.Job)
+			cur.demand -= j.count()
 			here := f.score(j, cur, false)
 			best, score := f.best(j, sites)
 			if best != nil && best != cur && score < here*(1-h) {
 				to[k] = best
-				best.demand += want(&j.Job)
+				best.demand += j.count()
 				d.Move, d.Gain = Route, 0
-				d.Message = fmt.Sprintf("rerouted %s→%s: predicted time factor %.3g→%.3g", cur.name, best.name, here, score)
+				d.Message = "rerouted " + cur.name + "→" + best.name + ": predicted time factor " + g3(here) + "→" + g3(score)
 				continue
 			}
-			cur.demand += want(&j.Job)
+			cur.demand += j.count()
 			d.Move, d.Message = Stay, "stays"
 		default:
 			f.migrate(j, k, running[k], cur, sites, to, d, in.Now)
@@ -653,7 +668,7 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 		if s == nil {
 			continue
 		}
-		decisions[k].To = s.name
+		decisions[pos[k]].To = s.name
 		perSite[s.idx] = append(perSite[s.idx], k)
 	}
 	for i, s := range sites {
@@ -661,7 +676,7 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 		for _, k := range perSite[i] {
 			j := jobs[k]
 			sj := j.Job
-			if decisions[k].Move == Migrate {
+			if decisions[pos[k]].Move == Migrate {
 				sj.Restarts++
 			}
 			if len(sj.Types) > 0 {
@@ -677,7 +692,6 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 		}
 		rt.Clusters = append(rt.Clusters, ClusterPlan{Name: s.name, Input: ci})
 	}
-	slices.SortFunc(decisions, func(a, b Decision) int { return strings.Compare(a.Job, b.Job) })
 	rt.Jobs = decisions
 	return rt, nil
 }
@@ -685,7 +699,7 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 // migrate decides whether job j (index k, with state) on cur moves: to a
 // cluster with room for it now, when the predicted time there plus the
 // migration cost is below its predicted time here by the hysteresis.
-func (f *Fleet) migrate(j *Job, k int, running bool, cur *site, sites []*site, to []*site, d *Decision, now time.Time) {
+func (f *Fleet) migrate(j *view, k int, running bool, cur *site, sites []*site, to []*site, d *Decision, now time.Time) {
 	d.Move, d.Message = Stay, "stays"
 	if j.RemainingWork == 0 {
 		d.Message = "stays: remaining work unknown"
@@ -715,15 +729,15 @@ func (f *Fleet) migrate(j *Job, k int, running bool, cur *site, sites []*site, t
 	if best == nil || !(bestT < tHere*(1-f.cfg.Hysteresis)) {
 		return
 	}
-	cur.demand -= want(&j.Job)
+	cur.demand -= j.count()
 	if running {
 		if ti := cur.typeOf(j.Assignment); ti >= 0 {
 			cur.busy[ti] -= len(j.Assignment.Devices)
 		}
 	}
-	best.demand += want(&j.Job)
+	best.demand += j.count()
 	if ti := bestType(j, best); ti >= 0 {
-		best.busy[ti] += want(&j.Job)
+		best.busy[ti] += j.count()
 	}
 	to[k] = best
 	d.Move, d.Cost, d.Gain = Migrate, seconds(bestCost), seconds(bestGain)
@@ -738,8 +752,8 @@ func want(j *scheduler.Job) int {
 
 // speed is the job's speedup on type ti of s at its wanted count (0 when
 // the type is not allowed or too small).
-func speed(j *Job, s *site, ti int) float64 {
-	n := want(&j.Job)
+func speed(j *view, s *site, ti int) float64 {
+	n := j.count()
 	t := s.types[ti]
 	if s.count[ti] < n || (len(j.Types) > 0 && !slices.Contains(j.Types, t)) {
 		return 0
@@ -747,16 +761,48 @@ func speed(j *Job, s *site, ti int) float64 {
 	if j.Speedup == nil {
 		return float64(n)
 	}
-	nodes := (n + s.perNode[ti] - 1) / s.perNode[ti]
-	v := j.Speedup.Speedup(string(t), nodes, n)
-	if !(v > 0) || math.IsInf(v, 0) {
-		return 0
+	return j.at(t, (n+s.perNode[ti]-1)/s.perNode[ti], n)
+}
+
+// view is a job with the speedups the round has asked of it: clusters
+// of the same types and node sizes ask the same.
+type view struct {
+	*Job
+	keys [8]speedKey
+	vals [8]float64
+	n    int
+}
+
+type speedKey struct {
+	t     accel.TypeKey
+	nodes int
+}
+
+// count is the device count the job asks for (want).
+func (v *view) count() int { return want(&v.Job.Job) }
+
+// at returns the job's speedup on n devices of type t over nodes nodes
+// (0 for NaN, ±Inf or ≤ 0), asked once per round.
+func (v *view) at(t accel.TypeKey, nodes, n int) float64 {
+	k := speedKey{t, nodes}
+	for i := range v.n {
+		if v.keys[i] == k {
+			return v.vals[i]
+		}
 	}
-	return v
+	x := v.Speedup.Speedup(string(t), nodes, n)
+	if !(x > 0) || math.IsInf(x, 0) {
+		x = 0
+	}
+	if v.n < len(v.keys) {
+		v.keys[v.n], v.vals[v.n] = k, x
+		v.n++
+	}
+	return x
 }
 
 // bestType is the index of the type of s where j is fastest (-1: none).
-func bestType(j *Job, s *site) int {
+func bestType(j *view, s *site) int {
 	best, bv := -1, 0.0
 	for ti := range s.types {
 		if v := speed(j, s, ti); v > bv {
@@ -768,16 +814,16 @@ func bestType(j *Job, s *site) int {
 
 // fitsNow reports whether s has free devices of j's best type for its
 // wanted count.
-func fitsNow(j *Job, s *site) bool {
+func fitsNow(j *view, s *site) bool {
 	ti := bestType(j, s)
-	return ti >= 0 && s.count[ti]-s.busy[ti] >= want(&j.Job)
+	return ti >= 0 && s.count[ti]-s.busy[ti] >= j.count()
 }
 
 // score is the job's predicted time per unit of remaining work on s:
 // 1/speed, times the cluster's load when it would queue there (its
 // demand over its devices, the job included), times the carbon penalty.
 // running: the job runs on s now, at its current speed, load aside.
-func (f *Fleet) score(j *Job, s *site, running bool) float64 {
+func (f *Fleet) score(j *view, s *site, running bool) float64 {
 	ti := bestType(j, s)
 	if running {
 		if t := s.typeOf(j.Assignment); t >= 0 {
@@ -793,14 +839,14 @@ func (f *Fleet) score(j *Job, s *site, running bool) float64 {
 	}
 	load := 1.0
 	if !running && s.size > 0 {
-		load = max(1, float64(s.demand+want(&j.Job))/float64(s.size))
+		load = max(1, float64(s.demand+j.count())/float64(s.size))
 	}
 	return load / v * s.penalty
 }
 
 // best returns the cluster with the lowest score for j (ties: the first
 // by name); nil when none can take it.
-func (f *Fleet) best(j *Job, sites []*site) (*site, float64) {
+func (f *Fleet) best(j *view, sites []*site) (*site, float64) {
 	var best *site
 	bs := math.Inf(1)
 	for _, s := range sites {
@@ -873,6 +919,10 @@ func (f *Fleet) goneTypes(_ context.Context, in Input, gone map[string]bool) []a
 	}
 	return ts
 }
+
+// g3 formats v with 3 significant digits (fmt's %.3g, without fmt: this
+// runs once per job and round).
+func g3(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
 
 func seconds(s float64) time.Duration {
 	if s >= float64(math.MaxInt64)/1e9 {

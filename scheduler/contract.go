@@ -85,6 +85,9 @@ type Job struct {
 	// the same W, it may run on devices of several types at once
 	// (RoundJob.Mixes; Target.Shares).
 	Workers int
+	// Tier is the job's service tier (TierNone = none): what it keeps
+	// once started, enforced for every policy (see Tier).
+	Tier Tier
 }
 
 // Share is the part of a W-job's gang on one device type: Count devices

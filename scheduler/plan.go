@@ -79,10 +79,13 @@ const (
 	// ReasonDeadline: the job's deadline can no longer be met (or the
 	// forecast does not reach it), so it runs at full goodput.
 	ReasonDeadline
+	// ReasonTier: the job's service tier (Job.Tier) kept it from being
+	// shrunk below its guarantee.
+	ReasonTier
 )
 
 var reasonNames = [...]string{"unchanged", "objective", "pinned", "no-capacity", "order", "unplaceable",
-	"restart-cost", "interference", "fragmented", "topology", "filtered", "unhealthy", "quota", "reclaimed", "carbon", "deadline"}
+	"restart-cost", "interference", "fragmented", "topology", "filtered", "unhealthy", "quota", "reclaimed", "carbon", "deadline", "tier"}
 
 // String returns the reason's name ("unchanged", "objective", …).
 func (r Reason) String() string {
@@ -161,6 +164,11 @@ type Plan struct {
 	// per device type of the cluster, sorted by queue name then type; nil
 	// without queues.
 	Queues []quota.Usage `json:"queues,omitempty"`
+	// Tiers reports, when some job has a Tier, each tier present: its
+	// jobs, those running, preempted or shrunk this round, and those
+	// below their guarantee; sorted premium, standard, basic; nil
+	// otherwise.
+	Tiers []TierReport `json:"tiers,omitempty"`
 }
 
 // Decision returns the decision for job id: a binary search when the

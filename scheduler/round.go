@@ -70,8 +70,14 @@ type RoundJob struct {
 	Current      []string
 	CurrentType  accel.TypeKey
 	CurrentNodes int
-	// Pinned: it runs and is non-preemptible, so it keeps Current.
+	// Pinned: it runs and is non-preemptible (or its Tier pins it), so
+	// it keeps Current.
 	Pinned bool
+	// Guarantee is the fewest devices its Tier lets it keep this round
+	// (0 = none): Current's count for a running premium job, the standard
+	// share for a running standard one. The framework raises a target
+	// below it.
+	Guarantee int
 	// CurrentShares, for a running W-job (Job.Workers > 0), are its
 	// current devices per type with the workers they host; when they
 	// span several types, CurrentType is the type with the most devices.
@@ -410,6 +416,8 @@ func checkJob(i int, j *Job) error {
 		return fmt.Errorf("%w: job %q: min replicas %d > max replicas %d", ErrInvalid, j.ID, j.MinReplicas, j.MaxReplicas)
 	case math.IsNaN(j.Weight) || math.IsInf(j.Weight, 0) || j.Weight < 0:
 		return fmt.Errorf("%w: job %q: weight %v", ErrInvalid, j.ID, j.Weight)
+	case j.Tier < TierNone || j.Tier > TierBasic:
+		return fmt.Errorf("%w: job %q: tier %d", ErrUnknownTier, j.ID, int(j.Tier))
 	case j.Kind < Rigid || j.Kind > Adaptive:
 		return fmt.Errorf("%w: job %q: unknown kind %d", ErrInvalid, j.ID, int(j.Kind))
 	case j.Attained < 0 || j.Restarts < 0:
@@ -497,7 +505,8 @@ func (r *Round) checkCurrent() error {
 		}
 		// Pinned: kept on exactly these devices whatever its Types,
 		// bounds or the policy say (see Job.NonPreemptible).
-		ji.Pinned = ji.Job.NonPreemptible
+		ji.Guarantee = ji.guarantee()
+		ji.Pinned = ji.Job.NonPreemptible || ji.tierPinned()
 	}
 	return nil
 }

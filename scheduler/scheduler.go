@@ -139,6 +139,7 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 		plan.Decisions = append(plan.Decisions, r.decide(i, tg[i], assigned[i], unplaced[i]))
 	}
 	plan.Queues = r.queueReport(assigned)
+	plan.Tiers = r.tierReport(assigned)
 	return plan, nil
 }
 
@@ -213,12 +214,16 @@ func (r *Round) checkTargets(targets []Target) ([]Target, error) {
 		}
 		if j := &r.jobs[i]; j.Pinned {
 			tg[i].Type, tg[i].Count, tg[i].MaxNodes, tg[i].Reason = j.CurrentType, j.curCount, 0, ReasonPinned
+			if !j.Job.NonPreemptible {
+				tg[i].Reason = ReasonTier
+			}
 			tg[i].Shares = nil
 			if j.mixedNow {
 				tg[i].Shares = j.CurrentShares
 			}
 		}
 	}
+	r.enforceTiers(tg)
 	return tg, nil
 }
 

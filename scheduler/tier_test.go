@@ -1,0 +1,124 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/goodsched/goodsched/placement"
+)
+
+// tierInput: job "run" holds the four T4s of one node with a day of
+// attained service; job "new" (never ran) wants them.
+func tierInput(tier Tier) Input {
+	c := testCluster(group{1, 4, "t4"})
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	var devs []string
+	for _, d := range c.Nodes[0].Devices {
+		devs = append(devs, d.ID)
+	}
+	return Input{Cluster: c, Now: now, Jobs: []Job{
+		{ID: "new", Submitted: now.Add(-time.Minute), Requested: 4},
+		{ID: "run", Submitted: now.Add(-48 * time.Hour), Requested: 4, Attained: 96 * time.Hour, Tier: tier},
+	}, Current: []placement.Assignment{{Job: "run", Devices: devs}}}
+}
+
+// TestTierPremiumNeverPreempted: Tiresias preempts a long-running job for
+// a new one, unless the running job is premium or standard.
+func TestTierPremiumNeverPreempted(t *testing.T) {
+	for _, tc := range []struct {
+		tier      Tier
+		preempted bool
+		reason    Reason
+	}{
+		{TierNone, true, ReasonOrder},
+		{TierBasic, true, ReasonOrder},
+		{TierStandard, false, ReasonTier},
+		{TierPremium, false, ReasonTier},
+	} {
+		t.Run(tc.tier.String(), func(t *testing.T) {
+			plan := scheduleOnce(t, Tiresias{}, tierInput(tc.tier))
+			d, _ := plan.Decision("run")
+			if got := d.Action == placement.Stop; got != tc.preempted {
+				t.Fatalf("run: %v (%s), preempted %v, want %v", d.Action, d.Message, got, tc.preempted)
+			}
+			if !tc.preempted && d.Reason != tc.reason {
+				t.Errorf("run: reason %v, want %v", d.Reason, tc.reason)
+			}
+			if tc.tier == TierNone {
+				if plan.Tiers != nil {
+					t.Errorf("Tiers = %+v without tiers, want nil", plan.Tiers)
+				}
+				return
+			}
+			want := TierReport{Tier: tc.tier, Jobs: 1, Running: 1}
+			if tc.preempted {
+				want.Running, want.Preempted = 0, 1
+			}
+			if len(plan.Tiers) != 1 || plan.Tiers[0] != want {
+				t.Errorf("Tiers = %+v, want [%+v]", plan.Tiers, want)
+			}
+		})
+	}
+}
+
+// TestTierStandardShrinksToGuarantee: an elastic standard job on 10
+// devices that a policy would shrink to 2 keeps ⌈0.7×10⌉ = 7; a basic
+// one goes to 2; a premium one keeps 10.
+func TestTierStandardShrinksToGuarantee(t *testing.T) {
+	c := testCluster(group{1, 16, "t4"})
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	var devs []string
+	for _, d := range c.Nodes[0].Devices[:10] {
+		devs = append(devs, d.ID)
+	}
+	for _, tc := range []struct {
+		tier Tier
+		want int
+	}{{TierBasic, 2}, {TierStandard, 7}, {TierPremium, 10}} {
+		in := Input{Cluster: c, Now: now, Jobs: []Job{{ID: "e", Kind: Elastic, MinReplicas: 1, MaxReplicas: 16, Requested: 10, Tier: tc.tier}},
+			Current: []placement.Assignment{{Job: "e", Devices: devs}}}
+		plan := scheduleOnce(t, fixedTargets{{Job: "e", Type: "t4", Count: 2}}, in)
+		d := plan.Decisions[0]
+		if d.To != tc.want {
+			t.Errorf("%v: %d devices (%s), want %d", tc.tier, d.To, d.Message, tc.want)
+		}
+		if plan.Tiers[0].BelowGuarantee != 0 || (plan.Tiers[0].Shrunk == 1) != (tc.want < 10) {
+			t.Errorf("%v: report %+v", tc.tier, plan.Tiers[0])
+		}
+	}
+	// Stopping it is raised to the guarantee too.
+	in := Input{Cluster: c, Now: now, Jobs: []Job{{ID: "e", Kind: Elastic, MinReplicas: 1, MaxReplicas: 16, Requested: 10, Tier: TierStandard}},
+		Current: []placement.Assignment{{Job: "e", Devices: devs}}}
+	if d := scheduleOnce(t, fixedTargets{}, in).Decisions[0]; d.To != 7 || d.Reason != ReasonTier {
+		t.Errorf("stopped standard job: %d devices, %v", d.To, d.Reason)
+	}
+}
+
+func TestTierNames(t *testing.T) {
+	for _, tier := range []Tier{TierNone, TierPremium, TierStandard, TierBasic} {
+		b, err := tier.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Tier
+		if err := back.UnmarshalText(b); err != nil || back != tier {
+			t.Errorf("%v: round trip %v, %v", tier, back, err)
+		}
+	}
+	if _, err := ParseTier("gold"); !errors.Is(err, ErrUnknownTier) {
+		t.Errorf("ParseTier(gold) = %v, want ErrUnknownTier", err)
+	}
+	if tr, err := ParseTier(" Premium "); err != nil || tr != TierPremium {
+		t.Errorf("ParseTier(Premium) = %v, %v", tr, err)
+	}
+	if _, err := Tier(9).MarshalText(); !errors.Is(err, ErrUnknownTier) {
+		t.Errorf("Tier(9).MarshalText: %v", err)
+	}
+	in := tierInput(Tier(7))
+	s, _ := New(Config{})
+	if _, err := s.Schedule(context.Background(), in); !errors.Is(err, ErrUnknownTier) {
+		t.Errorf("Schedule with tier 7: %v, want ErrUnknownTier", err)
+	}
+}
