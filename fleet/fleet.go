@@ -540,6 +540,9 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 		if err := j.Checkpoint.Validate(); err != nil {
 			return Routing{}, fmt.Errorf("job %q: %w", j.ID, err)
 		}
+		if j.Tier < scheduler.TierNone || j.Tier > scheduler.TierBasic {
+			return Routing{}, fmt.Errorf("%w: job %q: tier %d", scheduler.ErrUnknownTier, j.ID, int(j.Tier))
+		}
 		if j.RemainingWork < 0 || math.IsNaN(j.RemainingWork) || math.IsInf(j.RemainingWork, 0) {
 			return Routing{}, fmt.Errorf("%w: job %q: RemainingWork %v", ErrInvalid, j.ID, j.RemainingWork)
 		}
@@ -572,7 +575,7 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 		}
 	}
 	slices.SortFunc(jobs, func(a, b *Job) int {
-		return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.Submitted.Compare(b.Submitted), strings.Compare(a.ID, b.ID))
+		return cmp.Or(cmp.Compare(tierRank(a.Tier), tierRank(b.Tier)), cmp.Compare(b.Priority, a.Priority), a.Submitted.Compare(b.Submitted), strings.Compare(a.ID, b.ID))
 	})
 
 	// Who stays where: running jobs on present clusters hold their devices.
@@ -641,7 +644,7 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 					d.Cost += c.Lost(in.Now)
 				}
 			}
-		case f.cfg.Stay || j.NonPreemptible && running[k]:
+		case f.cfg.Stay || (j.NonPreemptible || j.Tier == scheduler.TierPremium) && running[k]:
 			d.Move, d.Message = Stay, "stays"
 		case !hasState:
 			// Queued, never ran: rerouting is free when another cluster
@@ -720,6 +723,9 @@ func (f *Fleet) migrate(j *view, k int, running bool, cur *site, sites []*site, 
 			continue
 		}
 		cost := j.Checkpoint.MigrationCost(now, running, f.Bandwidth(cur.name, s.name)).Seconds()
+		if running && j.Tier == scheduler.TierStandard && cost > (1-scheduler.StandardShare)*3600 {
+			continue // it would lose more than its hour allows
+		}
 		t := j.RemainingWork*sc + cost
 		if best == nil || t < bestT {
 			best, bestT, bestCost, bestGain = s, t, cost, j.RemainingWork*(here-sc)
@@ -742,6 +748,18 @@ func (f *Fleet) migrate(j *view, k int, running bool, cur *site, sites []*site, 
 	to[k] = best
 	d.Move, d.Cost, d.Gain = Migrate, seconds(bestCost), seconds(bestGain)
 	d.Message = fmt.Sprintf("migrated %s→%s: predicted %.0fs→%.0fs, cost %.0fs included", cur.name, best.name, tHere, bestT, bestCost)
+}
+
+// tierRank orders jobs for routing: premium, then standard and jobs
+// without a tier, then basic.
+func tierRank(t scheduler.Tier) int {
+	switch t {
+	case scheduler.TierPremium:
+		return 0
+	case scheduler.TierBasic:
+		return 2
+	}
+	return 1
 }
 
 // want is the device count the job asks for: Requested, else

@@ -391,3 +391,35 @@ func TestRoutingBalancesLoad(t *testing.T) {
 		t.Errorf("started: %d staying, %d routed; want 2 and 18", stay, route)
 	}
 }
+
+// TestTiers: an unknown tier is an error; a running premium job is never
+// migrated however much it would gain, a basic one is.
+func TestTiers(t *testing.T) {
+	f := fifoFleet(t, fleet.Config{})
+	_, err := f.Schedule(context.Background(), fleet.Input{Clusters: []fleet.Cluster{{Name: "a", Cluster: mustSpec(t, "1x4:t4")}},
+		Jobs: []fleet.Job{{Job: scheduler.Job{ID: "j", Tier: scheduler.Tier(8)}}}})
+	if !errors.Is(err, scheduler.ErrUnknownTier) {
+		t.Errorf("tier 8: %v, want ErrUnknownTier", err)
+	}
+	fast, slow := mustSpec(t, "1x4:v100"), mustSpec(t, "1x4:k80")
+	devs := placement.Assignment{Job: "j"}
+	for _, d := range slow.Nodes[0].Devices {
+		devs.Devices = append(devs.Devices, d.ID)
+	}
+	for _, tc := range []struct {
+		tier scheduler.Tier
+		want fleet.Move
+	}{{scheduler.TierBasic, fleet.Migrate}, {scheduler.TierStandard, fleet.Migrate}, {scheduler.TierPremium, fleet.Stay}} {
+		j := fleet.Job{Job: scheduler.Job{ID: "j", Submitted: t0, Requested: 4, Attained: time.Hour, RemainingWork: 8 * 3600, Tier: tc.tier,
+			Speedup: speeds{"v100-16gb": 4, "k80": 1}}, Cluster: "slow", Assignment: devs,
+			Checkpoint: fleet.Checkpoint{SizeBytes: 1e9, Interval: time.Hour, OnDemand: true}}
+		plan, err := fifoFleet(t, fleet.Config{}).Schedule(context.Background(), fleet.Input{Now: t0.Add(time.Hour), Jobs: []fleet.Job{j},
+			Clusters: []fleet.Cluster{{Name: "fast", Cluster: fast}, {Name: "slow", Cluster: slow}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := plan.Jobs[0]; d.Move != tc.want {
+			t.Errorf("%v: %v (%s), want %v", tc.tier, d.Move, d.Message, tc.want)
+		}
+	}
+}

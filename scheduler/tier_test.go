@@ -122,3 +122,28 @@ func TestTierNames(t *testing.T) {
 		t.Errorf("Schedule with tier 7: %v, want ErrUnknownTier", err)
 	}
 }
+
+// TestFIFOPreemptByPriority: FIFO{Preempt: true} preempts a running
+// lower-priority job for a waiting higher-priority one, unless its tier
+// keeps it; plain FIFO never preempts.
+func TestFIFOPreemptByPriority(t *testing.T) {
+	for _, tc := range []struct {
+		policy    FIFO
+		tier      Tier
+		preempted bool
+	}{
+		{FIFO{}, TierBasic, false},
+		{FIFO{Preempt: true}, TierBasic, true},
+		{FIFO{Preempt: true}, TierStandard, false},
+		{FIFO{Preempt: true}, TierPremium, false},
+	} {
+		in := tierInput(tc.tier)
+		in.Jobs[0].Priority = 1 // "new" outranks "run"
+		plan := scheduleOnce(t, tc.policy, in)
+		run, _ := plan.Decision("run")
+		started, _ := plan.Decision("new")
+		if (run.Action == placement.Stop) != tc.preempted || (started.To == 4) != tc.preempted {
+			t.Errorf("%+v, %v: run %v, new %v", tc.policy, tc.tier, run.Action, started.Action)
+		}
+	}
+}
