@@ -8,9 +8,12 @@ import (
 	"io"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -132,9 +135,12 @@ const (
 	startup       = 30 * time.Second
 )
 
-// speedTable gives a class's throughput on n devices of a type.
+// speedTable gives a class's throughput on n devices of a type. It is
+// safe for concurrent use (the replays and the fleet's cluster rounds
+// share it).
 type speedTable struct {
 	t     *gavel.Table
+	mu    sync.RWMutex
 	cache map[speedKey]float64
 }
 
@@ -146,7 +152,10 @@ type speedKey struct {
 
 func (s *speedTable) steps(class string, n int, typ accel.TypeKey) float64 {
 	k := speedKey{class, n, typ}
-	if v, ok := s.cache[k]; ok {
+	s.mu.RLock()
+	v, ok := s.cache[k]
+	s.mu.RUnlock()
+	if ok {
 		return v
 	}
 	scale := 1
@@ -158,7 +167,7 @@ func (s *speedTable) steps(class string, n int, typ accel.TypeKey) float64 {
 			}
 		}
 	}
-	v, ok := s.t.Lookup(class, scale, typ)
+	v, ok = s.t.Lookup(class, scale, typ)
 	if !ok {
 		if f := fp32TFLOPS[typ]; f > 0 {
 			p, _ := s.t.Lookup(class, scale, "p100")
@@ -166,7 +175,9 @@ func (s *speedTable) steps(class string, n int, typ accel.TypeKey) float64 {
 		}
 	}
 	v *= float64(n) / float64(scale)
+	s.mu.Lock()
 	s.cache[k] = v
+	s.mu.Unlock()
 	return v
 }
 
@@ -207,6 +218,15 @@ type fjob struct {
 	finished bool
 	finish   float64
 	moves    int
+	// Tiers (-tiers): the job's tier and, once started, its clock hours
+	// (from its first start): the device-seconds it held in the current
+	// one and how many fell below its tier's share.
+	tier       scheduler.Tier
+	hourStart  float64
+	hourUsed   float64
+	hoursBelow int
+	preempts   int
+	shrinks    int
 }
 
 // fleetRun is one replay (the fleet, or everyone staying).
@@ -220,6 +240,9 @@ type fleetRun struct {
 }
 
 func simulateFleet(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	if o.fleet == "" {
+		return usage("-tiers needs -fleet")
+	}
 	raw, err := os.ReadFile(o.fleet)
 	if err != nil {
 		return usage("-fleet: %v", err)
@@ -279,39 +302,201 @@ func simulateFleet(ctx context.Context, o options, stdout, stderr io.Writer) err
 	if interval < time.Second || interval > sim.MaxInterval {
 		return usage("-interval %v is outside [1s, %v]", interval, sim.MaxInterval)
 	}
-	fmt.Fprintf(stderr, "fleet: %d jobs on %d clusters, rounds of %v, fleet and staying in parallel\n", len(workloads[0].Jobs), len(clusters), interval)
+	modes := []replayMode{{name: "fleet", policy: scheduler.FIFO{}}, {name: "stay", stay: true, policy: scheduler.FIFO{}}}
+	if o.tiers != "" {
+		tiers, err := drawTiers(o.tiers, len(workloads[0].Jobs), o.seed)
+		if err != nil {
+			return err
+		}
+		modes = append(modes,
+			replayMode{name: "tiers", policy: scheduler.FIFO{Preempt: true}, tiers: tiers, enforce: true},
+			replayMode{name: "baseline", policy: scheduler.FIFO{}, tiers: tiers})
+	}
+	fmt.Fprintf(stderr, "fleet: %d jobs on %d clusters, rounds of %v; runs in parallel: %s\n", len(workloads[0].Jobs), len(clusters), interval, modeNames(modes))
 	type out struct {
 		r   *fleetRun
 		err error
 	}
-	res := make([]out, 2)
+	res := make([]out, len(modes))
 	done := make(chan int)
-	for mode := range 2 {
+	for k, m := range modes {
 		go func() {
-			c := cfg
-			c.Stay = mode == 1
-			r, err := replayFleet(ctx, c, clusters, workloads[0].Jobs, st, interval, stderr)
-			res[mode] = out{r, err}
-			done <- mode
+			r, err := replayFleet(ctx, cfg, m, clusters, workloads[0].Jobs, st, interval, stderr)
+			res[k] = out{r, err}
+			done <- k
 		}()
 	}
-	<-done
-	<-done
-	for _, r := range res {
+	for range modes {
+		<-done
+	}
+	for k, r := range res {
 		if r.err != nil {
-			return r.err
+			return fmt.Errorf("%s: %w", modes[k].name, r.err)
 		}
 	}
 	fr := summarizeFleet(clusters, res[0].r, res[1].r)
+	var tiers []tierResult
+	var baseline *float64
+	if o.tiers != "" {
+		tiers = summarizeTiers(res[2].r)
+		b := avgJCTOf(res[3].r, scheduler.TierStandard)
+		baseline = &b
+	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Fleet fleetResult `json:"fleet"`
-		}{fr})
+			Fleet            fleetResult  `json:"fleet"`
+			Tiers            []tierResult `json:"tiers,omitempty"`
+			BaselineStandard *float64     `json:"baseline_standard_avg_jct_s,omitempty"`
+		}{fr, tiers, baseline})
 	}
 	printFleet(stdout, fr)
+	if o.tiers != "" {
+		printTiers(stdout, tiers, *baseline)
+	}
 	return nil
+}
+
+// replayMode is one replay of the trace.
+type replayMode struct {
+	name   string
+	stay   bool
+	policy scheduler.Policy
+	// tiers, when set, are the jobs' tiers (by workload index): every
+	// job's Priority is its tier's rank; with enforce its Job.Tier is set
+	// too, so that the scheduler and the fleet enforce it.
+	tiers   []scheduler.Tier
+	enforce bool
+}
+
+func modeNames(ms []replayMode) string {
+	var s []string
+	for _, m := range ms {
+		s = append(s, m.name)
+	}
+	return strings.Join(s, ", ")
+}
+
+// tierResult is one entry of the JSON's "tiers".
+type tierResult struct {
+	Tier                scheduler.Tier `json:"tier"`
+	Jobs                int            `json:"jobs"`
+	Completed           int            `json:"completed"`
+	Preemptions         int            `json:"preemptions"`
+	Shrinks             int            `json:"shrinks"`
+	HoursBelowGuarantee int            `json:"hours_below_guarantee"`
+	AvgJCT              float64        `json:"avg_jct_s"`
+}
+
+// drawTiers parses -tiers ("premium=0.2,standard=0.5,basic=0.3": shares
+// summing to 1) and draws each job's tier from them with the seed.
+func drawTiers(spec string, n int, seed uint64) ([]scheduler.Tier, error) {
+	var tiers []scheduler.Tier
+	var shares []float64
+	sum := 0.0
+	for _, part := range strings.Split(spec, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+		t, err := scheduler.ParseTier(name)
+		if err != nil || t == scheduler.TierNone {
+			if err == nil {
+				err = fmt.Errorf("%w: empty name", scheduler.ErrUnknownTier)
+			}
+			return nil, usage("-tiers %q: %v", spec, err)
+		}
+		v, perr := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if !ok || perr != nil || !(v >= 0 && v <= 1) || slices.Contains(tiers, t) {
+			return nil, usage("-tiers %q: want tier=share with shares in [0, 1], each tier once", spec)
+		}
+		tiers, shares = append(tiers, t), append(shares, v)
+		sum += v
+	}
+	if math.Abs(sum-1) > 1e-6 {
+		return nil, usage("-tiers %q: shares sum to %v, want 1", spec, sum)
+	}
+	rng := rand.New(rand.NewPCG(seed, 50))
+	out := make([]scheduler.Tier, n)
+	for i := range out {
+		x, k := rng.Float64(), 0
+		for k < len(shares)-1 && x >= shares[k] {
+			x -= shares[k]
+			k++
+		}
+		out[i] = tiers[k]
+	}
+	return out, nil
+}
+
+// tierShare is the share of its requested device-time a started job of
+// the tier is guaranteed in every hour.
+func tierShare(t scheduler.Tier) float64 {
+	switch t {
+	case scheduler.TierPremium:
+		return 1
+	case scheduler.TierStandard:
+		return scheduler.StandardShare
+	}
+	return 0
+}
+
+// tierPriority is the Priority a tier gives its jobs.
+func tierPriority(t scheduler.Tier) int {
+	switch t {
+	case scheduler.TierPremium:
+		return 3
+	case scheduler.TierStandard:
+		return 2
+	case scheduler.TierBasic:
+		return 1
+	}
+	return 0
+}
+
+func summarizeTiers(r *fleetRun) []tierResult {
+	var out []tierResult
+	for _, t := range []scheduler.Tier{scheduler.TierPremium, scheduler.TierStandard, scheduler.TierBasic} {
+		tr := tierResult{Tier: t}
+		for _, j := range r.jobs {
+			if j.tier != t {
+				continue
+			}
+			tr.Jobs++
+			tr.Preemptions += j.preempts
+			tr.Shrinks += j.shrinks
+			tr.HoursBelowGuarantee += j.hoursBelow
+			if j.finished {
+				tr.Completed++
+			}
+		}
+		tr.AvgJCT = avgJCTOf(r, t)
+		out = append(out, tr)
+	}
+	return out
+}
+
+// avgJCTOf is the average JCT of the run's finished jobs of tier t.
+func avgJCTOf(r *fleetRun, t scheduler.Tier) float64 {
+	s, n := 0.0, 0
+	for _, j := range r.jobs {
+		if j.finished && j.tier == t {
+			s += j.finish - j.submit
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return s / float64(n)
+}
+
+func printTiers(w io.Writer, ts []tierResult, baseline float64) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tier	jobs	completed	preemptions	shrinks	hours below guarantee	avg JCT (h)	")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s	%d	%d	%d	%d	%d	%.2f	\n", t.Tier, t.Jobs, t.Completed, t.Preemptions, t.Shrinks, t.HoursBelowGuarantee, t.AvgJCT/3600)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "baseline (priority by tier, no preemption, no tiers enforced): standard avg JCT %.2f h\n", baseline/3600)
 }
 
 // newFleetJobs builds the jobs' ground truth, their home clusters (round-
@@ -375,9 +560,10 @@ func newFleetJobs(specs []sim.JobSpec, clusters []fleet.Cluster, st *speedTable)
 var errFleetLost = errors.New("fleet simulation lost a job")
 
 // replayFleet replays the jobs through a fleet built from cfg.
-func replayFleet(ctx context.Context, cfg fleet.Config, clusters []fleet.Cluster, specs []sim.JobSpec, st *speedTable, interval time.Duration, stderr io.Writer) (*fleetRun, error) {
+func replayFleet(ctx context.Context, cfg fleet.Config, mode replayMode, clusters []fleet.Cluster, specs []sim.JobSpec, st *speedTable, interval time.Duration, stderr io.Writer) (*fleetRun, error) {
+	cfg.Stay = mode.stay
 	cfg.NewScheduler = func(string) (*scheduler.Scheduler, error) {
-		return scheduler.New(scheduler.Config{Policy: scheduler.FIFO{}})
+		return scheduler.New(scheduler.Config{Policy: mode.policy})
 	}
 	f, err := fleet.New(cfg)
 	if err != nil {
@@ -386,6 +572,11 @@ func replayFleet(ctx context.Context, cfg fleet.Config, clusters []fleet.Cluster
 	jobs, _, err := newFleetJobs(specs, clusters, st)
 	if err != nil {
 		return nil, err
+	}
+	for i, j := range jobs {
+		if mode.tiers != nil {
+			j.tier = mode.tiers[i]
+		}
 	}
 	run := &fleetRun{jobs: jobs, gpuSec: map[string]float64{}}
 	start := time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -419,8 +610,12 @@ func replayFleet(ctx context.Context, cfg fleet.Config, clusters []fleet.Cluster
 				rem = j.done / (j.speedup.base)
 			}
 			in.Jobs[i] = fleet.Job{Job: scheduler.Job{ID: j.spec.Name, Submitted: at(j.submit), Requested: j.n, Kind: scheduler.Rigid,
-				Types: j.types, Speedup: j.speedup, Attained: time.Duration(j.attained * float64(time.Second)), RemainingWork: rem, Restarts: j.moves},
+				Types: j.types, Speedup: j.speedup, Attained: time.Duration(j.attained * float64(time.Second)), RemainingWork: rem, Restarts: j.moves,
+				Priority: tierPriority(j.tier)},
 				Cluster: j.cluster, Assignment: j.assign, Checkpoint: ck}
+			if mode.enforce {
+				in.Jobs[i].Tier = j.tier
+			}
 		}
 		plan, err := f.Schedule(ctx, in)
 		if err != nil {
@@ -448,6 +643,10 @@ func replayFleet(ctx context.Context, cfg fleet.Config, clusters []fleet.Cluster
 		// Advance the clock.
 		keep := live[:0]
 		for _, j := range live {
+			n := float64(len(j.assign.Devices))
+			if j.started {
+				j.hourUsed += dt * n
+			}
 			if len(j.assign.Devices) > 0 {
 				run.gpuSec[j.cluster] += dt * float64(len(j.assign.Devices))
 				j.attained += dt * float64(len(j.assign.Devices))
@@ -458,6 +657,11 @@ func replayFleet(ctx context.Context, cfg fleet.Config, clusters []fleet.Cluster
 					j.finished, j.finish = true, now+(dt-eff)+(j.work-j.done)/rate
 					j.done = j.work
 					finished++
+					// The last, partial hour: what it held until it finished.
+					j.hourUsed -= (now + dt - j.finish) * n
+					if el := j.finish - j.hourStart; el > 0 && j.hourUsed < tierShare(j.tier)*float64(j.n)*el-1e-6 {
+						j.hoursBelow++
+					}
 					continue
 				}
 				j.done += eff * rate
@@ -465,15 +669,17 @@ func replayFleet(ctx context.Context, cfg fleet.Config, clusters []fleet.Cluster
 					j.ckptDone, j.lastCkpt = j.done, now+dt
 				}
 			}
+			if j.started && now+dt >= j.hourStart+3600-1e-6 {
+				if j.hourUsed < tierShare(j.tier)*float64(j.n)*3600-1e-6 {
+					j.hoursBelow++
+				}
+				j.hourStart, j.hourUsed = now+dt, 0
+			}
 			keep = append(keep, j)
 		}
 		live = keep
 		if run.rounds%2000 == 0 {
-			mode := "fleet"
-			if cfg.Stay {
-				mode = "stay"
-			}
-			fmt.Fprintf(stderr, "  %s: day %.1f, %d/%d jobs done, %d live\n", mode, now/86400, finished, len(jobs), len(live))
+			fmt.Fprintf(stderr, "  %s: day %.1f, %d/%d jobs done, %d live\n", mode.name, now/86400, finished, len(jobs), len(live))
 		}
 	}
 	if n := finished + len(live) + len(jobs) - next; n != len(jobs) {
@@ -513,6 +719,12 @@ func applyFleet(run *fleetRun, j *fjob, d fleet.Decision, now float64) {
 	}
 	running := len(newAssign.Devices) > 0
 	switch {
+	case wasRunning && (!running || d.Move == fleet.Migrate):
+		j.preempts++
+	case wasRunning && len(newAssign.Devices) < len(j.assign.Devices):
+		j.shrinks++
+	}
+	switch {
 	case wasRunning && !running && d.Move != fleet.Migrate:
 		// Preempted in place: back to the checkpoint; save now, restore
 		// at the next start.
@@ -527,6 +739,7 @@ func applyFleet(run *fleetRun, j *fjob, d fleet.Decision, now float64) {
 		if !j.started {
 			j.stall += startup.Seconds()
 			j.started = true
+			j.hourStart, j.hourUsed = now, 0
 		}
 		j.stall += j.pending
 		j.pending = 0

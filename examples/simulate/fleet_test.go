@@ -127,3 +127,64 @@ func TestFleetBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetTiersJSON: -tiers adds "tiers" (premium, standard, basic,
+// with the keys the issue names) and "baseline_standard_avg_jct_s"; no
+// premium job is preempted or shrunk and no standard hour falls below
+// its guarantee.
+func TestFleetTiersJSON(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"-fleet", writeFile(t, "fleet.json", testFleet), "-philly", fleetTrace(t, 200), "-jobs", "200", "-json",
+		"-tiers", "premium=0.2,standard=0.5,basic=0.3"}
+	if code := run(context.Background(), args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var raw struct {
+		Tiers    []map[string]json.RawMessage `json:"tiers"`
+		Baseline *float64                     `json:"baseline_standard_avg_jct_s"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	if raw.Baseline == nil || *raw.Baseline <= 0 {
+		t.Errorf("baseline_standard_avg_jct_s = %v", raw.Baseline)
+	}
+	var names []string
+	jobs := 0
+	for _, tr := range raw.Tiers {
+		for _, k := range []string{"tier", "preemptions", "shrinks", "hours_below_guarantee", "avg_jct_s"} {
+			if _, ok := tr[k]; !ok {
+				t.Errorf("tiers[] entry has no %q", k)
+			}
+		}
+		var name string
+		var n, pre, shr, below int
+		json.Unmarshal(tr["tier"], &name)
+		json.Unmarshal(tr["jobs"], &n)
+		json.Unmarshal(tr["preemptions"], &pre)
+		json.Unmarshal(tr["shrinks"], &shr)
+		json.Unmarshal(tr["hours_below_guarantee"], &below)
+		names = append(names, name)
+		jobs += n
+		if name == "premium" && (pre != 0 || shr != 0) {
+			t.Errorf("premium: %d preemptions, %d shrinks", pre, shr)
+		}
+		if (name == "premium" || name == "standard") && below != 0 {
+			t.Errorf("%s: %d hours below guarantee", name, below)
+		}
+	}
+	if !slices.Equal(names, []string{"premium", "standard", "basic"}) || jobs != 200 {
+		t.Errorf("tiers %v with %d jobs", names, jobs)
+	}
+	for _, bad := range []string{"gold=1", "premium=0.5,standard=0.2", "premium=x", "premium=0.5,premium=0.5"} {
+		var o, e bytes.Buffer
+		args := []string{"-fleet", writeFile(t, "fleet.json", testFleet), "-philly", fleetTrace(t, 20), "-jobs", "20", "-tiers", bad}
+		if code := run(context.Background(), args, &o, &e); code != 2 {
+			t.Errorf("-tiers %s: exit %d (%s), want 2", bad, code, e.String())
+		}
+	}
+	var o, e bytes.Buffer
+	if code := run(context.Background(), []string{"-tiers", "premium=1"}, &o, &e); code != 2 || !strings.Contains(e.String(), "-fleet") {
+		t.Errorf("-tiers without -fleet: exit %d (%s), want 2", code, e.String())
+	}
+}

@@ -86,6 +86,12 @@
 //	                    "cluster"}], "bandwidth_gbps"}; see fleet.go), routed
 //	                    and migrated by package fleet, against every job
 //	                    staying where it was submitted; -json prints "fleet"
+//	-tiers LIST         with -fleet: each job's service tier drawn with these
+//	                    shares (premium=0.2,standard=0.5,basic=0.3), replayed
+//	                    with tiers enforced (preemptive FIFO by tier) and
+//	                    against a baseline by tier priority without
+//	                    preemption; -json adds "tiers" and
+//	                    "baseline_standard_avg_jct_s"
 //	-tenants vc|FILE    multi-tenant comparison of one policy (default goodput)
 //	                    on one workload: "vc" makes the trace's 11 largest
 //	                    virtual clusters queues (the others share "other")
@@ -171,8 +177,8 @@ type options struct {
 	// Per-device speed (variability.go) and placers (placers.go).
 	variability, slowdowns, placers string
 	localityPenalty                 float64
-	// fleet is -fleet: a fleet file (fleet.go) or "".
-	fleet string
+	// fleet is -fleet: a fleet file (fleet.go) or ""; tiers is -tiers.
+	fleet, tiers string
 }
 
 // errUsage marks bad input: exit status 2.
@@ -212,6 +218,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.slowdowns, "slowdowns", "", "interference episodes: CSV node,start,end,factor (seconds from the workload's start)")
 	fl.StringVar(&o.placers, "placers", "", "comma-separated placers to run every policy with: default, packed-sticky, pm-first, pal (names become POLICY/PLACER)")
 	fl.StringVar(&o.fleet, "fleet", "", "fleet file (JSON: clusters with name, region, cluster spec; bandwidth_gbps): replay the trace across the fleet, routed and migrated, against every job staying where submitted")
+	fl.StringVar(&o.tiers, "tiers", "", "with -fleet: service tiers drawn per job, e.g. premium=0.2,standard=0.5,basic=0.3 (JSON tiers[] and baseline_standard_avg_jct_s)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, "usage: simulate [flags]\n\n"+
@@ -292,7 +299,7 @@ func usage(format string, a ...any) error {
 }
 
 func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	if o.fleet != "" {
+	if o.fleet != "" || o.tiers != "" {
 		return simulateFleet(ctx, o, stdout, stderr)
 	}
 	reg := registry()
