@@ -43,6 +43,9 @@
 //   - scheduler/quota: the quota tree's arithmetic: entitlements per
 //     queue and type, relaxation, enforcement with a victim order passed
 //     in, the per-queue report.
+//   - scheduler/tiers: the arithmetic of service tiers (premium, standard,
+//     basic: what a started job keeps), which the scheduler enforces for
+//     every policy (Job.Tier, RoundJob.Guarantee, Plan.Tiers).
 //   - scheduler/pollux: Pollux's goodput search (the engine), below the
 //     scheduler.
 //   - scheduler: the per-round decision. The framework (Round, Scheduler,

@@ -28,11 +28,11 @@
 //
 // A job's scheduler.Job.Tier is enforced inside each cluster by its
 // scheduler round (premium jobs are never preempted or shrunk once
-// started, standard ones keep scheduler.StandardShare of their devices).
+// started, standard ones keep tiers.StandardShare of their devices).
 // The fleet honours it too: it routes premium jobs first and basic ones
 // last, never migrates a running premium job, and migrates a running
 // standard one only when the move costs at most the 30% of an hour its
-// guarantee leaves. An unknown tier is scheduler.ErrUnknownTier.
+// guarantee leaves. An unknown tier is tiers.ErrUnknown.
 //
 // # Host contract
 //

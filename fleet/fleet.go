@@ -16,6 +16,7 @@ import (
 	"github.com/goodsched/goodsched/carbon"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/tiers"
 )
 
 // Errors returned by this package, wrapped with the job, cluster or field
@@ -540,8 +541,8 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 		if err := j.Checkpoint.Validate(); err != nil {
 			return Routing{}, fmt.Errorf("job %q: %w", j.ID, err)
 		}
-		if j.Tier < scheduler.TierNone || j.Tier > scheduler.TierBasic {
-			return Routing{}, fmt.Errorf("%w: job %q: tier %d", scheduler.ErrUnknownTier, j.ID, int(j.Tier))
+		if !j.Tier.Valid() {
+			return Routing{}, fmt.Errorf("%w: job %q: tier %d", tiers.ErrUnknown, j.ID, int(j.Tier))
 		}
 		if j.RemainingWork < 0 || math.IsNaN(j.RemainingWork) || math.IsInf(j.RemainingWork, 0) {
 			return Routing{}, fmt.Errorf("%w: job %q: RemainingWork %v", ErrInvalid, j.ID, j.RemainingWork)
@@ -644,7 +645,7 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 					d.Cost += c.Lost(in.Now)
 				}
 			}
-		case f.cfg.Stay || (j.NonPreemptible || j.Tier == scheduler.TierPremium) && running[k]:
+		case f.cfg.Stay || (j.NonPreemptible || j.Tier == tiers.Premium) && running[k]:
 			d.Move, d.Message = Stay, "stays"
 		case !hasState:
 			// Queued, never ran: rerouting is free when another cluster
@@ -723,7 +724,7 @@ func (f *Fleet) migrate(j *view, k int, running bool, cur *site, sites []*site, 
 			continue
 		}
 		cost := j.Checkpoint.MigrationCost(now, running, f.Bandwidth(cur.name, s.name)).Seconds()
-		if running && j.Tier == scheduler.TierStandard && cost > (1-scheduler.StandardShare)*3600 {
+		if running && j.Tier == tiers.Standard && cost > (1-tiers.StandardShare)*3600 {
 			continue // it would lose more than its hour allows
 		}
 		t := j.RemainingWork*sc + cost
@@ -752,11 +753,11 @@ func (f *Fleet) migrate(j *view, k int, running bool, cur *site, sites []*site, 
 
 // tierRank orders jobs for routing: premium, then standard and jobs
 // without a tier, then basic.
-func tierRank(t scheduler.Tier) int {
+func tierRank(t tiers.Tier) int {
 	switch t {
-	case scheduler.TierPremium:
+	case tiers.Premium:
 		return 0
-	case scheduler.TierBasic:
+	case tiers.Basic:
 		return 2
 	}
 	return 1

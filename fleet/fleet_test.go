@@ -14,6 +14,7 @@ import (
 	"github.com/goodsched/goodsched/fleet"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/tiers"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -397,8 +398,8 @@ func TestRoutingBalancesLoad(t *testing.T) {
 func TestTiers(t *testing.T) {
 	f := fifoFleet(t, fleet.Config{})
 	_, err := f.Schedule(context.Background(), fleet.Input{Clusters: []fleet.Cluster{{Name: "a", Cluster: mustSpec(t, "1x4:t4")}},
-		Jobs: []fleet.Job{{Job: scheduler.Job{ID: "j", Tier: scheduler.Tier(8)}}}})
-	if !errors.Is(err, scheduler.ErrUnknownTier) {
+		Jobs: []fleet.Job{{Job: scheduler.Job{ID: "j", Tier: tiers.Tier(8)}}}})
+	if !errors.Is(err, tiers.ErrUnknown) {
 		t.Errorf("tier 8: %v, want ErrUnknownTier", err)
 	}
 	fast, slow := mustSpec(t, "1x4:v100"), mustSpec(t, "1x4:k80")
@@ -407,9 +408,9 @@ func TestTiers(t *testing.T) {
 		devs.Devices = append(devs.Devices, d.ID)
 	}
 	for _, tc := range []struct {
-		tier scheduler.Tier
+		tier tiers.Tier
 		want fleet.Move
-	}{{scheduler.TierBasic, fleet.Migrate}, {scheduler.TierStandard, fleet.Migrate}, {scheduler.TierPremium, fleet.Stay}} {
+	}{{tiers.Basic, fleet.Migrate}, {tiers.Standard, fleet.Migrate}, {tiers.Premium, fleet.Stay}} {
 		j := fleet.Job{Job: scheduler.Job{ID: "j", Submitted: t0, Requested: 4, Attained: time.Hour, RemainingWork: 8 * 3600, Tier: tc.tier,
 			Speedup: speeds{"v100-16gb": 4, "k80": 1}}, Cluster: "slow", Assignment: devs,
 			Checkpoint: fleet.Checkpoint{SizeBytes: 1e9, Interval: time.Hour, OnDemand: true}}

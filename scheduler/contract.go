@@ -9,6 +9,7 @@ import (
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler/quota"
+	"github.com/goodsched/goodsched/scheduler/tiers"
 )
 
 // Kind says how a job may be adapted by the scheduler.
@@ -85,9 +86,11 @@ type Job struct {
 	// the same W, it may run on devices of several types at once
 	// (RoundJob.Mixes; Target.Shares).
 	Workers int
-	// Tier is the job's service tier (TierNone = none): what it keeps
-	// once started, enforced for every policy (see Tier).
-	Tier Tier
+	// Tier is the job's service tier (tiers.None = none): once it has
+	// started, a premium job is pinned to its devices and a standard one
+	// keeps tiers.Guarantee of them, whatever the policy's targets (a
+	// tier outside the constants fails with tiers.ErrUnknown).
+	Tier tiers.Tier
 }
 
 // Share is the part of a W-job's gang on one device type: Count devices

@@ -18,9 +18,6 @@ var (
 	// cluster does not have, or whose Speedup keys a cluster type by
 	// another spelling (an alias such as "a100" for "a100-40gb").
 	ErrUnknownType = errors.New("scheduler: unknown device type")
-	// ErrUnknownTier reports a Job.Tier that is not one of the Tier
-	// constants, or a tier name ParseTier does not know.
-	ErrUnknownTier = errors.New("scheduler: unknown tier")
 	// ErrBadSpeedup reports a Speedup that returned NaN, ±Inf or a
 	// negative value.
 	ErrBadSpeedup = errors.New("scheduler: bad speedup")

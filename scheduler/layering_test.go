@@ -34,7 +34,7 @@ func TestFrameworkNamesNoPolicy(t *testing.T) {
 		}
 		for _, im := range af.Imports {
 			p, _ := strconv.Unquote(im.Path.Value)
-			if strings.HasPrefix(p, module+"scheduler/") && p != module+"scheduler/quota" {
+			if strings.HasPrefix(p, module+"scheduler/") && p != module+"scheduler/quota" && p != module+"scheduler/tiers" {
 				t.Errorf("%s imports %s", f, p)
 			}
 		}
@@ -45,7 +45,7 @@ func TestFrameworkNamesNoPolicy(t *testing.T) {
 // through another package of the module.
 func TestLayering(t *testing.T) {
 	below := map[string]string{"accel": "../accel", "goodput": "../goodput", "carbon": "../carbon", "placement": "../placement",
-		"energy": "../energy", "internal/nodeset": "../internal/nodeset", "scheduler/quota": "quota", "scheduler/pollux": "pollux"}
+		"energy": "../energy", "internal/nodeset": "../internal/nodeset", "scheduler/quota": "quota", "scheduler/tiers": "tiers", "scheduler/pollux": "pollux"}
 	dirOf := func(path string) string {
 		rel := strings.TrimPrefix(path, module)
 		if strings.HasPrefix(rel, "scheduler/") {

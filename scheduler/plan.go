@@ -9,6 +9,7 @@ import (
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler/quota"
+	"github.com/goodsched/goodsched/scheduler/tiers"
 )
 
 // String returns the name of the kind ("rigid", "elastic", "adaptive").
@@ -168,7 +169,7 @@ type Plan struct {
 	// jobs, those running, preempted or shrunk this round, and those
 	// below their guarantee; sorted premium, standard, basic; nil
 	// otherwise.
-	Tiers []TierReport `json:"tiers,omitempty"`
+	Tiers []tiers.Report `json:"tiers,omitempty"`
 }
 
 // Decision returns the decision for job id: a binary search when the

@@ -12,6 +12,7 @@ import (
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler/quota"
+	"github.com/goodsched/goodsched/scheduler/tiers"
 )
 
 // Round is the validated view of one scheduling round that the Scheduler
@@ -416,8 +417,8 @@ func checkJob(i int, j *Job) error {
 		return fmt.Errorf("%w: job %q: min replicas %d > max replicas %d", ErrInvalid, j.ID, j.MinReplicas, j.MaxReplicas)
 	case math.IsNaN(j.Weight) || math.IsInf(j.Weight, 0) || j.Weight < 0:
 		return fmt.Errorf("%w: job %q: weight %v", ErrInvalid, j.ID, j.Weight)
-	case j.Tier < TierNone || j.Tier > TierBasic:
-		return fmt.Errorf("%w: job %q: tier %d", ErrUnknownTier, j.ID, int(j.Tier))
+	case !j.Tier.Valid():
+		return fmt.Errorf("%w: job %q: tier %d", tiers.ErrUnknown, j.ID, int(j.Tier))
 	case j.Kind < Rigid || j.Kind > Adaptive:
 		return fmt.Errorf("%w: job %q: unknown kind %d", ErrInvalid, j.ID, int(j.Kind))
 	case j.Attained < 0 || j.Restarts < 0:
@@ -505,8 +506,8 @@ func (r *Round) checkCurrent() error {
 		}
 		// Pinned: kept on exactly these devices whatever its Types,
 		// bounds or the policy say (see Job.NonPreemptible).
-		ji.Guarantee = ji.guarantee()
-		ji.Pinned = ji.Job.NonPreemptible || ji.tierPinned()
+		ji.Guarantee = tiers.Guarantee(ji.Job.Tier, ji.Min, ji.Job.requested(), ji.curCount)
+		ji.Pinned = ji.Job.NonPreemptible || tiers.Pins(ji.Job.Tier, ji.curCount, ji.Guarantee, !ji.rigid && !ji.mixedNow)
 	}
 	return nil
 }

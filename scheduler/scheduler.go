@@ -13,6 +13,7 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler/tiers"
 )
 
 // Config configures a Scheduler. The zero value is valid: the Pollux
@@ -139,7 +140,9 @@ func (s *Scheduler) Schedule(ctx context.Context, in Input) (Plan, error) {
 		plan.Decisions = append(plan.Decisions, r.decide(i, tg[i], assigned[i], unplaced[i]))
 	}
 	plan.Queues = r.queueReport(assigned)
-	plan.Tiers = r.tierReport(assigned)
+	for i := range r.jobs {
+		plan.Tiers = tiers.Add(plan.Tiers, r.jobs[i].Job.Tier, r.jobs[i].curCount, len(assigned[i]), r.jobs[i].Guarantee)
+	}
 	return plan, nil
 }
 
@@ -223,7 +226,13 @@ func (r *Round) checkTargets(targets []Target) ([]Target, error) {
 			}
 		}
 	}
-	r.enforceTiers(tg)
+	for i := range r.jobs {
+		// A running standard job's target below its guarantee is raised
+		// to it, on its type (the tiers that pin are handled above).
+		if j := &r.jobs[i]; !j.Pinned && tg[i].Count < j.Guarantee {
+			tg[i] = Target{Job: j.Job.ID, Type: j.CurrentType, Count: j.Guarantee, Reason: ReasonTier, Note: "its tier keeps " + strconv.Itoa(j.Guarantee) + " devices"}
+		}
+	}
 	return tg, nil
 }
 

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/placement"
+	"github.com/goodsched/goodsched/scheduler/tiers"
 )
 
 // tierInput: job "run" holds the four T4s of one node with a day of
 // attained service; job "new" (never ran) wants them.
-func tierInput(tier Tier) Input {
+func tierInput(tier tiers.Tier) Input {
 	c := testCluster(group{1, 4, "t4"})
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	var devs []string
@@ -28,14 +29,14 @@ func tierInput(tier Tier) Input {
 // a new one, unless the running job is premium or standard.
 func TestTierPremiumNeverPreempted(t *testing.T) {
 	for _, tc := range []struct {
-		tier      Tier
+		tier      tiers.Tier
 		preempted bool
 		reason    Reason
 	}{
-		{TierNone, true, ReasonOrder},
-		{TierBasic, true, ReasonOrder},
-		{TierStandard, false, ReasonTier},
-		{TierPremium, false, ReasonTier},
+		{tiers.None, true, ReasonOrder},
+		{tiers.Basic, true, ReasonOrder},
+		{tiers.Standard, false, ReasonTier},
+		{tiers.Premium, false, ReasonTier},
 	} {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			plan := scheduleOnce(t, Tiresias{}, tierInput(tc.tier))
@@ -46,13 +47,13 @@ func TestTierPremiumNeverPreempted(t *testing.T) {
 			if !tc.preempted && d.Reason != tc.reason {
 				t.Errorf("run: reason %v, want %v", d.Reason, tc.reason)
 			}
-			if tc.tier == TierNone {
+			if tc.tier == tiers.None {
 				if plan.Tiers != nil {
 					t.Errorf("Tiers = %+v without tiers, want nil", plan.Tiers)
 				}
 				return
 			}
-			want := TierReport{Tier: tc.tier, Jobs: 1, Running: 1}
+			want := tiers.Report{Tier: tc.tier, Jobs: 1, Running: 1}
 			if tc.preempted {
 				want.Running, want.Preempted = 0, 1
 			}
@@ -74,9 +75,9 @@ func TestTierStandardShrinksToGuarantee(t *testing.T) {
 		devs = append(devs, d.ID)
 	}
 	for _, tc := range []struct {
-		tier Tier
+		tier tiers.Tier
 		want int
-	}{{TierBasic, 2}, {TierStandard, 7}, {TierPremium, 10}} {
+	}{{tiers.Basic, 2}, {tiers.Standard, 7}, {tiers.Premium, 10}} {
 		in := Input{Cluster: c, Now: now, Jobs: []Job{{ID: "e", Kind: Elastic, MinReplicas: 1, MaxReplicas: 16, Requested: 10, Tier: tc.tier}},
 			Current: []placement.Assignment{{Job: "e", Devices: devs}}}
 		plan := scheduleOnce(t, fixedTargets{{Job: "e", Type: "t4", Count: 2}}, in)
@@ -89,61 +90,17 @@ func TestTierStandardShrinksToGuarantee(t *testing.T) {
 		}
 	}
 	// Stopping it is raised to the guarantee too.
-	in := Input{Cluster: c, Now: now, Jobs: []Job{{ID: "e", Kind: Elastic, MinReplicas: 1, MaxReplicas: 16, Requested: 10, Tier: TierStandard}},
+	in := Input{Cluster: c, Now: now, Jobs: []Job{{ID: "e", Kind: Elastic, MinReplicas: 1, MaxReplicas: 16, Requested: 10, Tier: tiers.Standard}},
 		Current: []placement.Assignment{{Job: "e", Devices: devs}}}
 	if d := scheduleOnce(t, fixedTargets{}, in).Decisions[0]; d.To != 7 || d.Reason != ReasonTier {
 		t.Errorf("stopped standard job: %d devices, %v", d.To, d.Reason)
 	}
 }
 
-func TestTierNames(t *testing.T) {
-	for _, tier := range []Tier{TierNone, TierPremium, TierStandard, TierBasic} {
-		b, err := tier.MarshalText()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back Tier
-		if err := back.UnmarshalText(b); err != nil || back != tier {
-			t.Errorf("%v: round trip %v, %v", tier, back, err)
-		}
-	}
-	if _, err := ParseTier("gold"); !errors.Is(err, ErrUnknownTier) {
-		t.Errorf("ParseTier(gold) = %v, want ErrUnknownTier", err)
-	}
-	if tr, err := ParseTier(" Premium "); err != nil || tr != TierPremium {
-		t.Errorf("ParseTier(Premium) = %v, %v", tr, err)
-	}
-	if _, err := Tier(9).MarshalText(); !errors.Is(err, ErrUnknownTier) {
-		t.Errorf("Tier(9).MarshalText: %v", err)
-	}
-	in := tierInput(Tier(7))
+// TestTierUnknown: a job whose tier is not a constant fails the round.
+func TestTierUnknown(t *testing.T) {
 	s, _ := New(Config{})
-	if _, err := s.Schedule(context.Background(), in); !errors.Is(err, ErrUnknownTier) {
-		t.Errorf("Schedule with tier 7: %v, want ErrUnknownTier", err)
-	}
-}
-
-// TestFIFOPreemptByPriority: FIFO{Preempt: true} preempts a running
-// lower-priority job for a waiting higher-priority one, unless its tier
-// keeps it; plain FIFO never preempts.
-func TestFIFOPreemptByPriority(t *testing.T) {
-	for _, tc := range []struct {
-		policy    FIFO
-		tier      Tier
-		preempted bool
-	}{
-		{FIFO{}, TierBasic, false},
-		{FIFO{Preempt: true}, TierBasic, true},
-		{FIFO{Preempt: true}, TierStandard, false},
-		{FIFO{Preempt: true}, TierPremium, false},
-	} {
-		in := tierInput(tc.tier)
-		in.Jobs[0].Priority = 1 // "new" outranks "run"
-		plan := scheduleOnce(t, tc.policy, in)
-		run, _ := plan.Decision("run")
-		started, _ := plan.Decision("new")
-		if (run.Action == placement.Stop) != tc.preempted || (started.To == 4) != tc.preempted {
-			t.Errorf("%+v, %v: run %v, new %v", tc.policy, tc.tier, run.Action, started.Action)
-		}
+	if _, err := s.Schedule(context.Background(), tierInput(tiers.Tier(7))); !errors.Is(err, tiers.ErrUnknown) {
+		t.Errorf("Schedule with tier 7: %v, want tiers.ErrUnknown", err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/goodsched/goodsched/scheduler/gavel"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
+	"github.com/goodsched/goodsched/scheduler/tiers"
 )
 
 // The fleet simulation (-fleet FILE). One trace (a -philly trace or a
@@ -221,7 +222,7 @@ type fjob struct {
 	// Tiers (-tiers): the job's tier and, once started, its clock hours
 	// (from its first start): the device-seconds it held in the current
 	// one and how many fell below its tier's share.
-	tier       scheduler.Tier
+	tier       tiers.Tier
 	hourStart  float64
 	hourUsed   float64
 	hoursBelow int
@@ -304,13 +305,13 @@ func simulateFleet(ctx context.Context, o options, stdout, stderr io.Writer) err
 	}
 	modes := []replayMode{{name: "fleet", policy: scheduler.FIFO{}}, {name: "stay", stay: true, policy: scheduler.FIFO{}}}
 	if o.tiers != "" {
-		tiers, err := drawTiers(o.tiers, len(workloads[0].Jobs), o.seed)
+		drawn, err := drawTiers(o.tiers, len(workloads[0].Jobs), o.seed)
 		if err != nil {
 			return err
 		}
 		modes = append(modes,
-			replayMode{name: "tiers", policy: scheduler.FIFO{Preempt: true}, tiers: tiers, enforce: true},
-			replayMode{name: "baseline", policy: scheduler.FIFO{}, tiers: tiers})
+			replayMode{name: "tiers", policy: tierFill{}, tiers: drawn, enforce: true},
+			replayMode{name: "baseline", policy: scheduler.FIFO{}, tiers: drawn})
 	}
 	fmt.Fprintf(stderr, "fleet: %d jobs on %d clusters, rounds of %v; runs in parallel: %s\n", len(workloads[0].Jobs), len(clusters), interval, modeNames(modes))
 	type out struct {
@@ -335,11 +336,11 @@ func simulateFleet(ctx context.Context, o options, stdout, stderr io.Writer) err
 		}
 	}
 	fr := summarizeFleet(clusters, res[0].r, res[1].r)
-	var tiers []tierResult
+	var tierRes []tierResult
 	var baseline *float64
 	if o.tiers != "" {
-		tiers = summarizeTiers(res[2].r)
-		b := avgJCTOf(res[3].r, scheduler.TierStandard)
+		tierRes = summarizeTiers(res[2].r)
+		b := avgJCTOf(res[3].r, tiers.Standard)
 		baseline = &b
 	}
 	if o.json {
@@ -349,11 +350,11 @@ func simulateFleet(ctx context.Context, o options, stdout, stderr io.Writer) err
 			Fleet            fleetResult  `json:"fleet"`
 			Tiers            []tierResult `json:"tiers,omitempty"`
 			BaselineStandard *float64     `json:"baseline_standard_avg_jct_s,omitempty"`
-		}{fr, tiers, baseline})
+		}{fr, tierRes, baseline})
 	}
 	printFleet(stdout, fr)
 	if o.tiers != "" {
-		printTiers(stdout, tiers, *baseline)
+		printTiers(stdout, tierRes, *baseline)
 	}
 	return nil
 }
@@ -366,7 +367,7 @@ type replayMode struct {
 	// tiers, when set, are the jobs' tiers (by workload index): every
 	// job's Priority is its tier's rank; with enforce its Job.Tier is set
 	// too, so that the scheduler and the fleet enforce it.
-	tiers   []scheduler.Tier
+	tiers   []tiers.Tier
 	enforce bool
 }
 
@@ -380,73 +381,67 @@ func modeNames(ms []replayMode) string {
 
 // tierResult is one entry of the JSON's "tiers".
 type tierResult struct {
-	Tier                scheduler.Tier `json:"tier"`
-	Jobs                int            `json:"jobs"`
-	Completed           int            `json:"completed"`
-	Preemptions         int            `json:"preemptions"`
-	Shrinks             int            `json:"shrinks"`
-	HoursBelowGuarantee int            `json:"hours_below_guarantee"`
-	AvgJCT              float64        `json:"avg_jct_s"`
+	Tier                tiers.Tier `json:"tier"`
+	Jobs                int        `json:"jobs"`
+	Completed           int        `json:"completed"`
+	Preemptions         int        `json:"preemptions"`
+	Shrinks             int        `json:"shrinks"`
+	HoursBelowGuarantee int        `json:"hours_below_guarantee"`
+	AvgJCT              float64    `json:"avg_jct_s"`
 }
 
 // drawTiers parses -tiers ("premium=0.2,standard=0.5,basic=0.3": shares
 // summing to 1) and draws each job's tier from them with the seed.
-func drawTiers(spec string, n int, seed uint64) ([]scheduler.Tier, error) {
-	var tiers []scheduler.Tier
+func drawTiers(spec string, n int, seed uint64) ([]tiers.Tier, error) {
+	var names []tiers.Tier
 	var shares []float64
 	sum := 0.0
 	for _, part := range strings.Split(spec, ",") {
-		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
-		t, err := scheduler.ParseTier(name)
-		if err != nil || t == scheduler.TierNone {
+		key, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+		t, err := tiers.Parse(key)
+		if err != nil || t == tiers.None {
 			if err == nil {
-				err = fmt.Errorf("%w: empty name", scheduler.ErrUnknownTier)
+				err = fmt.Errorf("%w: empty name", tiers.ErrUnknown)
 			}
 			return nil, usage("-tiers %q: %v", spec, err)
 		}
 		v, perr := strconv.ParseFloat(strings.TrimSpace(val), 64)
-		if !ok || perr != nil || !(v >= 0 && v <= 1) || slices.Contains(tiers, t) {
+		if !ok || perr != nil || !(v >= 0 && v <= 1) || slices.Contains(names, t) {
 			return nil, usage("-tiers %q: want tier=share with shares in [0, 1], each tier once", spec)
 		}
-		tiers, shares = append(tiers, t), append(shares, v)
+		names, shares = append(names, t), append(shares, v)
 		sum += v
 	}
 	if math.Abs(sum-1) > 1e-6 {
 		return nil, usage("-tiers %q: shares sum to %v, want 1", spec, sum)
 	}
 	rng := rand.New(rand.NewPCG(seed, 50))
-	out := make([]scheduler.Tier, n)
+	out := make([]tiers.Tier, n)
 	for i := range out {
 		x, k := rng.Float64(), 0
 		for k < len(shares)-1 && x >= shares[k] {
 			x -= shares[k]
 			k++
 		}
-		out[i] = tiers[k]
+		out[i] = names[k]
 	}
 	return out, nil
 }
 
 // tierShare is the share of its requested device-time a started job of
 // the tier is guaranteed in every hour.
-func tierShare(t scheduler.Tier) float64 {
-	switch t {
-	case scheduler.TierPremium:
-		return 1
-	case scheduler.TierStandard:
-		return scheduler.StandardShare
-	}
-	return 0
+func tierShare(t tiers.Tier) float64 {
+	return t.Share()
 }
 
 // tierPriority is the Priority a tier gives its jobs.
-func tierPriority(t scheduler.Tier) int {
+func tierPriority(t tiers.Tier) int {
 	switch t {
-	case scheduler.TierPremium:
+	case tiers.Premium:
 		return 3
-	case scheduler.TierStandard:
+	case tiers.Standard:
 		return 2
-	case scheduler.TierBasic:
+	case tiers.Basic:
 		return 1
 	}
 	return 0
@@ -454,7 +449,7 @@ func tierPriority(t scheduler.Tier) int {
 
 func summarizeTiers(r *fleetRun) []tierResult {
 	var out []tierResult
-	for _, t := range []scheduler.Tier{scheduler.TierPremium, scheduler.TierStandard, scheduler.TierBasic} {
+	for _, t := range []tiers.Tier{tiers.Premium, tiers.Standard, tiers.Basic} {
 		tr := tierResult{Tier: t}
 		for _, j := range r.jobs {
 			if j.tier != t {
@@ -475,7 +470,7 @@ func summarizeTiers(r *fleetRun) []tierResult {
 }
 
 // avgJCTOf is the average JCT of the run's finished jobs of tier t.
-func avgJCTOf(r *fleetRun, t scheduler.Tier) float64 {
+func avgJCTOf(r *fleetRun, t tiers.Tier) float64 {
 	s, n := 0.0, 0
 	for _, j := range r.jobs {
 		if j.finished && j.tier == t {
