@@ -30,9 +30,9 @@
 // scheduler round (premium jobs are never preempted or shrunk once
 // started, standard ones keep tiers.StandardShare of their devices).
 // The fleet honours it too: it routes premium jobs first and basic ones
-// last, never migrates a running premium job, and migrates a running
-// standard one only when the move costs at most the 30% of an hour its
-// guarantee leaves. An unknown tier is tiers.ErrUnknown.
+// last, and never migrates a running premium or standard job (a move
+// stops the job for its cost, and nothing guarantees that it starts on
+// the target at once). An unknown tier is tiers.ErrUnknown.
 //
 // # Host contract
 //

@@ -645,7 +645,7 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 					d.Cost += c.Lost(in.Now)
 				}
 			}
-		case f.cfg.Stay || (j.NonPreemptible || j.Tier == tiers.Premium) && running[k]:
+		case f.cfg.Stay || (j.NonPreemptible || j.Tier == tiers.Premium || j.Tier == tiers.Standard) && running[k]:
 			d.Move, d.Message = Stay, "stays"
 		case !hasState:
 			// Queued, never ran: rerouting is free when another cluster
@@ -724,9 +724,6 @@ func (f *Fleet) migrate(j *view, k int, running bool, cur *site, sites []*site, 
 			continue
 		}
 		cost := j.Checkpoint.MigrationCost(now, running, f.Bandwidth(cur.name, s.name)).Seconds()
-		if running && j.Tier == tiers.Standard && cost > (1-tiers.StandardShare)*3600 {
-			continue // it would lose more than its hour allows
-		}
 		t := j.RemainingWork*sc + cost
 		if best == nil || t < bestT {
 			best, bestT, bestCost, bestGain = s, t, cost, j.RemainingWork*(here-sc)

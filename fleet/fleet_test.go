@@ -393,8 +393,8 @@ func TestRoutingBalancesLoad(t *testing.T) {
 	}
 }
 
-// TestTiers: an unknown tier is an error; a running premium job is never
-// migrated however much it would gain, a basic one is.
+// TestTiers: an unknown tier is an error; a running premium or standard
+// job is never migrated however much it would gain, a basic one is.
 func TestTiers(t *testing.T) {
 	f := fifoFleet(t, fleet.Config{})
 	_, err := f.Schedule(context.Background(), fleet.Input{Clusters: []fleet.Cluster{{Name: "a", Cluster: mustSpec(t, "1x4:t4")}},
@@ -410,7 +410,7 @@ func TestTiers(t *testing.T) {
 	for _, tc := range []struct {
 		tier tiers.Tier
 		want fleet.Move
-	}{{tiers.Basic, fleet.Migrate}, {tiers.Standard, fleet.Migrate}, {tiers.Premium, fleet.Stay}} {
+	}{{tiers.Basic, fleet.Migrate}, {tiers.None, fleet.Migrate}, {tiers.Standard, fleet.Stay}, {tiers.Premium, fleet.Stay}} {
 		j := fleet.Job{Job: scheduler.Job{ID: "j", Submitted: t0, Requested: 4, Attained: time.Hour, RemainingWork: 8 * 3600, Tier: tc.tier,
 			Speedup: speeds{"v100-16gb": 4, "k80": 1}}, Cluster: "slow", Assignment: devs,
 			Checkpoint: fleet.Checkpoint{SizeBytes: 1e9, Interval: time.Hour, OnDemand: true}}
