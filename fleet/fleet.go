@@ -860,17 +860,31 @@ func (f *Fleet) score(j *view, s *site, running bool) float64 {
 	return load / v * s.penalty
 }
 
-// best returns the cluster with the lowest score for j (ties: the first
-// by name); nil when none can take it.
+// best returns the cluster with the lowest score for j (ties: the least
+// asked-for, then the first by name); nil when none can take it.
 func (f *Fleet) best(j *view, sites []*site) (*site, float64) {
 	var best *site
 	bs := math.Inf(1)
 	for _, s := range sites {
-		if sc := f.score(j, s, false); sc < bs*(1-1e-9) {
+		sc := f.score(j, s, false)
+		if math.IsInf(sc, 1) {
+			continue
+		}
+		// Equal scores (clusters that are not full score their speed
+		// alone): the one with the lower share of its devices asked for.
+		if sc < bs*(1-1e-9) || (sc <= bs*(1+1e-9) && s.utilization() < best.utilization()) {
 			best, bs = s, sc
 		}
 	}
 	return best, bs
+}
+
+// utilization is the share of its devices the jobs on s ask for.
+func (s *site) utilization() float64 {
+	if s.size == 0 {
+		return math.Inf(1)
+	}
+	return float64(s.demand) / float64(s.size)
 }
 
 // sites validates and snapshots the clusters; those whose Inventory fails

@@ -424,3 +424,24 @@ func TestTiers(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutingSpreadsOverEqualClusters: waiting jobs that every cluster
+// could start at once go to the least asked-for, not all to the first.
+func TestRoutingSpreadsOverEqualClusters(t *testing.T) {
+	in := fleet.Input{Now: t0}
+	for i := range 5 {
+		in.Clusters = append(in.Clusters, fleet.Cluster{Name: fmt.Sprintf("c%d", i), Cluster: mustSpec(t, "16x4:t4")})
+	}
+	for i := range 100 {
+		in.Jobs = append(in.Jobs, fleet.Job{Job: scheduler.Job{ID: fmt.Sprintf("j%03d", i), Submitted: t0, Kind: scheduler.Elastic, MinReplicas: 1, MaxReplicas: 8}})
+	}
+	rt, err := fifoFleet(t, fleet.Config{}).Route(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rt.Clusters {
+		if len(c.Input.Jobs) != 20 {
+			t.Errorf("%s: %d jobs, want 20", c.Name, len(c.Input.Jobs))
+		}
+	}
+}
