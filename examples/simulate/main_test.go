@@ -166,7 +166,7 @@ func TestReadmePathsExistInAClone(t *testing.T) {
 		}
 	}
 	checked := 0
-	for _, flagName := range []string{"-carbon", "-profiles", "-workload", "-philly", "-tenants"} {
+	for _, flagName := range []string{"-carbon", "-profiles", "-workload", "-philly", "-tenants", "-fleet"} {
 		for _, rest := range strings.Split(commands.String(), " "+flagName+" ")[1:] {
 			path := strings.Fields(rest)[0]
 			switch {
