@@ -9,6 +9,7 @@ import (
 	"github.com/goodsched/goodsched/fleet"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 )
 
 // Two clusters: a small fast one in the west and a large slow one in the
@@ -20,7 +21,7 @@ func Example() {
 	east, _ := accel.ParseSpec("8x4:k80")
 	f, err := fleet.New(fleet.Config{
 		NewScheduler: func(string) (*scheduler.Scheduler, error) {
-			return scheduler.New(scheduler.Config{Policy: scheduler.FIFO{}})
+			return scheduler.New(scheduler.Config{Policy: baselines.FIFO{}})
 		},
 		BandwidthGbps: 10,
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/goodsched/goodsched/fleet"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/tiers"
 )
 
@@ -31,7 +32,7 @@ func mustSpec(t testing.TB, spec string) accel.Cluster {
 func fifoFleet(t testing.TB, cfg fleet.Config) *fleet.Fleet {
 	t.Helper()
 	cfg.NewScheduler = func(string) (*scheduler.Scheduler, error) {
-		return scheduler.New(scheduler.Config{Policy: scheduler.FIFO{}})
+		return scheduler.New(scheduler.Config{Policy: baselines.FIFO{}})
 	}
 	f, err := fleet.New(cfg)
 	if err != nil {

@@ -25,8 +25,9 @@ func tierInput(tier tiers.Tier) Input {
 	}, Current: []placement.Assignment{{Job: "run", Devices: devs}}}
 }
 
-// TestTierPremiumNeverPreempted: Tiresias preempts a long-running job for
-// a new one, unless the running job is premium or standard.
+// TestTierPremiumNeverPreempted: a policy that gives a running job's
+// devices to a new one preempts it, unless the running job is premium or
+// standard (then the new one waits: its devices are not free).
 func TestTierPremiumNeverPreempted(t *testing.T) {
 	for _, tc := range []struct {
 		tier      tiers.Tier
@@ -39,7 +40,8 @@ func TestTierPremiumNeverPreempted(t *testing.T) {
 		{tiers.Premium, false, ReasonTier},
 	} {
 		t.Run(tc.tier.String(), func(t *testing.T) {
-			plan := scheduleOnce(t, Tiresias{}, tierInput(tc.tier))
+			// A policy that gives the running job's devices to the new one.
+			plan := scheduleOnce(t, fixedTargets{{Job: "new", Type: "t4", Count: 4}}, tierInput(tc.tier))
 			d, _ := plan.Decision("run")
 			if got := d.Action == placement.Stop; got != tc.preempted {
 				t.Fatalf("run: %v (%s), preempted %v, want %v", d.Action, d.Message, got, tc.preempted)

@@ -21,6 +21,7 @@ import (
 	"github.com/goodsched/goodsched/fleet"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/gavel"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
@@ -303,7 +304,7 @@ func simulateFleet(ctx context.Context, o options, stdout, stderr io.Writer) err
 	if interval < time.Second || interval > sim.MaxInterval {
 		return usage("-interval %v is outside [1s, %v]", interval, sim.MaxInterval)
 	}
-	modes := []replayMode{{name: "fleet", policy: scheduler.FIFO{}}, {name: "stay", stay: true, policy: scheduler.FIFO{}}}
+	modes := []replayMode{{name: "fleet", policy: baselines.FIFO{}}, {name: "stay", stay: true, policy: baselines.FIFO{}}}
 	if o.tiers != "" {
 		drawn, err := drawTiers(o.tiers, len(workloads[0].Jobs), o.seed)
 		if err != nil {
@@ -311,7 +312,7 @@ func simulateFleet(ctx context.Context, o options, stdout, stderr io.Writer) err
 		}
 		modes = append(modes,
 			replayMode{name: "tiers", policy: tierFill{}, tiers: drawn, enforce: true},
-			replayMode{name: "baseline", policy: scheduler.FIFO{}, tiers: drawn})
+			replayMode{name: "baseline", policy: baselines.FIFO{}, tiers: drawn})
 	}
 	fmt.Fprintf(stderr, "fleet: %d jobs on %d clusters, rounds of %v; runs in parallel: %s\n", len(workloads[0].Jobs), len(clusters), interval, modeNames(modes))
 	type out struct {
