@@ -180,9 +180,11 @@ type Config struct {
 	// queued job elsewhere, or migrating a job, must save (cost included),
 	// in [0, 1) (0 = DefaultHysteresis).
 	Hysteresis float64
-	// CarbonWeight makes routing prefer clean grids: a cluster's
-	// predicted time is scaled by 1 + CarbonWeight × its intensity at Now
-	// in kg/kWh (≥ 0; 0 = carbon is not counted).
+	// CarbonWeight makes routing and migration prefer clean grids: a
+	// cluster's predicted time is scaled by 1 + CarbonWeight × its
+	// Cluster.Carbon intensity at Now in kg/kWh (a series without a unit
+	// is read as g/kWh; ≥ 0; 0 = carbon is not counted). A series that
+	// does not cover Now, or whose unit does not convert, is ErrInvalid.
 	CarbonWeight float64
 	// Stay keeps every job on the cluster it names: jobs are routed only
 	// when they wait at the fleet (or their cluster is gone), never moved.
@@ -928,6 +930,14 @@ func (f *Fleet) sites(ctx context.Context, in Input) ([]*site, []string, error) 
 		}
 		if f.cfg.CarbonWeight > 0 && len(c.Carbon.Values) > 0 {
 			v, err := c.Carbon.At(in.Now)
+			if err == nil && c.Carbon.Unit != "" && c.Carbon.Unit != carbon.GPerKWh {
+				// One value in g/kWh (an empty unit is taken as g/kWh).
+				var one carbon.Series
+				one, err = carbon.Series{Start: in.Now, Step: time.Hour, Values: []float64{v}, Unit: c.Carbon.Unit}.Convert(carbon.GPerKWh)
+				if err == nil {
+					v = one.Values[0]
+				}
+			}
 			if err != nil {
 				return nil, nil, fmt.Errorf("%w: cluster %q: carbon at %v: %w", ErrInvalid, c.Name, in.Now, err)
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/carbon"
 	"github.com/goodsched/goodsched/fleet"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
@@ -444,5 +445,38 @@ func TestRoutingSpreadsOverEqualClusters(t *testing.T) {
 		if len(c.Input.Jobs) != 20 {
 			t.Errorf("%s: %d jobs, want 20", c.Name, len(c.Input.Jobs))
 		}
+	}
+}
+
+// TestCarbonWeight: between two equal clusters, a job goes to the one on
+// the cleaner grid when carbon counts, whatever the unit of its series.
+func TestCarbonWeight(t *testing.T) {
+	series := func(v float64, u carbon.Unit) carbon.Series {
+		return carbon.Series{Start: t0, Step: time.Hour, Values: []float64{v, v}, Unit: u}
+	}
+	for _, tc := range []struct {
+		weight  float64
+		a, b    carbon.Series
+		wantDir string
+	}{
+		{0, series(600, carbon.GPerKWh), series(50, carbon.GPerKWh), "a"},    // carbon not counted: the first by name
+		{1, series(600, carbon.GPerKWh), series(50, carbon.GPerKWh), "b"},    // b is cleaner
+		{1, series(400, carbon.LbsPerMWh), series(150, carbon.GPerKWh), "b"}, // 400 lbs/MWh is 181 g/kWh
+		{1, series(100, carbon.LbsPerMWh), series(150, carbon.GPerKWh), "a"}, // 45.4 g/kWh
+	} {
+		in := fleet.Input{Now: t0.Add(30 * time.Minute), Jobs: []fleet.Job{{Job: scheduler.Job{ID: "j", Submitted: t0}}},
+			Clusters: []fleet.Cluster{{Name: "a", Cluster: mustSpec(t, "1x4:t4"), Carbon: tc.a}, {Name: "b", Cluster: mustSpec(t, "1x4:t4"), Carbon: tc.b}}}
+		plan, err := fifoFleet(t, fleet.Config{CarbonWeight: tc.weight}).Schedule(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := plan.Jobs[0].To; got != tc.wantDir {
+			t.Errorf("weight %v, %v %s vs %v %s: routed to %s, want %s", tc.weight, tc.a.Values[0], tc.a.Unit, tc.b.Values[0], tc.b.Unit, got, tc.wantDir)
+		}
+	}
+	// A series that does not cover the round is bad input.
+	in := fleet.Input{Now: t0.Add(5 * time.Hour), Clusters: []fleet.Cluster{{Name: "a", Cluster: mustSpec(t, "1x4:t4"), Carbon: series(100, carbon.GPerKWh)}}}
+	if _, err := fifoFleet(t, fleet.Config{CarbonWeight: 1}).Schedule(context.Background(), in); !errors.Is(err, fleet.ErrInvalid) {
+		t.Errorf("uncovered carbon: %v, want ErrInvalid", err)
 	}
 }
