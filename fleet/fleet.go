@@ -486,6 +486,7 @@ type site struct {
 	demand  int             // devices asked by jobs on it, running or queued
 	size    int             // healthy devices
 	penalty float64         // carbon factor
+	sig     int             // the first site's index among those of the same types, counts and node sizes
 }
 
 // hasType reports whether s has a device type j may use.
@@ -789,6 +790,11 @@ type view struct {
 	keys [8]speedKey
 	vals [8]float64
 	n    int
+	// The best type and its speed per group of identical sites (the
+	// first 16 groups), sigDone their bits.
+	sigTi   [16]int
+	sigV    [16]float64
+	sigDone uint16
 }
 
 type speedKey struct {
@@ -821,13 +827,29 @@ func (v *view) at(t accel.TypeKey, nodes, n int) float64 {
 
 // bestType is the index of the type of s where j is fastest (-1: none).
 func bestType(j *view, s *site) int {
+	ti, _ := bestOn(j, s)
+	return ti
+}
+
+// bestOn returns the index of the type of s where j is fastest and its
+// speed there (-1 and 0: none), worked out once per group of identical
+// sites (site.sig).
+func bestOn(j *view, s *site) (int, float64) {
+	cached := s.sig < len(j.sigTi)
+	if cached && j.sigDone&(1<<s.sig) != 0 {
+		return j.sigTi[s.sig], j.sigV[s.sig]
+	}
 	best, bv := -1, 0.0
 	for ti := range s.types {
 		if v := speed(j, s, ti); v > bv {
 			best, bv = ti, v
 		}
 	}
-	return best
+	if cached {
+		j.sigTi[s.sig], j.sigV[s.sig] = best, bv
+		j.sigDone |= 1 << s.sig
+	}
+	return best, bv
 }
 
 // fitsNow reports whether s has free devices of j's best type for its
@@ -842,17 +864,13 @@ func fitsNow(j *view, s *site) bool {
 // demand over its devices, the job included), times the carbon penalty.
 // running: the job runs on s now, at its current speed, load aside.
 func (f *Fleet) score(j *view, s *site, running bool) float64 {
-	ti := bestType(j, s)
+	ti, v := bestOn(j, s)
 	if running {
 		if t := s.typeOf(j.Assignment); t >= 0 {
-			ti = t
+			ti, v = t, speed(j, s, t)
 		}
 	}
-	if ti < 0 {
-		return math.Inf(1)
-	}
-	v := speed(j, s, ti)
-	if v == 0 {
+	if ti < 0 || v == 0 {
 		return math.Inf(1)
 	}
 	load := 1.0
@@ -927,6 +945,13 @@ func (f *Fleet) sites(ctx context.Context, in Input) ([]*site, []string, error) 
 			total, perNode, _ := ix.Usable(t)
 			s.count[ti], s.perNode[ti] = total, max(perNode, 1)
 			s.size += total
+		}
+		s.sig = len(sites)
+		for _, o := range sites {
+			if slices.Equal(o.types, s.types) && slices.Equal(o.count, s.count) && slices.Equal(o.perNode, s.perNode) {
+				s.sig = o.sig
+				break
+			}
 		}
 		if f.cfg.CarbonWeight > 0 && len(c.Carbon.Values) > 0 {
 			v, err := c.Carbon.At(in.Now)
