@@ -197,3 +197,27 @@ func (t Trace) Scale(k float64, seed uint64) (Trace, error) {
 	slices.SortStableFunc(out, func(a, b Request) int { return cmp.Compare(a.Arrival, b.Arrival) })
 	return Trace{Start: t.Start, Requests: out}, nil
 }
+
+// Repeat returns the trace played n ≥ 1 times back to back, copy c shifted
+// by c × period: a day of an hour-long trace's pattern, say, for a run
+// that outlasts the trace. The period must be longer than Duration, so
+// copies do not overlap.
+func (t Trace) Repeat(n int, period time.Duration) (Trace, error) {
+	if n < 1 {
+		return Trace{}, fmt.Errorf("%w: repeat count %d must be at least 1", ErrInvalidTrace, n)
+	}
+	if period <= t.Duration() {
+		return Trace{}, fmt.Errorf("%w: repeat period %v is not longer than the trace (%v)", ErrInvalidTrace, period, t.Duration())
+	}
+	if err := t.Validate(); err != nil {
+		return Trace{}, err
+	}
+	out := make([]Request, 0, n*len(t.Requests))
+	for c := range n {
+		for _, r := range t.Requests {
+			r.Arrival += time.Duration(c) * period
+			out = append(out, r)
+		}
+	}
+	return Trace{Start: t.Start, Requests: out}, nil
+}

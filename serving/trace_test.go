@@ -162,3 +162,37 @@ func FuzzReadAzureTrace(f *testing.F) {
 		}
 	})
 }
+
+func TestTraceRepeat(t *testing.T) {
+	tr := readHead(t)
+	period := tr.Duration() + time.Minute
+	rep, err := tr.Repeat(3, period)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Requests) != 3*len(tr.Requests) {
+		t.Fatalf("%d requests, want %d", len(rep.Requests), 3*len(tr.Requests))
+	}
+	if err := rep.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	n := len(tr.Requests)
+	for c := range 3 {
+		for i, r := range tr.Requests {
+			got := rep.Requests[c*n+i]
+			want := r
+			want.Arrival += time.Duration(c) * period
+			if got != want {
+				t.Fatalf("copy %d request %d: %+v, want %+v", c, i, got, want)
+			}
+		}
+	}
+	for _, c := range []struct {
+		n      int
+		period time.Duration
+	}{{0, period}, {2, tr.Duration()}, {2, 0}} {
+		if _, err := tr.Repeat(c.n, c.period); !errors.Is(err, serving.ErrInvalidTrace) {
+			t.Errorf("Repeat(%d, %v): %v, want ErrInvalidTrace", c.n, c.period, err)
+		}
+	}
+}

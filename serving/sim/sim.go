@@ -62,6 +62,14 @@ type Config struct {
 	// MaxBatchedTokens caps the prompt tokens of one prefill iteration (a
 	// longer prompt goes alone); 0 means 8,192.
 	MaxBatchedTokens int
+	// GrantEvery, when positive, is the period at which the cluster hands
+	// the service new GPUs: the scheduling round of the elastic training
+	// that shares the cluster and gives devices back only at round starts
+	// (multiples of GrantEvery from time 0). A scale-up decided between
+	// two grants waits for the next one (a draining replica may be taken
+	// back at once: it holds its GPUs); scale-downs apply at once. It must
+	// be a multiple of Tick. 0 grants GPUs at once (the service alone).
+	GrantEvery time.Duration
 }
 
 // Window is one SLO window's outcome; requests belong to the window of
@@ -100,6 +108,32 @@ type Result struct {
 	// Decisions is the autoscaler calls; DecisionErrors those that failed
 	// (the last decision was kept).
 	Decisions, DecisionErrors int
+	// Held is the count of replicas holding GPUs over time: a step at each
+	// change, in time order, the first at time 0.
+	Held []HeldStep
+}
+
+// HeldStep says that from At on, Replicas replicas hold GPUs.
+type HeldStep struct {
+	At       time.Duration `json:"at"`
+	Replicas int           `json:"replicas"`
+}
+
+// MaxHeld is the most replicas holding GPUs at any time in [from, to):
+// what a cluster shared with other work must set aside for the service
+// over that span. A span past the run's end has the last count.
+func (r Result) MaxHeld(from, to time.Duration) int {
+	i, _ := slices.BinarySearchFunc(r.Held, from, func(h HeldStep, t time.Duration) int { return cmp.Compare(h.At, t) })
+	most := 0
+	if i < len(r.Held) && r.Held[i].At == from {
+		most = r.Held[i].Replicas
+	} else if i > 0 {
+		most = r.Held[i-1].Replicas
+	}
+	for ; i < len(r.Held) && r.Held[i].At < to; i++ {
+		most = max(most, r.Held[i].Replicas)
+	}
+	return most
 }
 
 type request struct {
@@ -156,6 +190,7 @@ type sim struct {
 	peak      int
 	decisions int
 	errs      int
+	heldSteps []HeldStep
 }
 
 // Run replays cfg.Trace. It returns ErrInvalidConfig, a trace error (a
@@ -179,6 +214,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	if cfg.Tick == 0 {
 		cfg.Tick = 2 * time.Second
+	}
+	if cfg.GrantEvery < 0 || cfg.GrantEvery%cfg.Tick != 0 {
+		return Result{}, fmt.Errorf("%w: grant period %v is not a non-negative multiple of the tick %v", ErrInvalidConfig, cfg.GrantEvery, cfg.Tick)
 	}
 	if cfg.Window == 0 {
 		cfg.Window = time.Minute
@@ -273,6 +311,11 @@ func (s *sim) setHeld(delta int) {
 	s.accountHeld(s.now)
 	s.held += delta
 	s.peak = max(s.peak, s.held)
+	if n := len(s.heldSteps); n > 0 && s.heldSteps[n-1].At == s.now {
+		s.heldSteps[n-1].Replicas = s.held
+		return
+	}
+	s.heldSteps = append(s.heldSteps, HeldStep{At: s.now, Replicas: s.held})
 }
 
 func (s *sim) addReplica() *replica {
@@ -479,7 +522,19 @@ func (s *sim) onTick() {
 	if s.now < s.cfg.Hold {
 		return
 	}
-	s.scaleTo(s.cfg.Service.Clamp(want))
+	want = s.cfg.Service.Clamp(want)
+	if g := s.cfg.GrantEvery; g > 0 && s.now%g != 0 {
+		// No new GPUs before the next grant: only draining replicas,
+		// which still hold theirs, may come back.
+		have := 0
+		for _, r := range s.replicas {
+			if r.state != released {
+				have++
+			}
+		}
+		want = min(want, have)
+	}
+	s.scaleTo(want)
 }
 
 // scaleTo brings ready plus starting replicas to n.
@@ -572,7 +627,7 @@ func (s *sim) result(reqs []request) Result {
 			tpot[k] = append(tpot[k], (q.finish-q.first)/time.Duration(q.output-1))
 		}
 	}
-	res := Result{Requests: len(reqs), Decisions: s.decisions, DecisionErrors: s.errs, PeakReplicas: s.peak}
+	res := Result{Requests: len(reqs), Decisions: s.decisions, DecisionErrors: s.errs, PeakReplicas: s.peak, Held: s.heldSteps}
 	met := 0
 	for k := range nw {
 		if len(ttft[k]) == 0 {

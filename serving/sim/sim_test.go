@@ -227,3 +227,38 @@ func TestCalibrateMonotone(t *testing.T) {
 		t.Errorf("0 replicas: %v", err)
 	}
 }
+
+// TestGrantEvery: with GPUs granted only at multiples of 30 s, the two
+// replicas asked for at the 2 s tick get their GPUs at 30 s; Held and
+// MaxHeld say so.
+func TestGrantEvery(t *testing.T) {
+	e := sim.Llama2_70B_H100()
+	var reqs []serving.Request
+	for i := range 600 {
+		reqs = append(reqs, serving.Request{Arrival: time.Duration(i) * 200 * time.Millisecond, PromptTokens: 256, OutputTokens: 20})
+	}
+	res, err := sim.Run(context.Background(), sim.Config{Trace: serving.Trace{Requests: reqs}, Service: svc, Engine: e,
+		InitialReplicas: 1, Autoscaler: fixed{3}, GrantEvery: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1 replica for 120 s, 2 more from 30 s: (120 + 2·90) s × 4 GPUs.
+	if want := (120.0 + 2*90.0) * 4 / 3600; math.Abs(res.GPUHours-want) > 1e-6 {
+		t.Errorf("gpu-hours %v, want %v", res.GPUHours, want)
+	}
+	want := []sim.HeldStep{{At: 0, Replicas: 1}, {At: 30 * time.Second, Replicas: 3}}
+	if len(res.Held) != len(want) || res.Held[0] != want[0] || res.Held[1] != want[1] {
+		t.Errorf("held %+v, want %+v", res.Held, want)
+	}
+	for _, c := range []struct {
+		from, to time.Duration
+		want     int
+	}{{0, 30 * time.Second, 1}, {0, 31 * time.Second, 3}, {30 * time.Second, time.Minute, 3}, {10 * time.Second, 20 * time.Second, 1}, {time.Hour, 2 * time.Hour, 3}} {
+		if got := res.MaxHeld(c.from, c.to); got != c.want {
+			t.Errorf("MaxHeld(%v, %v) = %d, want %d", c.from, c.to, got, c.want)
+		}
+	}
+	if _, err := sim.Run(context.Background(), sim.Config{Trace: serving.Trace{Requests: reqs}, Service: svc, Engine: e, GrantEvery: 3 * time.Second}); !errors.Is(err, sim.ErrInvalidConfig) {
+		t.Errorf("grant period not a multiple of the tick: %v", err)
+	}
+}
