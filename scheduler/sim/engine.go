@@ -158,6 +158,10 @@ type Config struct {
 	// time, and has the scheduler learn it online (see Variability).
 	// Default nil: every device of a type is equally fast.
 	Variability *Variability
+	// Services take their devices first every round (see Service);
+	// default none. They cannot be combined with Queues, Faults or
+	// Provision.
+	Services []Service
 }
 
 // job is the simulator's state of one job.
@@ -276,6 +280,10 @@ type engine struct {
 	tiersErr error
 	// speed is the per-device speed state (nil without Config.Variability).
 	speed *speedState
+	// svcs are Config.Services' state; serviceShortfall counts the
+	// replica-rounds they asked for and found no room for.
+	svcs             []*service
+	serviceShortfall int
 }
 
 func (c *Config) validate() error {
@@ -328,6 +336,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.validateQueues(); err != nil {
+		return err
+	}
+	if err := c.validateServices(); err != nil {
 		return err
 	}
 	types := c.Cluster.Types()
@@ -545,7 +556,7 @@ func (e *engine) loop(ctx context.Context) error {
 }
 
 // stuck reports that nothing can change any more: no job runs, none is
-// yet to arrive, no node is down, no waiting job has a deadline ahead (a
+// yet to arrive, no node is down, no service holds devices, no waiting job has a deadline ahead (a
 // carbon-aware policy may be deferring it; Config.Slack), and the policy
 // placed none of the waiting jobs (for example gangs larger than the
 // cluster).
@@ -561,6 +572,11 @@ func (e *engine) stuck() bool {
 	for _, d := range e.down {
 		if d > 0 {
 			return false
+		}
+	}
+	for _, s := range e.svcs {
+		if len(s.replicas) > 0 {
+			return false // it may give its devices back
 		}
 	}
 	return !e.deferrable() && !e.powering()
@@ -612,6 +628,7 @@ func (e *engine) active() []*job {
 // schedule runs one round: build the Input, ask the scheduler, apply the plan.
 func (e *engine) schedule(ctx context.Context) error {
 	act := e.active()
+	e.reserveServices()
 	if len(act) != e.submitted {
 		e.changed = true
 	}
@@ -656,14 +673,18 @@ func (e *engine) schedule(ctx context.Context) error {
 	if err := e.provision(ctx, &in); err != nil {
 		return err
 	}
+	e.serviceInput(&in)
 	plan, err := e.sched.Schedule(ctx, in)
 	if err != nil {
 		return fmt.Errorf("sim: round at %v: %w", dur(e.now), err)
 	}
-	if len(plan.Decisions) != len(act) {
-		return fmt.Errorf("%w: round at %v: %d decisions for %d active jobs", ErrLostJob, dur(e.now), len(plan.Decisions), len(act))
+	if len(plan.Decisions) != len(in.Jobs) {
+		return fmt.Errorf("%w: round at %v: %d decisions for %d active jobs", ErrLostJob, dur(e.now), len(plan.Decisions), len(in.Jobs))
 	}
 	for _, d := range plan.Decisions {
+		if e.isService(d.Job) {
+			continue // the service's own count rules (Service)
+		}
 		j := e.byName[d.Job]
 		if j == nil || j.done || j.submit > e.now {
 			return fmt.Errorf("%w: plan names job %q which is not active", ErrLostJob, d.Job)

@@ -102,6 +102,9 @@ type Result struct {
 	// Tenants has one entry per leaf queue of Config.Queues, by name (nil
 	// without queues).
 	Tenants []TenantResult `json:"tenants,omitempty"`
+	// ServiceShortfall counts the replica-rounds Config.Services asked for
+	// and found no room for (0 when the cluster always had room).
+	ServiceShortfall int `json:"service_shortfall,omitempty"`
 }
 
 func (e *engine) sample() {
@@ -125,6 +128,7 @@ func (e *engine) sample() {
 func (e *engine) result() (Result, error) {
 	var r Result
 	r.Utilization = e.util
+	r.ServiceShortfall = e.serviceShortfall
 	r.Rounds = len(e.util)
 	var jcts, ftfs []float64
 	first, last := math.Inf(1), math.Inf(-1)
