@@ -115,6 +115,12 @@
 //	                    packed-sticky, pm-first, pal (with -topology also
 //	                    kueue-bestfit, kai-binpack); names become
 //	                    POLICY/PLACER
+//	-serve FILE         an inference service beside the training (JSON spec:
+//	                    trace, peak_replicas, ...; serve.go, README.md): runs
+//	                    -serve-modes and prints serving_modes
+//	-serve-modes LIST   alone (the service only), static (a split sized for
+//	                    its peak), joint (autoscaled replicas first, training
+//	                    takes the rest) (default alone,static,joint)
 //
 // Exit status 2 means bad input (a one-line message on stderr); 1 means the
 // simulation failed.
@@ -179,6 +185,9 @@ type options struct {
 	localityPenalty                 float64
 	// fleet is -fleet: a fleet file (fleet.go) or ""; tiers is -tiers.
 	fleet, tiers string
+	// serve is -serve, a service spec file ("" = none), and serveModes
+	// -serve-modes (serve.go).
+	serve, serveModes string
 }
 
 // errUsage marks bad input: exit status 2.
@@ -219,6 +228,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.placers, "placers", "", "comma-separated placers to run every policy with: default, packed-sticky, pm-first, pal (names become POLICY/PLACER)")
 	fl.StringVar(&o.fleet, "fleet", "", "fleet file (JSON: clusters with name, region, cluster spec; bandwidth_gbps): replay the trace across the fleet, routed and migrated, against every job staying where submitted")
 	fl.StringVar(&o.tiers, "tiers", "", "with -fleet: service tiers drawn per job, e.g. premium=0.2,standard=0.5,basic=0.3 (JSON tiers[] and baseline_standard_avg_jct_s)")
+	fl.StringVar(&o.serve, "serve", "", "inference service spec (JSON: trace, peak_replicas, ...; see serve.go): run the service beside the training workload in each of -serve-modes")
+	fl.StringVar(&o.serveModes, "serve-modes", "alone,static,joint", "with -serve: alone (the service only), static (a split sized for its peak), joint (autoscaled, training takes the rest)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, "usage: simulate [flags]\n\n"+
@@ -241,8 +252,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.json && !outSet {
 		o.out = "" // -json is for machines: write no files they did not ask for
 	}
-	if o.tenants != "" && !policiesSet(fl) {
-		o.policies = "goodput" // the tenancy comparison runs one policy
+	if (o.tenants != "" || o.serve != "") && !policiesSet(fl) {
+		o.policies = "goodput" // the tenancy and serving comparisons run one policy
 	}
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)
@@ -369,6 +380,9 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	mixed := len(cluster.Types()) > 1
 	if err := checkProfiled(cluster, apps, workloads, o.cluster, stderr); err != nil {
 		return err
+	}
+	if o.serve != "" {
+		return simulateServing(ctx, o, names, reg, cluster, apps, workloads, stdout, stderr)
 	}
 	ten, err := setupTenancy(o, names, workloads, cluster)
 	if err != nil {
