@@ -69,6 +69,10 @@ type serveSpec struct {
 	TPOTP90 string `json:"tpot_p90"`
 	// Autoscaler is kpa, dynamo or goodsched (default goodsched).
 	Autoscaler string `json:"autoscaler"`
+	// MaxReplicas is the most replicas the autoscaler may hold, from
+	// peak_replicas (the service never takes more than the split sized
+	// for its peak) to the default, all the replicas the cluster holds.
+	MaxReplicas int `json:"max_replicas"`
 	// KPATarget is KPA's per-replica concurrency target (default: the
 	// load test's concurrency per replica at peak).
 	KPATarget float64 `json:"kpa_target"`
@@ -204,7 +208,13 @@ func readServeSpec(path string, cluster accel.Cluster) (serveSpec, serving.Servi
 	if spec.PeakReplicas > perNode {
 		return spec, svc, serving.Trace{}, bad("peak_replicas %d of %d %s devices each: the cluster holds %d such replicas", spec.PeakReplicas, svc.GPUs(), svc.GPUType, perNode)
 	}
-	svc.MaxReplicas = perNode
+	if spec.MaxReplicas == 0 {
+		spec.MaxReplicas = perNode
+	}
+	if spec.MaxReplicas < spec.PeakReplicas || spec.MaxReplicas > perNode {
+		return spec, svc, serving.Trace{}, bad("max_replicas %d is outside [peak_replicas %d, %d (the cluster)]", spec.MaxReplicas, spec.PeakReplicas, perNode)
+	}
+	svc.MaxReplicas = spec.MaxReplicas
 	var trace serving.Trace
 	if spec.Trace == "embedded" {
 		trace, err = servingdata.Conversation()

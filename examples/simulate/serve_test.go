@@ -89,6 +89,8 @@ func TestServeBadInput(t *testing.T) {
 		{"no peak", `{"trace": "conv.csv"}`, "", "peak_replicas 0"},
 		{"unknown field", `{"trace": "conv.csv", "peak_replicas": 1, "replicas": 3}`, "", "unknown field"},
 		{"too big", `{"trace": "conv.csv", "peak_replicas": 3}`, "", "holds 2 such replicas"},
+		{"max below peak", `{"trace": "conv.csv", "peak_replicas": 2, "max_replicas": 1}`, "", "max_replicas 1"},
+		{"max above cluster", `{"trace": "conv.csv", "peak_replicas": 1, "max_replicas": 3}`, "", "max_replicas 3"},
 		{"bad slo", `{"trace": "conv.csv", "peak_replicas": 1, "tpot_p90": "0s"}`, "", "tpot_p90"},
 		{"bad duration", `{"trace": "conv.csv", "peak_replicas": 1, "startup": "60"}`, "", "startup"},
 		{"bad autoscaler", `{"trace": "conv.csv", "peak_replicas": 1, "autoscaler": "hpa"}`, "", "autoscaler"},
