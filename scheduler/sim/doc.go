@@ -66,6 +66,16 @@
 // from what the jobs hold, not from what the scheduler says).
 // Config.IgnoreQueues runs the same accounting on one shared pool.
 //
+// # Services
+//
+// Config.Services share the cluster with work that takes its devices
+// first: each round, before the policy runs, every Service gets the
+// replicas it asks for (an inference service's autoscaler decides them;
+// examples/simulate -serve drives one from package serving's simulator),
+// preempting the jobs that hold the fewest devices where no node has room,
+// and the policy sees it as a pinned rigid job, so the workload gets the
+// rest. Result.ServiceShortfall counts replicas that found no room.
+//
 // Run never reads the wall clock and draws randomness only from
 // Config.Faults.Seed: the same Config gives the same Result. Run returns
 // ErrLostJob if its bookkeeping ever loses a job (a job neither waiting,
