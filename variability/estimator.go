@@ -69,6 +69,7 @@ type ReportError struct {
 	Err error
 }
 
+// Error names the report's position and job, then why it was refused.
 func (e *ReportError) Error() string {
 	return fmt.Sprintf("report %d (job %q): %v", e.Index, e.Job, e.Err)
 }
