@@ -10,6 +10,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/tiers"
 )
 
 // Annotation and label keys. Users set the annotations on a batch/v1 Job
@@ -72,6 +73,12 @@ const (
 	// gang's GPU count (rigid); max-replicas above W is bounded by W.
 	// Absent: not a W-job.
 	AnnotationWorkers = "goodsched.io/workers"
+	// AnnotationTier is the job's service tier (scheduler.Job.Tier, as
+	// Singularity's): "premium" (once started, never preempted, shrunk or
+	// moved), "standard" (once started, keeps at least 70% of its
+	// requested GPUs) or "basic" (best effort); absent = none, which the
+	// policy alone decides for.
+	AnnotationTier = "goodsched.io/tier"
 
 	// AnnotationLastDecision (written by the host on the Job) is the last
 	// decision that changed something, in words: action, counts, type,
@@ -152,6 +159,7 @@ type jobSpec struct {
 	tolerant    bool          // delay-tolerant
 	work        time.Duration // total work on one GPU; 0 = unknown
 	workers     int           // logical workers W; 0 = not a W-job
+	tier        tiers.Tier
 }
 
 // parseSpec reads the scheduling annotations. Every malformed value is an
@@ -237,6 +245,13 @@ func parseSpec(ann map[string]string) (jobSpec, error) {
 	}
 	if sp.tolerant && sp.deadline.IsZero() && ann[AnnotationDeadline] == "" {
 		bad(AnnotationDelayTolerant, ann[AnnotationDelayTolerant], "a delay-tolerant job needs "+AnnotationDeadline)
+	}
+	if v, ok := ann[AnnotationTier]; ok {
+		t, err := tiers.Parse(v)
+		if err != nil || t == tiers.None {
+			bad(AnnotationTier, v, "want premium, standard or basic")
+		}
+		sp.tier = t
 	}
 	intAnn(AnnotationWorkers, 1, &sp.workers)
 	if sp.workers > 0 {

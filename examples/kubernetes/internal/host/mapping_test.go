@@ -23,6 +23,7 @@ import (
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/tiers"
 )
 
 func node(name, product string, gpus int, mod ...func(*corev1.Node)) *corev1.Node {
@@ -246,6 +247,8 @@ func TestParseSpecRejectsMalformedAnnotations(t *testing.T) {
 		{map[string]string{AnnotationWork: "0s"}, AnnotationWork},
 		{map[string]string{AnnotationWork: "-3h"}, AnnotationWork},
 		{map[string]string{AnnotationWork: "36"}, AnnotationWork},
+		{map[string]string{AnnotationTier: "gold"}, AnnotationTier},
+		{map[string]string{AnnotationTier: ""}, AnnotationTier},
 	} {
 		_, err := parseSpec(tc.ann)
 		if !errors.Is(err, ErrAnnotation) || !strings.Contains(err.Error(), tc.key) {
@@ -255,6 +258,9 @@ func TestParseSpecRejectsMalformedAnnotations(t *testing.T) {
 	sp, err := parseSpec(map[string]string{AnnotationDelayTolerant: "true", AnnotationDeadline: "2026-12-09T06:00:00+01:00", AnnotationWork: "36h"})
 	if err != nil || !sp.tolerant || !sp.deadline.Equal(time.Date(2026, 12, 9, 5, 0, 0, 0, time.UTC)) || sp.work != 36*time.Hour {
 		t.Errorf("delay-tolerant spec: got %+v, %v", sp, err)
+	}
+	if sp, err := parseSpec(map[string]string{AnnotationTier: " Premium"}); err != nil || sp.tier != tiers.Premium {
+		t.Errorf("tier: got %v, %v", sp.tier, err)
 	}
 	sp, err = parseSpec(map[string]string{AnnotationKind: " Elastic ", AnnotationGPUTypes: "A100,a100-40gb,t4"})
 	if err != nil || sp.kind != scheduler.Elastic || !slices.Equal(sp.types, []accel.TypeKey{"a100-40gb", "t4"}) {

@@ -601,7 +601,7 @@ func (u *unit) toJob() scheduler.Job {
 	sp := u.spec
 	j := scheduler.Job{ID: string(u.key), Weight: sp.weight, Priority: sp.priority, Kind: sp.kind,
 		NonPreemptible: !sp.preemptible, Types: slices.Clone(sp.types), Queue: sp.queue,
-		Deadline: sp.deadline, DelayTolerant: sp.tolerant, Workers: sp.workers}
+		Deadline: sp.deadline, DelayTolerant: sp.tolerant, Workers: sp.workers, Tier: sp.tier}
 	if u.job != nil {
 		j.Submitted = u.job.CreationTimestamp.Time
 		j.Restarts = restartsOf(u.job)
