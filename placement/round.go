@@ -517,7 +517,7 @@ func subsetIDs(a, b []string) bool {
 	if slices.Equal(a, b[:len(a)]) {
 		return true // the common case: devices kept in the same order
 	}
-	if len(b) <= 16 { // a few devices: comparing is cheaper than a set
+	if len(b) <= sameDevicesScan { // a few devices: comparing is cheaper than a set
 		for _, id := range a {
 			if !slices.Contains(b, id) {
 				return false

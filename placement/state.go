@@ -1085,35 +1085,10 @@ func (x *Index) NodesOf(ids []string) int {
 	return len(nodes)
 }
 
-// sameDevicesScan is the longest list SameDevices compares by scanning
-// rather than through a set (which allocates).
+// sameDevicesScan is the longest list SameDevices and subsetIDs compare
+// by scanning rather than through a set (which allocates).
 const sameDevicesScan = 32
 
 // SameDevices reports whether a and b list the same devices, in any order
 // (each device once).
-func SameDevices(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if slices.Equal(a, b) {
-		return true // the common case: devices kept in the same order
-	}
-	if len(b) <= sameDevicesScan {
-		for _, id := range a {
-			if !slices.Contains(b, id) {
-				return false
-			}
-		}
-		return true
-	}
-	set := make(map[string]bool, len(b))
-	for _, id := range b {
-		set[id] = true
-	}
-	for _, id := range a {
-		if !set[id] {
-			return false
-		}
-	}
-	return true
-}
+func SameDevices(a, b []string) bool { return len(a) == len(b) && subsetIDs(a, b) }
