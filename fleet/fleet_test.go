@@ -315,6 +315,40 @@ func TestConcurrentEqualsSequential(t *testing.T) {
 	}
 }
 
+// TestRoutingIgnoresJobOrder: the order of Input.Jobs changes nothing
+// (Route works out speedups in input order and routes in tier, priority,
+// submission and ID order), round after round, with running jobs that
+// may migrate.
+func TestRoutingIgnoresJobOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	in := randomFleet(t, rng, 120)
+	for i := range in.Jobs {
+		in.Jobs[i].Priority = rng.IntN(3)
+		in.Jobs[i].Tier = tiers.Tier(rng.IntN(4))
+	}
+	a, b := fifoFleet(t, fleet.Config{}), fifoFleet(t, fleet.Config{})
+	for round := range 4 {
+		pa, err := a.Schedule(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shuffled := in
+		shuffled.Jobs = slices.Clone(in.Jobs)
+		rng.Shuffle(len(shuffled.Jobs), func(i, j int) { shuffled.Jobs[i], shuffled.Jobs[j] = shuffled.Jobs[j], shuffled.Jobs[i] })
+		pb, err := b.Schedule(context.Background(), shuffled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(pa.Jobs, pb.Jobs) {
+			t.Fatalf("round %d: shuffling the jobs changed the decisions", round)
+		}
+		checkPlan(t, in, pa)
+		in = advance(in, pa)
+		// The jobs on the fast clusters finish: room for the others.
+		in.Jobs = slices.DeleteFunc(in.Jobs, func(j fleet.Job) bool { return j.Cluster == "a" || j.Cluster == "b" })
+	}
+}
+
 // checkPlan checks the invariants of a plan: one decision per job, no
 // device twice, each job on one cluster that has its types.
 func checkPlan(t *testing.T, in fleet.Input, p fleet.Plan) {
