@@ -31,8 +31,12 @@
 //   - placement: which concrete devices serve each gang, aware of nodes,
 //     NVLink islands, NUMA, interference between distributed jobs and
 //     fragmentation; the cluster's Index (and its IndexCache), free
-//     capacity filed by node; a Round realises a set of targets with the
-//     fewest moves, Consolidate the simplest packing.
+//     capacity filed by node; a Chooser's Round realises a set of targets
+//     with the fewest moves, Consolidate the simplest packing. It holds
+//     the Placer contract (Placer, PlaceInput, PlaceResult, Speeds) that
+//     the scheduler calls each round, its two placers (RoundPlacer, the
+//     default, and Packer), and the gangs of several types of W-jobs
+//     (Share, CheckWorkers, GangPart).
 //   - netpredict: a job's step time on a candidate node predicted from
 //     the host's network and CPU telemetry (bandwidth, RTT,
 //     retransmissions, load), learned online from the jobs' reports: a
@@ -52,8 +56,8 @@
 //     Plan) validates the Input, hands every Policy the same exported
 //     Round (Restrict narrows it, Carry keeps a policy's caches between
 //     rounds, Entitlements gives the queues' bounds), realises the targets
-//     through a Placer and returns a Plan; it names no policy or placer
-//     beyond its defaults. Built-in policy: Pollux (the default).
+//     through a placement.Placer and returns a Plan; it names no policy or
+//     placer beyond its defaults (Pollux, placement.RoundPlacer). Built-in policy: Pollux (the default).
 //     A job may keep a fixed number of logical workers (Job.Workers,
 //     EasyScale's W-jobs): its world size and batch never change, and it
 //     runs on 1 to W devices, of several types at once when its Speedup is
@@ -82,7 +86,7 @@
 //     that learns each device's current slowdown online from gangs' step
 //     times; its snapshot is scheduler.Input.Speeds. It imports only
 //     accel. variability/palplace has PAL's placers (PAL, PM-First,
-//     Packed-Sticky) as scheduler.Placers.
+//     Packed-Sticky) as placement.Placers.
 //   - fleet: a fleet of clusters above the scheduler (Singularity):
 //     each fleet round routes waiting jobs to clusters and migrates
 //     running ones when the predicted gain beats the move's cost
@@ -105,11 +109,12 @@
 //     imitating the solver. It imports nothing of goodsched.
 //
 // Where the next features go: heterogeneous gangs and fixed logical
-// workers live in the scheduler contract (Job.Workers, Target.Shares,
-// Assignment.Workers) and goodput (WorkerModel), their policy in
+// workers live in the scheduler contract (Job.Workers, Target.Shares),
+// placement (Share, Assignment.Workers) and goodput (WorkerModel), their
+// policy in
 // scheduler/easyscale; per-device speed is a package below placement (measured and
-// learned device factors) that placement and policies read through the
-// Round; topology tiers extend accel (accel/topology, the tiers) and
+// learned device factors, placement.Speeds) that placers and policies
+// read through the Round; topology tiers extend accel (accel/topology, the tiers) and
 // placement (scheduler/topoplace: required and preferred levels, the
 // slowest tier spanned); serving is its own
 // package (serving, beside the scheduler: replica autoscaling whose

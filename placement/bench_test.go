@@ -39,7 +39,7 @@ func gangSize(rng *rand.Rand) int {
 
 // fill places random gangs until about frac of the devices are used.
 func fill(tb testing.TB, s *State, rng *rand.Rand, frac float64, prefix string) []string {
-	var p Placer
+	var p Chooser
 	var jobs []string
 	total := 0
 	for _, t := range s.Types() {
@@ -76,7 +76,7 @@ func BenchmarkPlace(b *testing.B) {
 	for i := range reqs {
 		reqs[i] = Request{Types: []accel.TypeKey{benchTypes[rng.IntN(4)]}, Count: gangSize(rng)}
 	}
-	var p Placer
+	var p Chooser
 	fits := 0
 	b.ReportAllocs()
 	var ct cpuTimer
@@ -109,7 +109,7 @@ func BenchmarkPlaceOnly(b *testing.B) {
 	for i := range reqs {
 		reqs[i] = Request{Job: "new", Types: []accel.TypeKey{benchTypes[rng.IntN(4)]}, Count: gangSize(rng)}
 	}
-	var p Placer
+	var p Chooser
 	b.ReportAllocs()
 	var ct cpuTimer
 	ct.start(b)
@@ -156,7 +156,7 @@ func roundInput(tb testing.TB) (*State, []Target) {
 // BenchmarkRound measures one round of 2,000 targets on 8,192 GPUs.
 func BenchmarkRound(b *testing.B) {
 	s, targets := roundInput(b)
-	var p Placer
+	var p Chooser
 	res, err := p.Round(s, targets)
 	if err != nil {
 		b.Fatal(err)
@@ -180,7 +180,7 @@ func BenchmarkRoundWithState(b *testing.B) {
 	s, targets := roundInput(b)
 	c := benchCluster(1024)
 	cur := s.Assignments()
-	var p Placer
+	var p Chooser
 	b.ReportAllocs()
 	var ct cpuTimer
 	ct.start(b)
@@ -200,7 +200,7 @@ func BenchmarkRoundWithState(b *testing.B) {
 func BenchmarkClone(b *testing.B) {
 	s := mustState(b, benchCluster(1000))
 	fill(b, s, rand.New(rand.NewPCG(1, 2)), 0.6, "old")
-	var p Placer
+	var p Chooser
 	b.ReportAllocs()
 	var ct cpuTimer
 	ct.start(b)

@@ -16,7 +16,7 @@ func TestCloneConcurrent(t *testing.T) {
 		clones[i] = s.Clone() // Clone is a write on s: done before the goroutines.
 	}
 	var wg sync.WaitGroup
-	var p Placer
+	var p Chooser
 	for i, k := range clones {
 		wg.Add(2)
 		go func() {

@@ -1,6 +1,6 @@
 // Package placement chooses concrete devices for gangs of accelerators on a
-// heterogeneous cluster, for one job (Placer.Place) or for a whole
-// scheduling round (Placer.Round), quickly and deterministically.
+// heterogeneous cluster, for one job (Chooser.Place) or for a whole
+// scheduling round (Chooser.Round), quickly and deterministically.
 //
 // Free capacity is indexed per device type in a google/btree of nodes
 // ordered by free devices, so best-fit and most-free queries cost
@@ -14,13 +14,13 @@
 //     assignments in effect. Unhealthy devices are never offered. A host
 //     that places round after round on the same cluster builds an Index
 //     once (NewIndex) and calls Index.NewState each round instead.
-//  2. For one gang, call Placer.Place(state, Request): it returns the
+//  2. For one gang, call Chooser.Place(state, Request): it returns the
 //     devices (all of them or none) without changing the state; commit
 //     with State.Assign, undo with State.Release. A request that does not
 //     fit now returns a *NoFitError (errors.Is ErrNoFit) with a Reason;
 //     a malformed one returns an error wrapping ErrInvalid, ErrUnknownType
 //     or ErrImpossible.
-//  3. For a round, call Placer.Round(state, targets): it keeps jobs whose
+//  3. For a round, call Chooser.Round(state, targets): it keeps jobs whose
 //     devices meet their target, shrinks and grows jobs in place, re-places
 //     the rest and starts new gangs largest first, and returns a Decision
 //     per job (keep, grow, shrink, move, start, stop) plus the targets it
@@ -32,7 +32,7 @@
 //  5. Watch State.Fragmentation: per type, the largest gang still
 //     placeable and the number of partly used nodes.
 //
-// A Placer is a plain value built from a Strategy (Pack by default,
+// A Chooser is a plain value built from a Strategy (Pack by default,
 // BestFit, Spread), Filters and Scores in the spirit of the Kubernetes
 // scheduling framework, and a switch for interference avoidance (at most
 // one distributed job per node, as in Pollux; on by default). Within a
@@ -40,4 +40,12 @@
 // request that allows several device types, Request.Values ranks them
 // (for example by the job's goodput per type) and the best type that fits
 // wins.
+//
+// A scheduler places through the Placer interface: each round it hands
+// a Placer the cluster's Index, the assignments in effect, a State and
+// the round's Targets (PlaceInput) and gets assignments and typed
+// Unplaced reasons back (PlaceResult). RoundPlacer (a Chooser's Round)
+// is the default Placer and Packer (Consolidate) the simplest; other
+// placers live in packages of their own (scheduler/topoplace,
+// variability/palplace) and may read per-device speeds (Speeds).
 package placement

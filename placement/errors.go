@@ -23,7 +23,7 @@ var (
 	ErrConflict = errors.New("placement: device conflict")
 	// ErrUnhealthy reports an attempt to assign an unhealthy device.
 	ErrUnhealthy = errors.New("placement: unhealthy device")
-	// ErrNoFit is returned by Placer.Place when a valid request does not
+	// ErrNoFit is returned by Chooser.Place when a valid request does not
 	// fit now. The error is a *NoFitError that carries the Reason.
 	ErrNoFit = errors.New("placement: does not fit")
 )

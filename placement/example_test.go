@@ -36,7 +36,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	var p placement.Placer // pack, interference avoidance on
+	var p placement.Chooser // pack, interference avoidance on
 	req := placement.Request{
 		Job:    "bert",
 		Types:  []accel.TypeKey{"v100", "a100-40gb"},
@@ -79,10 +79,10 @@ func Example() {
 	// v100: free 0, largest one-node gang 0, partly used nodes 0
 }
 
-// ExamplePlacer_Round realises a round of targets with the fewest moves:
+// ExampleChooser_Round realises a round of targets with the fewest moves:
 // a satisfied job stays, a job grows next to its devices, a job that must
 // change type moves, a new gang starts, a job without target stops.
-func ExamplePlacer_Round() {
+func ExampleChooser_Round() {
 	var cluster accel.Cluster
 	for _, n := range []struct {
 		name string
@@ -104,7 +104,7 @@ func ExamplePlacer_Round() {
 		fmt.Println(err)
 		return
 	}
-	var p placement.Placer
+	var p placement.Chooser
 	res, err := p.Round(state, []placement.Target{
 		{Job: "stay", Type: "a100-40gb", Count: 2},
 		{Job: "grow", Type: "a100-40gb", Count: 2},

@@ -51,7 +51,7 @@ func FuzzPlace(f *testing.F) {
 			}
 			r.Values = map[accel.TypeKey]float64{r.Types[0]: value}
 		}
-		p := Placer{Strategy: Strategy(strategy % 4)}
+		p := Chooser{Strategy: Strategy(strategy % 4)}
 		a, err := p.Place(s, r)
 		if err != nil {
 			if !knownErr(err) {

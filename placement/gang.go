@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -12,7 +13,88 @@ import (
 // job with a fixed number of logical workers whose devices may mix types):
 // each type's part is placed as a gang of its own, under an ID of its own
 // (GangPart), and the parts are joined again (JoinGangs); the workers
-// spread over the devices by type (SpreadWorkers, DeviceWorkers).
+// spread over the devices by type (Share, CheckWorkers, Workers).
+
+// Share is the part of a gang on one device type, for a job with a fixed
+// number of logical workers (EasyScale's W-job, whose devices may mix
+// types): Count devices of Type that host Workers of its workers between
+// them.
+type Share struct {
+	Type    accel.TypeKey `json:"type"`
+	Count   int           `json:"count"`
+	Workers int           `json:"workers"`
+}
+
+// Shares returns devs (IDs of the cluster) per type, in type order, with
+// the sum of workers (one count per device, by position; nil: none) that
+// each type's devices host; nil if one of devs is not in the cluster.
+func (x *Index) Shares(devs []string, workers []int) []Share {
+	dev, per := x.CountByType(devs, workers)
+	var out []Share
+	for t := range dev {
+		if dev[t] > 0 {
+			out = append(out, Share{Type: x.ix.types[t], Count: dev[t], Workers: per[t]})
+		}
+	}
+	return out
+}
+
+// CheckWorkers validates a as the assignment of a job with w ≥ 1 logical
+// workers (its devices in the cluster): at most w devices and, when
+// a.Workers is set, one count ≥ 1 per device, summing to w. It returns
+// the gang's shares, in type order; without a.Workers the workers spread
+// evenly over the types (SpreadWorkers). Errors wrap ErrInvalid.
+func (x *Index) CheckWorkers(a Assignment, w int) ([]Share, error) {
+	n := len(a.Devices)
+	switch {
+	case n > w:
+		return nil, fmt.Errorf("%w: job %q holds %d devices but has %d logical workers", ErrInvalid, a.Job, n, w)
+	case a.Workers == nil:
+		sh := x.Shares(a.Devices, nil)
+		dev := make([]int, len(sh))
+		for k := range sh {
+			dev[k] = sh[k].Count
+		}
+		for k, c := range SpreadWorkers(w, dev) {
+			sh[k].Workers = c
+		}
+		return sh, nil
+	case len(a.Workers) != n:
+		return nil, fmt.Errorf("%w: job %q: %d worker counts for %d devices", ErrInvalid, a.Job, len(a.Workers), n)
+	}
+	sum := 0
+	for p, c := range a.Workers {
+		if c < 1 {
+			return nil, fmt.Errorf("%w: job %q: device %q hosts %d workers, want ≥ 1", ErrInvalid, a.Job, a.Devices[p], c)
+		}
+		sum += c
+	}
+	if sum != w {
+		return nil, fmt.Errorf("%w: job %q: its devices host %d workers, want %d", ErrInvalid, a.Job, sum, w)
+	}
+	return x.Shares(a.Devices, a.Workers), nil
+}
+
+// Workers returns how many of a job's w logical workers each of devs
+// hosts when its gang is split as shares: per type what shares say when
+// they match the devices of devs per type and sum to w, else spread
+// evenly over the types (SpreadWorkers); within a type the first devices
+// take the remainder (DeviceWorkers).
+func (x *Index) Workers(devs []string, w int, shares []Share) []int {
+	dev, _ := x.CountByType(devs, nil)
+	per := make([]int, len(dev))
+	matched := 0
+	for _, s := range shares {
+		if t, ok := x.TypeIndex(s.Type); ok && dev[t] == s.Count {
+			per[t] = s.Workers
+			matched += s.Workers
+		}
+	}
+	if matched != w {
+		per = SpreadWorkers(w, dev)
+	}
+	return x.DeviceWorkers(devs, per)
+}
 
 // gangSep joins a job's ID and a type key into a part's ID; it does not
 // occur in job IDs that hosts write.

@@ -1,7 +1,9 @@
 package placement
 
 import (
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/goodsched/goodsched/accel"
@@ -63,5 +65,50 @@ func TestWorkersByType(t *testing.T) {
 	}
 	if got := x.DeviceWorkers(devs, []int{3, 3}); !reflect.DeepEqual(got, []int{2, 3, 1}) {
 		t.Errorf("DeviceWorkers = %v, want [2 3 1]", got)
+	}
+}
+
+// CheckWorkers accepts a W-job's gang only with at most W devices and,
+// when counts are given, one ≥ 1 per device summing to W; without counts
+// the workers spread over the types by their devices. Workers places them
+// per device as the shares say, or evenly when the shares do not fit.
+func TestCheckWorkers(t *testing.T) {
+	c, err := accel.ParseSpec("1x2:a100,1x2:t4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := NewIndex(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs := []string{"t4-0/0", "a100-40gb-0/0", "t4-0/1"}
+	sh, err := x.CheckWorkers(Assignment{Job: "w", Devices: devs}, 7)
+	want := []Share{{Type: "a100-40gb", Count: 1, Workers: 3}, {Type: "t4", Count: 2, Workers: 4}}
+	if err != nil || !reflect.DeepEqual(sh, want) {
+		t.Fatalf("even spread: %v, %v; want %v", sh, err, want)
+	}
+	sh, err = x.CheckWorkers(Assignment{Job: "w", Devices: devs, Workers: []int{1, 5, 1}}, 7)
+	want = []Share{{Type: "a100-40gb", Count: 1, Workers: 5}, {Type: "t4", Count: 2, Workers: 2}}
+	if err != nil || !reflect.DeepEqual(sh, want) {
+		t.Fatalf("given counts: %v, %v; want %v", sh, err, want)
+	}
+	for name, c := range map[string]struct {
+		a Assignment
+		w int
+	}{
+		"more devices than W": {Assignment{Job: "w", Devices: devs}, 2},
+		"counts short":        {Assignment{Job: "w", Devices: devs, Workers: []int{1, 1}}, 3},
+		"idle device":         {Assignment{Job: "w", Devices: devs, Workers: []int{3, 0, 1}}, 4},
+		"sum off":             {Assignment{Job: "w", Devices: devs, Workers: []int{1, 1, 1}}, 4},
+	} {
+		if _, err := x.CheckWorkers(c.a, c.w); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `"w"`) {
+			t.Errorf("%s: err %v, want ErrInvalid naming the job", name, err)
+		}
+	}
+	if got := x.Workers(devs, 7, want); !reflect.DeepEqual(got, []int{1, 5, 1}) {
+		t.Errorf("Workers by shares = %v", got)
+	}
+	if got := x.Workers(devs, 7, []Share{{Type: "t4", Count: 1, Workers: 7}}); !reflect.DeepEqual(got, []int{2, 3, 2}) {
+		t.Errorf("Workers spread = %v", got)
 	}
 }

@@ -31,19 +31,19 @@ func TestPlaceStrategies(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		p     Placer
+		p     Chooser
 		r     Request
 		want  []string
 		nodes int
 	}{
-		{"pack tightest", Placer{}, Request{Job: "j", Count: 2}, []string{"n0/6", "n0/7"}, 1},
-		{"best-fit tightest", Placer{Strategy: BestFit}, Request{Job: "j", Count: 4}, []string{"n1/3", "n1/4", "n1/5", "n1/6"}, 1},
-		{"spread most free", Placer{Strategy: Spread}, Request{Job: "j", Count: 2}, []string{"n2/0", "n2/1"}, 1},
-		{"pack multi whole node first", Placer{}, Request{Job: "j", Count: 10}, []string{"n0/6", "n0/7", "n2/0", "n2/1", "n2/2", "n2/3", "n2/4", "n2/5", "n2/6", "n2/7"}, 2},
-		{"best-fit multi fragments first", Placer{Strategy: BestFit}, Request{Job: "j", Count: 9}, []string{"n0/6", "n0/7", "n1/3", "n1/4", "n1/5", "n1/6", "n1/7", "n2/0", "n2/1"}, 3},
-		{"pack multi", Placer{}, Request{Job: "j", Count: 9}, []string{"n0/6", "n2/0", "n2/1", "n2/2", "n2/3", "n2/4", "n2/5", "n2/6", "n2/7"}, 2},
-		{"filter", Placer{Filters: []Filter{ExcludeNodes("n0")}}, Request{Job: "j", Count: 2}, []string{"n1/3", "n1/4"}, 1},
-		{"score", Placer{Scores: []Score{ScoreFunc{"prefer-n2", func(_ *Request, n NodeInfo, _ int) int64 {
+		{"pack tightest", Chooser{}, Request{Job: "j", Count: 2}, []string{"n0/6", "n0/7"}, 1},
+		{"best-fit tightest", Chooser{Strategy: BestFit}, Request{Job: "j", Count: 4}, []string{"n1/3", "n1/4", "n1/5", "n1/6"}, 1},
+		{"spread most free", Chooser{Strategy: Spread}, Request{Job: "j", Count: 2}, []string{"n2/0", "n2/1"}, 1},
+		{"pack multi whole node first", Chooser{}, Request{Job: "j", Count: 10}, []string{"n0/6", "n0/7", "n2/0", "n2/1", "n2/2", "n2/3", "n2/4", "n2/5", "n2/6", "n2/7"}, 2},
+		{"best-fit multi fragments first", Chooser{Strategy: BestFit}, Request{Job: "j", Count: 9}, []string{"n0/6", "n0/7", "n1/3", "n1/4", "n1/5", "n1/6", "n1/7", "n2/0", "n2/1"}, 3},
+		{"pack multi", Chooser{}, Request{Job: "j", Count: 9}, []string{"n0/6", "n2/0", "n2/1", "n2/2", "n2/3", "n2/4", "n2/5", "n2/6", "n2/7"}, 2},
+		{"filter", Chooser{Filters: []Filter{ExcludeNodes("n0")}}, Request{Job: "j", Count: 2}, []string{"n1/3", "n1/4"}, 1},
+		{"score", Chooser{Scores: []Score{ScoreFunc{"prefer-n2", func(_ *Request, n NodeInfo, _ int) int64 {
 			if n.Name == "n2" {
 				return 100
 			}
@@ -67,7 +67,7 @@ func TestPlaceStrategies(t *testing.T) {
 func TestPlaceNVLink(t *testing.T) {
 	c := testCluster(nodeSpec{"dgx1", "v100", 8, cubeMesh})
 	s := mustState(t, c, Assignment{Job: "x", Devices: []string{"dgx1/0", "dgx1/1"}})
-	var p Placer
+	var p Chooser
 	a, err := p.Place(s, Request{Job: "j", Count: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestPlaceNVLink(t *testing.T) {
 func TestPlaceIslandNUMA(t *testing.T) {
 	c := testCluster(nodeSpec{"n0", "a10", 8, pairs}, nodeSpec{"n1", "a10", 8, pairs})
 	s := mustState(t, c, Assignment{Job: "x", Devices: []string{"n0/0", "n0/3", "n1/1"}})
-	var p Placer
+	var p Chooser
 	a, err := p.Place(s, Request{Job: "j", Count: 2, SameIsland: true})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestPlaceInterference(t *testing.T) {
 	cur := []Assignment{{Job: "d", Devices: []string{"n-000/0", "n-001/0"}}} // distributed
 	var nf *NoFitError
 	s := mustState(t, c, cur...)
-	var p Placer
+	var p Chooser
 	// 8 devices need two whole nodes without d: n-002, n-003.
 	a, err := p.Place(s, Request{Job: "j", Count: 8})
 	if err != nil || !slices.Equal(a.Devices, []string{"n-002/0", "n-002/1", "n-002/2", "n-002/3", "n-003/0", "n-003/1", "n-003/2", "n-003/3"}) {
@@ -118,7 +118,7 @@ func TestPlaceInterference(t *testing.T) {
 	if !errors.As(err, &nf) || nf.Reason.Code != ReasonInterference {
 		t.Fatalf("got %v, want interference", err)
 	}
-	if _, err := (&Placer{AllowInterference: true}).Place(s, Request{Job: "j", Count: 10}); err != nil {
+	if _, err := (&Chooser{AllowInterference: true}).Place(s, Request{Job: "j", Count: 10}); err != nil {
 		t.Fatalf("avoidance off: %v", err)
 	}
 	// Single-node jobs may share a node with a distributed one.
@@ -130,7 +130,7 @@ func TestPlaceInterference(t *testing.T) {
 func TestPlaceHeterogeneous(t *testing.T) {
 	c := testCluster(nodeSpec{"a", "a100", 4, nil}, nodeSpec{"h", "h100", 4, nil}, nodeSpec{"t", "t4", 4, nil})
 	s := mustState(t, c, Assignment{Job: "x", Devices: []string{"h/0"}})
-	var p Placer
+	var p Chooser
 	r := Request{Job: "j", Count: 4, Values: map[accel.TypeKey]float64{"h100": 3, "a100": 2, "t4": 1}}
 	a, err := p.Place(s, r)
 	if err != nil {
@@ -155,7 +155,7 @@ func TestPlaceHeterogeneous(t *testing.T) {
 func TestPlaceErrors(t *testing.T) {
 	c := testCluster(nodeSpec{"n0", "t4", 4, pairs}, nodeSpec{"n1", "t4", 4, pairs})
 	s := mustState(t, c, Assignment{Job: "x", Devices: []string{"n0/0", "n0/1", "n0/2", "n1/0", "n1/1", "n1/2"}})
-	var p Placer
+	var p Chooser
 	tests := []struct {
 		name string
 		r    Request
@@ -336,7 +336,7 @@ func TestRoundActions(t *testing.T) {
 func nan() float64 { z := 0.0; return z / z }
 
 func TestZeroState(t *testing.T) {
-	var p Placer
+	var p Chooser
 	for _, s := range []*State{nil, {}} {
 		if _, err := p.Place(s, Request{Job: "j", Count: 1}); !errors.Is(err, ErrInvalid) {
 			t.Errorf("place: %v", err)
@@ -378,7 +378,7 @@ func TestMIGParentNotOffered(t *testing.T) {
 	if s.Free("a100") != 3 || s.Capacity("a100") != 3 {
 		t.Fatalf("free %d capacity %d, want 3", s.Free("a100"), s.Capacity("a100"))
 	}
-	a, err := (&Placer{}).Place(s, Request{Job: "j", Count: 3})
+	a, err := (&Chooser{}).Place(s, Request{Job: "j", Count: 3})
 	if err != nil || slices.Contains(a.Devices, "n0/1") {
 		t.Fatalf("%v %v", a, err)
 	}
@@ -392,7 +392,7 @@ func TestReleaseDevices(t *testing.T) {
 	s := mustState(t, c,
 		Assignment{Job: "d", Devices: []string{"n-000/0", "n-001/0"}},
 		Assignment{Job: "e", Devices: []string{"n-002/0"}})
-	var p Placer
+	var p Chooser
 	// d is distributed, so a 3-device gang cannot use n-000 or n-001.
 	if _, err := p.Place(s, Request{Job: "x", Count: 3}); !errors.Is(err, ErrNoFit) {
 		t.Fatalf("want no fit, got %v", err)
@@ -430,7 +430,7 @@ func TestSparseIndicesAndLinks(t *testing.T) {
 	n.Links = []accel.Link{{A: 4, B: 9, NVLinks: 4}, {A: 1, B: 6, NVLinks: 1}}
 	c := accel.Cluster{Nodes: []accel.Node{n}}
 	s := mustState(t, c)
-	var p Placer
+	var p Chooser
 	a, err := p.Place(s, Request{Job: "j", Count: 2, SameIsland: true})
 	if err != nil || !slices.Equal(a.Devices, []string{"n0/1", "n0/6"}) {
 		t.Fatalf("%v %v", a.Devices, err)
@@ -496,7 +496,7 @@ func TestEmptyAssignments(t *testing.T) {
 func TestNoFitTextNamesTypes(t *testing.T) {
 	c := testCluster(nodeSpec{"a", "a100", 2, nil}, nodeSpec{"h", "h100", 2, nil})
 	s := mustState(t, c, Assignment{Job: "x", Devices: []string{"a/0", "h/0"}})
-	_, err := (&Placer{}).Place(s, Request{Job: "j", Count: 2, Types: []accel.TypeKey{"h100", "a100"}})
+	_, err := (&Chooser{}).Place(s, Request{Job: "j", Count: 2, Types: []accel.TypeKey{"h100", "a100"}})
 	var nf *NoFitError
 	if !errors.As(err, &nf) || nf.Reason.Code != ReasonCapacity ||
 		nf.Reason.Text != "h100: 1 free h100 devices, 2 asked; a100: 1 free a100 devices, 2 asked" {

@@ -118,7 +118,7 @@ func checkInvariants(t *testing.T, c accel.Cluster, s *State) {
 }
 
 // checkPlacement verifies that a placed gang honours its request.
-func checkPlacement(t *testing.T, c accel.Cluster, s *State, r Request, a Assignment, p Placer) {
+func checkPlacement(t *testing.T, c accel.Cluster, s *State, r Request, a Assignment, p Chooser) {
 	t.Helper()
 	if len(a.Devices) != r.Count {
 		t.Fatalf("%+v: got %d devices", r, len(a.Devices))
@@ -295,7 +295,7 @@ func TestPlaceProperties(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := Placer{Strategy: Strategy(rng.IntN(3)), AllowInterference: rng.IntN(2) == 0}
+		p := Chooser{Strategy: Strategy(rng.IntN(3)), AllowInterference: rng.IntN(2) == 0}
 		for i := range 30 {
 			r := randomRequest(rng, fmt.Sprintf("j%02d", i))
 			before := s.Assignments()
@@ -375,7 +375,7 @@ func TestRoundProperties(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := Placer{Strategy: Strategy(rng.IntN(3)), AllowInterference: rng.IntN(2) == 0}
+		p := Chooser{Strategy: Strategy(rng.IntN(3)), AllowInterference: rng.IntN(2) == 0}
 		for i := range 12 {
 			r := randomRequest(rng, fmt.Sprintf("j%02d", i))
 			r.SameIsland, r.SameNUMA = false, false
@@ -504,7 +504,7 @@ func TestRoundGrowsInPlace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var p Placer
+		var p Chooser
 		for i := range 10 {
 			r := randomRequest(rng, fmt.Sprintf("j%02d", i))
 			r.SameIsland, r.SameNUMA = false, false

@@ -113,9 +113,9 @@ func (r RoundResult) Count(a Action) int {
 }
 
 // Round realises one scheduling round on a clone of s with the default
-// Placer; see Placer.Round.
+// Chooser; see Chooser.Round.
 func Round(s *State, targets []Target) (RoundResult, error) {
-	var p Placer
+	var p Chooser
 	return p.Round(s, targets)
 }
 
@@ -142,7 +142,7 @@ func Round(s *State, targets []Target) (RoundResult, error) {
 // one of them is unhealthy, in which case it is stopped. Malformed targets
 // (empty or repeated job, negative count or max nodes, unknown type, more
 // devices than the type could ever offer on MaxNodes nodes) are errors.
-func (p *Placer) Round(s *State, targets []Target) (RoundResult, error) {
+func (p *Chooser) Round(s *State, targets []Target) (RoundResult, error) {
 	if !s.usable() {
 		return RoundResult{}, errNoState
 	}
@@ -403,7 +403,7 @@ func (s *State) shrink(j jobUse, keep int) {
 // own nodes (best connected to its devices), then on the fewest new nodes
 // within MaxNodes. It reports false, changing nothing, when that cannot
 // meet the target.
-func (p *Placer) growInPlace(s *State, tg Target) bool {
+func (p *Chooser) growInPlace(s *State, tg Target) bool {
 	j, _ := s.jobs.Get(jobUse{job: tg.Job})
 	t := s.ix.typeNum[tg.Type]
 	need := tg.Count - len(j.devs)

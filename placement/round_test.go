@@ -18,7 +18,7 @@ func TestRoundCases(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		p       Placer
+		p       Chooser
 		cur     []Assignment
 		faults  []string
 		targets []Target
@@ -47,7 +47,7 @@ func TestRoundCases(t *testing.T) {
 		},
 		{
 			name: "interference allowed: grow in place",
-			p:    Placer{AllowInterference: true},
+			p:    Chooser{AllowInterference: true},
 			cur: []Assignment{
 				{Job: "g", Devices: []string{"n-000/0", "n-000/1"}},
 				{Job: "d", Devices: []string{"n-000/2", "n-000/3", "n-001/0", "n-001/1"}},
@@ -165,7 +165,7 @@ func TestRoundErrors(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", name, err, tc.want)
 		}
 	}
-	if _, err := (&Placer{Strategy: 7}).Round(s, nil); !errors.Is(err, ErrInvalid) {
+	if _, err := (&Chooser{Strategy: 7}).Round(s, nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad strategy: %v", err)
 	}
 }

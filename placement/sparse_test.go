@@ -133,7 +133,7 @@ func TestIndexNewStateSparseSame(t *testing.T) {
 			for k := range 5 {
 				targets = append(targets, Target{Job: fmt.Sprintf("new-%d", k), Type: []accel.TypeKey{"a100", "t4", "v100"}[rng.IntN(3)], Count: 1 + rng.IntN(6)})
 			}
-			var p Placer
+			var p Chooser
 			rw, errW := p.Round(want, targets)
 			rg, errG := p.Round(got, targets)
 			if fmt.Sprint(errW) != fmt.Sprint(errG) || !reflect.DeepEqual(rw.Decisions, rg.Decisions) ||
@@ -213,7 +213,7 @@ func TestIndexNewStateSparseConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var p Placer
+			var p Chooser
 			for range 50 {
 				s, err := x.NewState(cur)
 				if err != nil {

@@ -93,14 +93,6 @@ type Job struct {
 	Tier tiers.Tier
 }
 
-// Share is the part of a W-job's gang on one device type: Count devices
-// of Type that host Workers of the job's logical workers between them.
-type Share struct {
-	Type    accel.TypeKey `json:"type"`
-	Count   int           `json:"count"`
-	Workers int           `json:"workers"`
-}
-
 // Target is a policy's decision for one job: how many devices of which
 // type. Count 0 means the job does not run this round.
 type Target struct {
@@ -117,7 +109,7 @@ type Target struct {
 	// workers they host (counts ≥ 1, at most its workers; workers summing
 	// to Job.Workers). Count must be the total; Type is ignored. Empty
 	// means Count devices of Type, hosting all of a W-job's workers.
-	Shares []Share
+	Shares []placement.Share
 	// Reason and Note explain the target (optional): a typed code and the
 	// policy's figures in words, such as "speedup 2.9→4.6, restart factor
 	// 0.97". The Scheduler prefixes the action ("grew 4→8: ").
@@ -163,8 +155,8 @@ type Input struct {
 	// Speeds reports per-device, per-job slowdowns (measured and learned
 	// online, for example by package variability); nil = none, and every
 	// plan is as without it. The Round hands it to the Placer
-	// (PlaceInput.Speeds); policies read it through Round.Input.
-	Speeds Speeds
+	// (placement.PlaceInput.Speeds); policies read it through Round.Input.
+	Speeds placement.Speeds
 }
 
 // Policy decides per round how many devices of which type each job gets.
@@ -197,53 +189,4 @@ type RoundLength interface {
 	// RoundLength returns the time between rounds the policy is designed
 	// for (> 0).
 	RoundLength() time.Duration
-}
-
-// Placer realises a round's targets on concrete devices. Implementations
-// must be deterministic and must not modify their input.
-type Placer interface {
-	// Place returns an assignment for every target it could place and an
-	// Unplaced entry, with a typed reason, for every target it could not.
-	Place(ctx context.Context, in PlaceInput) (PlaceResult, error)
-}
-
-// StateUser is an optional interface of a Placer: one whose UsesState
-// returns false never reads PlaceInput.State (it works from Cluster and
-// Current), so the Round builds no placement.State for it and passes nil.
-// A Placer without the method gets a State.
-type StateUser interface {
-	// UsesState reports whether Place reads PlaceInput.State.
-	UsesState() bool
-}
-
-// PlaceInput is what a Placer is asked to realise.
-type PlaceInput struct {
-	// Cluster is the round's cluster index (the Scheduler builds one per
-	// distinct cluster; read-only).
-	Cluster *placement.Index
-	// Current holds the assignments in effect, in job order (jobs absent
-	// from Targets release their devices); State is the same usage as a
-	// placement state, a copy the Placer may modify (nil for a Placer
-	// whose StateUser.UsesState reports false).
-	Current []placement.Assignment
-	State   *placement.State
-	// Targets are the targets to realise, with positive counts, in job
-	// order.
-	Targets []Target
-	// AllowInterference lifts the rule that a node hosts at most one
-	// distributed (multi-node) job (Config.AllowInterference).
-	AllowInterference bool
-	// Speeds is the round's Input.Speeds (nil = no speed data; placers
-	// that do not read it place as before).
-	Speeds Speeds
-}
-
-// PlaceResult is a Placer's answer.
-type PlaceResult struct {
-	// Assignments holds one assignment per placed target.
-	Assignments []placement.Assignment
-	// Unplaced lists the targets that could not be placed, with the
-	// placement package's typed reason. A job that held devices may keep
-	// them (an assignment equal to its current one).
-	Unplaced []placement.Unplaced
 }

@@ -1,14 +1,14 @@
 // Package scheduler decides, once per round, how many accelerators of
 // which type every deep-learning job gets, realises that on concrete
-// devices through a Placer, and hands the host a Plan it can apply. It
+// devices through a placement.Placer, and hands the host a Plan it can apply. It
 // computes; the host orchestrator acts.
 //
 // The host contract, in steps:
 //
 //  1. Build a Scheduler once: New(Config{Policy: ..., Placer: ...}). The
 //     zero Config runs the Pollux policy (Pollux's goodput objective, Sia's
-//     one configuration per job) realised by RoundPlacer (the placement
-//     package's round), avoiding interference (Config.AllowInterference is
+//     one configuration per job) realised by placement.RoundPlacer (the
+//     placement package's round), avoiding interference (Config.AllowInterference is
 //     the one setting for it, read by policy and placer alike). A
 //     Scheduler keeps no decision state between rounds (it only caches the
 //     last cluster's index and, for the Pollux policy, the speedups it

@@ -42,7 +42,7 @@ func typesOf(c accel.Cluster, devs []string) map[accel.TypeKey]int {
 func TestGangPlacedPerType(t *testing.T) {
 	c := testCluster(group{2, 4, "t4"}, group{1, 4, "a100"})
 	w := Job{ID: "w", Kind: Elastic, MinReplicas: 1, Workers: 7, Speedup: gangModel(t, 7)}
-	tg := fixedTargets{{Job: "w", Count: 5, Shares: []Share{{Type: "t4", Count: 2, Workers: 2}, {Type: "a100", Count: 3, Workers: 5}}}}
+	tg := fixedTargets{{Job: "w", Count: 5, Shares: []placement.Share{{Type: "t4", Count: 2, Workers: 2}, {Type: "a100", Count: 3, Workers: 5}}}}
 	plan := scheduleOnce(t, tg, Input{Cluster: c, Jobs: []Job{w}, Now: t0})
 	d, _ := plan.Decision("w")
 	if d.To != 5 || d.Type != "" || len(d.Shares) != 2 || d.Action != placement.Start {
@@ -83,12 +83,12 @@ func TestGangUnplacedKeepsCurrent(t *testing.T) {
 	w := Job{ID: "w", Kind: Elastic, MinReplicas: 1, Workers: 6, Speedup: gangModel(t, 6)}
 	pin := Job{ID: "p", Kind: Rigid, Requested: 1, NonPreemptible: true}
 	first := scheduleOnce(t, fixedTargets{
-		{Job: "w", Count: 2, Shares: []Share{{Type: "t4", Count: 1, Workers: 3}, {Type: "a100", Count: 1, Workers: 3}}},
+		{Job: "w", Count: 2, Shares: []placement.Share{{Type: "t4", Count: 1, Workers: 3}, {Type: "a100", Count: 1, Workers: 3}}},
 		{Job: "p", Type: "a100", Count: 1},
 	}, Input{Cluster: c, Jobs: []Job{w, pin}, Now: t0})
 	in := Input{Cluster: c, Jobs: []Job{w, pin}, Current: first.Assignments(), Now: t0}
 	// Two A100s for w: one is pinned to p.
-	plan := scheduleOnce(t, fixedTargets{{Job: "w", Count: 3, Shares: []Share{{Type: "t4", Count: 1, Workers: 2}, {Type: "a100", Count: 2, Workers: 4}}}}, in)
+	plan := scheduleOnce(t, fixedTargets{{Job: "w", Count: 3, Shares: []placement.Share{{Type: "t4", Count: 1, Workers: 2}, {Type: "a100", Count: 2, Workers: 4}}}}, in)
 	d, _ := plan.Decision("w")
 	before, _ := first.Decision("w")
 	if !placement.SameDevices(d.Assignment.Devices, before.Assignment.Devices) || d.Reason == ReasonObjective {
@@ -105,11 +105,11 @@ func TestGangBadShares(t *testing.T) {
 		job Job
 		tg  Target
 	}{
-		"cannot mix":     {plain, Target{Job: "x", Count: 2, Shares: []Share{{"t4", 1, 2}, {"a100", 1, 2}}}},
-		"workers sum":    {w, Target{Job: "w", Count: 2, Shares: []Share{{"t4", 1, 1}, {"a100", 1, 2}}}},
-		"count mismatch": {w, Target{Job: "w", Count: 3, Shares: []Share{{"t4", 1, 2}, {"a100", 1, 2}}}},
-		"idle device":    {w, Target{Job: "w", Count: 4, Shares: []Share{{"t4", 3, 2}, {"a100", 1, 2}}}},
-		"type twice":     {w, Target{Job: "w", Count: 2, Shares: []Share{{"t4", 1, 2}, {"t4", 1, 2}}}},
+		"cannot mix":     {plain, Target{Job: "x", Count: 2, Shares: []placement.Share{{Type: "t4", Count: 1, Workers: 2}, {Type: "a100", Count: 1, Workers: 2}}}},
+		"workers sum":    {w, Target{Job: "w", Count: 2, Shares: []placement.Share{{Type: "t4", Count: 1, Workers: 1}, {Type: "a100", Count: 1, Workers: 2}}}},
+		"count mismatch": {w, Target{Job: "w", Count: 3, Shares: []placement.Share{{Type: "t4", Count: 1, Workers: 2}, {Type: "a100", Count: 1, Workers: 2}}}},
+		"idle device":    {w, Target{Job: "w", Count: 4, Shares: []placement.Share{{Type: "t4", Count: 3, Workers: 2}, {Type: "a100", Count: 1, Workers: 2}}}},
+		"type twice":     {w, Target{Job: "w", Count: 2, Shares: []placement.Share{{Type: "t4", Count: 1, Workers: 2}, {Type: "t4", Count: 1, Workers: 2}}}},
 		"above W":        {w, Target{Job: "w", Type: "t4", Count: 5}},
 	} {
 		s, _ := New(Config{Policy: fixedTargets{c2.tg}})
@@ -165,7 +165,7 @@ func FuzzGangs(f *testing.F) {
 		}
 		tg := Target{Job: "w", Count: int(data[5]%4) + int(data[6]%3)}
 		if data[7]%2 == 0 {
-			tg.Shares = []Share{{Type: "t4", Count: int(data[5] % 4), Workers: int(data[8] % 8)}, {Type: "a100", Count: int(data[6] % 3), Workers: int(data[9] % 8)}}
+			tg.Shares = []placement.Share{{Type: "t4", Count: int(data[5] % 4), Workers: int(data[8] % 8)}, {Type: "a100", Count: int(data[6] % 3), Workers: int(data[9] % 8)}}
 		} else {
 			tg.Type = "t4"
 		}

@@ -136,7 +136,7 @@ type Decision struct {
 	// the round, are its devices per type with the logical workers they
 	// host (Type is then empty and FromType is empty when it held such a
 	// gang before); nil otherwise.
-	Shares []Share `json:"shares,omitempty"`
+	Shares []placement.Share `json:"shares,omitempty"`
 	// Nodes is the number of nodes the new assignment spans.
 	Nodes int `json:"nodes"`
 	// Assignment lists the job's devices after the round (empty when the

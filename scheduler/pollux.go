@@ -127,7 +127,7 @@ func (g Pollux) Allocate(ctx context.Context, r *Round) ([]Target, error) {
 		}
 	}
 	if bestOwn != nil {
-		if err := r.Offer(best, PlaceResult{Assignments: bestOwn}); err != nil {
+		if err := r.Offer(best, placement.PlaceResult{Assignments: bestOwn}); err != nil {
 			return nil, err
 		}
 	}

@@ -33,8 +33,8 @@ func TestZeroValueScheduler(t *testing.T) {
 
 func TestNewRejectsNilPointers(t *testing.T) {
 	for name, cfg := range map[string]Config{
-		"*Pollux": {Policy: (*Pollux)(nil)},
-		"*Packer": {Placer: (*Packer)(nil)},
+		"*Pollux":           {Policy: (*Pollux)(nil)},
+		"*placement.Packer": {Placer: (*placement.Packer)(nil)},
 	} {
 		if _, err := New(cfg); !errors.Is(err, ErrInvalid) {
 			t.Errorf("New with a nil %s: err %v, want ErrInvalid", name, err)
@@ -153,9 +153,9 @@ func TestCurrentOfUnknownJobChecked(t *testing.T) {
 // cancellation does.
 type slowPlacer struct{}
 
-func (slowPlacer) Place(ctx context.Context, _ PlaceInput) (PlaceResult, error) {
+func (slowPlacer) Place(ctx context.Context, _ placement.PlaceInput) (placement.PlaceResult, error) {
 	<-ctx.Done()
-	return PlaceResult{}, ctx.Err()
+	return placement.PlaceResult{}, ctx.Err()
 }
 
 func TestContextErrorsAreNotPlacementFaults(t *testing.T) {
@@ -255,8 +255,8 @@ func TestSpeedupTypeAlias(t *testing.T) {
 // TestOneInterferenceKnob: the placement package's own interference
 // switch inside RoundPlacer is refused, not silently overridden.
 func TestOneInterferenceKnob(t *testing.T) {
-	pl := RoundPlacer{}
-	pl.Placer.AllowInterference = true
+	pl := placement.RoundPlacer{}
+	pl.Chooser.AllowInterference = true
 	if _, err := New(Config{Placer: pl}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Config.AllowInterference") {
 		t.Fatalf("err = %v", err)
 	}

@@ -36,7 +36,7 @@ type Round struct {
 	byID    map[string]int
 	current []placement.Assignment // the validated Input.Current of live jobs, in job order
 
-	placer            Placer
+	placer            placement.Placer
 	allowInterference bool
 	takesOffers       bool
 	state             *placement.State // the usage in effect, built on the first Place
@@ -82,7 +82,7 @@ type RoundJob struct {
 	// CurrentShares, for a running W-job (Job.Workers > 0), are its
 	// current devices per type with the workers they host; when they
 	// span several types, CurrentType is the type with the most devices.
-	CurrentShares []Share
+	CurrentShares []placement.Share
 	// Mixes: the job is a W-job whose Speedup implements
 	// goodput.GangSpeedup, so its target may hold several types (Shares).
 	Mixes bool
@@ -123,13 +123,13 @@ func (j *jobInfo) fits(count int) bool { return count >= j.Min && count <= j.Max
 
 // NewRound validates in and returns the view of it that a Scheduler built
 // by New(Config{}) hands its policy: for calling a policy on its own (in
-// tests, or to inspect its targets). Place then uses RoundPlacer.
+// tests, or to inspect its targets). Place then uses placement.RoundPlacer.
 func NewRound(in Input) (*Round, error) {
 	c, err := indexCluster(nil, &in.Cluster)
 	if err != nil {
 		return nil, err
 	}
-	return newRound(&in, c, RoundPlacer{}, false, true)
+	return newRound(&in, c, placement.RoundPlacer{}, false, true)
 }
 
 // Input returns the round's input.
@@ -182,14 +182,14 @@ func (r *Round) AllowInterference() bool { return r.allowInterference }
 // Schedule checks the policy's (ErrPolicy). A policy may place several
 // candidate target sets and return the one it likes best: Schedule then
 // uses the result Place gave for it instead of placing it again.
-func (r *Round) Place(ctx context.Context, targets []Target) (PlaceResult, error) {
+func (r *Round) Place(ctx context.Context, targets []Target) (placement.PlaceResult, error) {
 	tg, err := r.checkTargets(targets)
 	if err != nil {
-		return PlaceResult{}, err
+		return placement.PlaceResult{}, err
 	}
 	ps, err := r.place(ctx, tg)
 	if err != nil {
-		return PlaceResult{}, err
+		return placement.PlaceResult{}, err
 	}
 	return ps.res, nil
 }
@@ -228,7 +228,7 @@ func (r *Round) TakesOffers() bool { return r.takesOffers && !r.gangsNow }
 // checks res as Schedule checks a Placer's result, and fails with
 // ErrPolicy when the Round does not take offers or res does not realise
 // targets.
-func (r *Round) Offer(targets []Target, res PlaceResult) error {
+func (r *Round) Offer(targets []Target, res placement.PlaceResult) error {
 	if !r.TakesOffers() {
 		return fmt.Errorf("%w: this round takes no offered placements (the Scheduler has a Placer of its own, or a job holds devices of several types)", ErrPolicy)
 	}
@@ -246,8 +246,8 @@ func (r *Round) Offer(targets []Target, res PlaceResult) error {
 
 // placedSet is a target set placed or offered this round.
 type placedSet struct {
-	targets []Target // as toPlace gives them
-	res     PlaceResult
+	targets []placement.Target // as toPlace gives them
+	res     placement.PlaceResult
 	// checked: res was checked (an offer), with this result of
 	// checkPlacement.
 	checked  bool
@@ -258,7 +258,7 @@ type placedSet struct {
 // remember records ps, replacing the entry of the same targets.
 func (r *Round) remember(ps placedSet) {
 	for k := range r.placed {
-		if samePlace(r.placed[k].targets, ps.targets) {
+		if slices.Equal(r.placed[k].targets, ps.targets) {
 			r.placed[k] = ps
 			return
 		}
@@ -268,49 +268,77 @@ func (r *Round) remember(ps placedSet) {
 
 // place realises the checked targets tg (index-aligned with r.jobs),
 // reusing the result of an earlier Place or Offer of the same targets.
+// When gangs of several types are involved (a target with Shares, or a
+// W-job that holds such a gang), every such job's current devices and
+// target are split per type into parts with IDs of their own
+// (placement.GangPart), the Placer places the parts as it places any
+// gang, and each job's parts are joined again: a job one of whose parts
+// cannot be placed keeps its current devices if the Placer left it every
+// one of them, and otherwise does not run this round.
 func (r *Round) place(ctx context.Context, tg []Target) (*placedSet, error) {
 	pt := r.toPlace(tg)
 	for k := range r.placed {
-		if samePlace(r.placed[k].targets, pt) {
+		if slices.Equal(r.placed[k].targets, pt) {
 			return &r.placed[k], nil
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if r.involvesGangs(pt) {
-		return r.placeGangs(ctx, pt)
+	in := placement.PlaceInput{Cluster: r.cluster, Current: r.current, Targets: pt, AllowInterference: r.allowInterference, Speeds: r.in.Speeds}
+	split := r.mixedGangs(tg)
+	if split != nil {
+		in.Current, in.Targets, in.Speeds = r.cluster.SplitGangs(r.current, func(job string) bool { return split[job] }), nil, nil
+		for _, t := range pt {
+			i := r.byID[t.Job]
+			switch {
+			case !split[t.Job]:
+				in.Targets = append(in.Targets, t)
+			case len(tg[i].Shares) > 1:
+				for _, s := range tg[i].Shares {
+					in.Targets = append(in.Targets, placement.Target{Job: placement.GangPart(t.Job, s.Type), Type: s.Type, Count: s.Count, MaxNodes: t.MaxNodes})
+				}
+			default:
+				in.Targets = append(in.Targets, placement.Target{Job: placement.GangPart(t.Job, t.Type), Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes})
+			}
+		}
 	}
-	var st *placement.State
-	if su, ok := r.placer.(StateUser); !ok || su.UsesState() {
-		if r.state == nil {
-			built, err := r.cluster.NewState(r.current)
+	if su, ok := r.placer.(placement.StateUser); !ok || su.UsesState() {
+		if r.state == nil || split != nil {
+			built, err := r.cluster.NewState(in.Current)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 			}
-			r.state = built
+			if split != nil {
+				in.State = built
+			} else {
+				r.state = built
+			}
 		}
-		st = r.state.Clone()
+		if in.State == nil {
+			in.State = r.state.Clone()
+		}
 	}
-	res, err := r.placer.Place(ctx, PlaceInput{Cluster: r.cluster, Current: r.current, State: st,
-		Targets: pt, AllowInterference: r.allowInterference, Speeds: r.in.Speeds})
+	res, err := r.placer.Place(ctx, in)
 	if err != nil {
 		return nil, placeError(err)
 	}
-	r.placed = append(r.placed, placedSet{targets: pt, res: res})
+	ps := placedSet{targets: pt, res: res}
+	if split != nil {
+		ps.res.Assignments, ps.res.Unplaced = placement.JoinGangs(res.Assignments, res.Unplaced, func(job string) []string {
+			return r.jobs[r.byID[job]].Current
+		})
+		if ps.assigned, ps.unplaced, err = r.checkPlacement(ps.res, tg); err != nil {
+			return nil, err
+		}
+		ps.checked = true
+	}
+	r.placed = append(r.placed, ps)
 	return &r.placed[len(r.placed)-1], nil
 }
 
-// samePlace reports whether two target sets are the same as a Placer
-// reads them (job, type, count and max nodes, in order).
-func samePlace(a, b []Target) bool {
-	return slices.EqualFunc(a, b, func(x, y Target) bool {
-		return x.Job == y.Job && x.Type == y.Type && x.Count == y.Count && x.MaxNodes == y.MaxNodes
-	})
-}
-
 // newRound validates in (whose cluster c indexes) and builds its view.
-func newRound(in *Input, c *placement.Index, pl Placer, allowInterference, takesOffers bool) (*Round, error) {
+func newRound(in *Input, c *placement.Index, pl placement.Placer, allowInterference, takesOffers bool) (*Round, error) {
 	if err := checkGrid(in); err != nil {
 		return nil, err
 	}
@@ -448,7 +476,6 @@ func (r *Round) checkCurrent() error {
 	nums := make([]int32, 0, held)
 	var refs []placement.DeviceRef // scratch: one entry's devices
 	var nodes []int32              // scratch: their node numbers
-	var tys []int                  // scratch: their type positions
 	for k, a := range r.in.Current {
 		// Every entry is checked, a finished job's too: its devices must
 		// exist and not be held twice, though they are then released.
@@ -456,7 +483,7 @@ func (r *Round) checkCurrent() error {
 		refs, known = r.cluster.AppendRefs(refs[:0], a.Devices)
 		typ, usable := -1, true
 		n0 := len(nums)
-		nodes, tys = nodes[:0], tys[:0]
+		nodes = nodes[:0]
 		wi, live := r.byID[a.Job]
 		mixes := live && r.jobs[wi].Job.Workers > 0
 		for p, d := range refs {
@@ -472,7 +499,6 @@ func (r *Round) checkCurrent() error {
 			typ, usable = d.Type, usable && d.Usable
 			nums = append(nums, int32(d.Num))
 			nodes = append(nodes, int32(d.Node))
-			tys = append(tys, d.Type)
 		}
 		if !known {
 			return fmt.Errorf("%w: current[%d]: job %q: device %q is not in the cluster", ErrInvalid, k, a.Job, a.Devices[len(refs)])
@@ -501,7 +527,7 @@ func (r *Round) checkCurrent() error {
 		ji.curNums, ji.curUsable = nums[n0:len(nums):len(nums)], usable
 		ji.curType, ji.curCount, ji.CurrentNodes = typ, len(a.Devices), distinct(nodes)
 		ji.CurrentType = r.types[typ]
-		if err := r.checkCurrentWorkers(k, ji, &r.in.Current[k], tys); err != nil {
+		if err := r.checkCurrentWorkers(k, ji, &r.in.Current[k]); err != nil {
 			return err
 		}
 		// Pinned: kept on exactly these devices whatever its Types,

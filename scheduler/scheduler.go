@@ -17,18 +17,19 @@ import (
 )
 
 // Config configures a Scheduler. The zero value is valid: the Pollux
-// policy with its defaults, realised by RoundPlacer, avoiding interference.
+// policy with its defaults, realised by placement.RoundPlacer, avoiding
+// interference.
 type Config struct {
 	// Policy decides each round's (type, count) per job; nil = Pollux{}.
 	Policy Policy
 	// Placer realises the policy's targets on concrete devices;
-	// nil = RoundPlacer{} (the placement package's round), and then the
-	// policy may also offer placements of its own (Round.Offer).
-	Placer Placer
+	// nil = placement.RoundPlacer{}, and then the policy may also offer
+	// placements of its own (Round.Offer).
+	Placer placement.Placer
 	// AllowInterference lifts the rule that a node hosts at most one
 	// distributed (multi-node) job. The one setting for it: the policy
 	// reads it (Round.AllowInterference) and so does the Placer
-	// (PlaceInput.AllowInterference).
+	// (placement.PlaceInput.AllowInterference).
 	AllowInterference bool
 }
 
@@ -48,7 +49,7 @@ type Config struct {
 // safe for concurrent use as long as its Policy and Placer are.
 type Scheduler struct {
 	policy            Policy
-	placer            Placer
+	placer            placement.Placer
 	allowInterference bool
 	// takesOffers: no Placer was configured, so a policy may offer its
 	// own placement when that places better than the Placer.
@@ -69,6 +70,9 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		if v, ok := v.(Validator); ok {
 			if err := v.Validate(); err != nil {
+				if !errors.Is(err, ErrInvalid) { // a placement.RoundPlacer's, say
+					err = fmt.Errorf("%w: %w", ErrInvalid, err)
+				}
 				return nil, fmt.Errorf("Config.%s: %w", name, err)
 			}
 		}
@@ -78,7 +82,7 @@ func New(cfg Config) (*Scheduler, error) {
 		s.policy = Pollux{}
 	}
 	if s.placer == nil {
-		s.placer, s.takesOffers = RoundPlacer{}, true
+		s.placer, s.takesOffers = placement.RoundPlacer{}, true
 	}
 	return s, nil
 }
@@ -237,8 +241,8 @@ func (r *Round) checkTargets(targets []Target) ([]Target, error) {
 }
 
 // toPlace returns the targets a Placer must realise: the checked targets
-// tg with zero counts left out (nil when none).
-func (r *Round) toPlace(tg []Target) []Target {
+// tg with zero counts left out (nil when none), as placement reads them.
+func (r *Round) toPlace(tg []Target) []placement.Target {
 	n := 0
 	for _, t := range tg {
 		if t.Count > 0 {
@@ -248,10 +252,10 @@ func (r *Round) toPlace(tg []Target) []Target {
 	if n == 0 {
 		return nil
 	}
-	pt := make([]Target, 0, n)
+	pt := make([]placement.Target, 0, n)
 	for _, t := range tg {
 		if t.Count > 0 {
-			pt = append(pt, t)
+			pt = append(pt, placement.Target{Job: t.Job, Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes})
 		}
 	}
 	return pt
@@ -260,7 +264,7 @@ func (r *Round) toPlace(tg []Target) []Target {
 // checkPlacement validates a placement result against the checked
 // targets: per job the devices it gets and, when its target was not met,
 // why.
-func (r *Round) checkPlacement(res PlaceResult, tg []Target) ([][]string, []*placement.Reason, error) {
+func (r *Round) checkPlacement(res placement.PlaceResult, tg []Target) ([][]string, []*placement.Reason, error) {
 	assigned := make([][]string, len(r.jobs))
 	unplaced := make([]*placement.Reason, len(r.jobs))
 	done := make([]bool, len(r.jobs))
@@ -379,8 +383,12 @@ func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reaso
 		}
 		d.Assignment = placement.Assignment{Job: j.Job.ID, Devices: devs}
 		if j.Job.Workers > 0 {
-			d.Assignment.Workers = r.workersOf(j, t, devs)
-			if sh := r.sharesOf(devs, d.Assignment.Workers); len(sh) > 1 {
+			shares := t.Shares // the workers go as they say, or as the job holds them
+			if placement.SameDevices(devs, j.Current) && len(j.CurrentShares) > 0 {
+				shares = j.CurrentShares
+			}
+			d.Assignment.Workers = r.cluster.Workers(devs, j.Job.Workers, shares)
+			if sh := r.cluster.Shares(devs, d.Assignment.Workers); len(sh) > 1 {
 				d.Type, d.Shares = "", sh
 				d.SpeedupAfter, _ = r.gangSpeedup(j, sh, d.Nodes)
 			}
@@ -461,7 +469,7 @@ func (r *Round) decide(i int, t Target, devs []string, unplaced *placement.Reaso
 }
 
 // appendShares appends "n×t+m×u" to b.
-func appendShares(b []byte, sh []Share) []byte {
+func appendShares(b []byte, sh []placement.Share) []byte {
 	for k, x := range sh {
 		if k > 0 {
 			b = append(b, '+')

@@ -31,7 +31,7 @@ func policies() map[string]Policy {
 
 func TestPackerProperties(t *testing.T) {
 	for _, pol := range []Policy{Pollux{}, fifo} {
-		s, _ := New(Config{Policy: pol, Placer: Packer{}})
+		s, _ := New(Config{Policy: pol, Placer: placement.Packer{}})
 		for si, sh := range shapes {
 			in := genInput(uint64(si), sh)
 			plan, err := s.Schedule(context.Background(), in)
@@ -400,7 +400,7 @@ type offering struct{ devs []string }
 func (o offering) Allocate(_ context.Context, r *Round) ([]Target, error) {
 	tg := []Target{{Job: "a", Type: "t4", Count: len(o.devs)}}
 	if r.TakesOffers() {
-		if err := r.Offer(tg, PlaceResult{Assignments: []placement.Assignment{{Job: "a", Devices: o.devs}}}); err != nil {
+		if err := r.Offer(tg, placement.PlaceResult{Assignments: []placement.Assignment{{Job: "a", Devices: o.devs}}}); err != nil {
 			return nil, err
 		}
 	}
@@ -417,7 +417,7 @@ func TestOfferedPlacement(t *testing.T) {
 	if d, _ := plan.Decision("a"); err != nil || !slices.Equal(d.Assignment.Devices, own) {
 		t.Fatalf("offered: %+v, %v", d, err)
 	}
-	s, _ = New(Config{Policy: offering{own}, Placer: Packer{}})
+	s, _ = New(Config{Policy: offering{own}, Placer: placement.Packer{}})
 	plan, err = s.Schedule(context.Background(), in)
 	if d, _ := plan.Decision("a"); err != nil || slices.Equal(d.Assignment.Devices, own) || d.To != 2 {
 		t.Fatalf("with a host placer: %+v, %v", d, err)

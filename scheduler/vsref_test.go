@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"github.com/goodsched/goodsched/placement"
 	"testing"
 )
 
@@ -45,13 +46,13 @@ func TestPolluxVsReference(t *testing.T) {
 		return f
 	}
 	fast := mustNew(Config{Policy: Pollux{}})
-	fastRP := mustNew(Config{Policy: Pollux{}, Placer: RoundPlacer{}})
+	fastRP := mustNew(Config{Policy: Pollux{}, Placer: placement.RoundPlacer{}})
 	for si, sh := range refShapes {
 		for seed := uint64(0); seed < 3; seed++ {
 			in := genInput(seed+100*uint64(si), sh)
 			ga := geneticAt(50, 50, seed)
 			ref := mustNew(Config{Policy: ga})
-			refRP := mustNew(Config{Policy: ga, Placer: RoundPlacer{}})
+			refRP := mustNew(Config{Policy: ga, Placer: placement.RoundPlacer{}})
 			ff, fr := fitness(fast, in), fitness(ref, in)
 			t.Logf("shape %d seed %d: own layouts: fast %.5f reference %.5f", si, seed, ff, fr)
 			// Both realised by the same placement round: the fast policy

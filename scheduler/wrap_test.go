@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 	"testing"
 )
 
@@ -36,7 +37,7 @@ func TestWrapForwardsEveryBuiltin(t *testing.T) {
 		for si, sh := range shapes {
 			for seed := range uint64(2) {
 				in := genInput(seed+10*uint64(si), sh)
-				for _, placer := range []Placer{nil, Packer{}} {
+				for _, placer := range []placement.Placer{nil, placement.Packer{}} {
 					for _, allow := range []bool{false, true} {
 						cfg := Config{Policy: pol, Placer: placer, AllowInterference: allow}
 						plain := planJSON(t, cfg, in)
@@ -86,7 +87,7 @@ func TestWrapForwardsQueues(t *testing.T) {
 	for name, pol := range pols {
 		for si, sh := range shapes {
 			in := queued50(genInput(uint64(20+si), sh))
-			for _, placer := range []Placer{nil, Packer{}} {
+			for _, placer := range []placement.Placer{nil, placement.Packer{}} {
 				cfg := Config{Policy: pol, Placer: placer}
 				plain := planJSON(t, cfg, in)
 				if !bytes.Contains(plain, []byte(`"queues"`)) {

@@ -227,7 +227,7 @@ func (e *Estimator) slowdown(device, class string) float64 {
 }
 
 // Speeds returns an immutable snapshot of the estimates for the
-// scheduler (it implements scheduler.Speeds): classOf maps each job to
+// scheduler (it implements placement.Speeds): classOf maps each job to
 // its application class (a job it does not list, or a class the prior
 // does not have, gets factor 1 times the device's dynamic factor).
 // classOf must not be modified afterwards.
@@ -252,7 +252,7 @@ func (e *Estimator) Speeds(classOf map[string]string) *Speeds {
 }
 
 // Speeds is a snapshot of an Estimator's estimates. It implements
-// scheduler.Speeds and is safe for concurrent use.
+// placement.Speeds and is safe for concurrent use.
 type Speeds struct {
 	classes []string
 	classOf map[string]string

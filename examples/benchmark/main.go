@@ -42,7 +42,7 @@
 //	gavel_round_50000_ms                  one Scheduler.Schedule with gavel.NewPolicy (max-min
 //	                                      fairness over gavel.Published's classes, Tolerance 0.005,
 //	                                      as scheduler/gavel's BenchmarkPolicyRound) and
-//	                                      scheduler.Packer: 50,000 jobs on 1,024×4 v100, 1,536×4
+//	                                      placement.Packer: 50,000 jobs on 1,024×4 v100, 1,536×4
 //	                                      p100 and 1,536×4 k80, each round on the previous plan, ms
 //	scaling_exponent                      k of time ∝ (jobs + devices)^k, least squares of log
 //	                                      time on log(jobs + devices) over 2,000×8,192 (the key
@@ -606,7 +606,7 @@ func placementFigure(clk clock, rng *rand.Rand, quick bool) (float64, error) {
 		return 0, err
 	}
 	total := cl.Size()
-	var pl placement.Placer
+	var pl placement.Chooser
 	placed, used := 0, 0
 	start := clk()
 	for k := 0; used < total*9/10 && k < 10*total; k++ {

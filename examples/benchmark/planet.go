@@ -217,7 +217,7 @@ func steadyInput(rng *rand.Rand, in scheduler.Input, plan scheduler.Plan) (sched
 
 // gavelRound times Scheduler.Schedule with Gavel's Policy (max-min
 // fairness over the published throughput table, Settings.Tolerance
-// 0.005, as scheduler/gavel's BenchmarkPolicyRound) and scheduler.Packer:
+// 0.005, as scheduler/gavel's BenchmarkPolicyRound) and placement.Packer:
 // n jobs of the table's classes (scale 1 with probability 0.7, else 2, 4
 // or 8) on the cluster spec. Each round runs on the previous round's
 // plan, 6 minutes later; the first round (no current placement) is the
@@ -252,7 +252,7 @@ func gavelRound(ctx context.Context, clk clock, seed uint64, n int, spec string,
 	if err != nil {
 		return 0, err
 	}
-	s, err := scheduler.New(scheduler.Config{Policy: pol, Placer: scheduler.Packer{}})
+	s, err := scheduler.New(scheduler.Config{Policy: pol, Placer: placement.Packer{}})
 	if err != nil {
 		return 0, err
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/accel/topology"
 	"github.com/goodsched/goodsched/placement"
-	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/topoplace"
 )
 
@@ -35,7 +34,7 @@ func topologyFigure(clk clock, rng *rand.Rand, quick bool) (float64, error) {
 		return 0, err
 	}
 	var cur []placement.Assignment
-	var tg []scheduler.Target
+	var tg []placement.Target
 	for n := 0; n < len(c.Nodes); {
 		size := 1 << rng.IntN(5)
 		if rng.IntN(2) == 0 {
@@ -47,19 +46,19 @@ func topologyFigure(clk clock, rng *rand.Rand, quick bool) (float64, error) {
 				}
 			}
 			cur = append(cur, placement.Assignment{Job: job, Devices: ids})
-			tg = append(tg, scheduler.Target{Job: job, Type: "gb200", Count: len(ids)})
+			tg = append(tg, placement.Target{Job: job, Type: "gb200", Count: len(ids)})
 		}
 		n += size
 	}
-	tg = append(tg, scheduler.Target{Job: "gang", Type: "gb200", Count: gang})
-	slices.SortFunc(tg, func(a, b scheduler.Target) int { return compareStrings(a.Job, b.Job) })
+	tg = append(tg, placement.Target{Job: "gang", Type: "gb200", Count: gang})
+	slices.SortFunc(tg, func(a, b placement.Target) int { return compareStrings(a.Job, b.Job) })
 	p := topoplace.Placer{Topology: top, Constraint: func(job string) topoplace.Constraint {
 		if job == "gang" {
 			return topoplace.Constraint{Required: "block"}
 		}
 		return topoplace.Constraint{}
 	}}
-	in := scheduler.PlaceInput{Cluster: x, Current: cur, Targets: tg}
+	in := placement.PlaceInput{Cluster: x, Current: cur, Targets: tg}
 	ctx := context.Background()
 	times := make([]float64, 0, reps)
 	for r := -1; r < reps; r++ {

@@ -37,6 +37,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 	"io"
 	"io/fs"
 	"os"
@@ -140,7 +141,7 @@ func config(spec, workload string, jobs int, kind, reward string, interval, mtbf
 	if k != scheduler.Adaptive {
 		// As examples/simulate runs the rigid and elastic baselines: nodes
 		// filled like the Pollux simulator's.
-		cfg.Sim.Placer = scheduler.Packer{}
+		cfg.Sim.Placer = placement.Packer{}
 	}
 	for _, w := range ws {
 		js := w.Jobs

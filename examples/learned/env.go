@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 	"reflect"
 	"time"
 
@@ -58,7 +59,7 @@ func measureEnv(workloads, passes int, cpuClock bool) (EnvResult, error) {
 		return EnvResult{}, err
 	}
 	// As examples/simulate runs its fifo policy.
-	base := sim.Config{Cluster: cluster, Apps: apps, Kind: scheduler.Rigid, Placer: scheduler.Packer{}}
+	base := sim.Config{Cluster: cluster, Apps: apps, Kind: scheduler.Rigid, Placer: placement.Packer{}}
 	var all [][]sim.JobSpec
 	for _, w := range ws {
 		all = append(all, w.Jobs)

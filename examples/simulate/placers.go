@@ -2,19 +2,19 @@ package main
 
 import (
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 	"maps"
 	"slices"
 	"strings"
 
-	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/variability/palplace"
 )
 
 // placerRegistry is the name → placer map behind -placers, built by the
 // program as a value. "default" is each policy's own placer (the
 // Scheduler's RoundPlacer, or Packer for the rigid baselines).
-func placerRegistry() map[string]scheduler.Placer {
-	return map[string]scheduler.Placer{
+func placerRegistry() map[string]placement.Placer {
+	return map[string]placement.Placer{
 		"default":       nil,
 		"packed-sticky": palplace.PackedSticky{},
 		"pm-first":      palplace.PMFirst{Evict: evictAt},
@@ -37,7 +37,7 @@ func withPlacers(list string, reg map[string]policySpec, names []string, tr *top
 		return names, nil
 	}
 	placers := placerRegistry()
-	lookup := func(name string) (scheduler.Placer, bool) {
+	lookup := func(name string) (placement.Placer, bool) {
 		if tr != nil {
 			if pl, ok := tr.topologyPlacer(name); ok {
 				return pl, true

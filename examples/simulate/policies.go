@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 	"slices"
 	"strings"
 
@@ -22,7 +23,7 @@ type policySpec struct {
 	// placer realises the targets (nil = the scheduler's default). The
 	// baselines use Packer, which fills nodes like the Pollux simulator's
 	// baselines do.
-	placer  scheduler.Placer
+	placer  placement.Placer
 	oracle  bool
 	perType bool // per-type goodput models (only matters on mixed clusters)
 }
@@ -44,17 +45,17 @@ func registry() map[string]policySpec {
 		"tiresias": {
 			about: "Tiresias 2-queue LAS on the workload's tuned GPU counts and batch sizes",
 			build: func() (scheduler.Policy, error) { return baselines.Tiresias{}, nil },
-			kind:  scheduler.Rigid, placer: scheduler.Packer{},
+			kind:  scheduler.Rigid, placer: placement.Packer{},
 		},
 		"fifo": {
 			about: "FIFO with backfill on the workload's GPU counts and batch sizes",
 			build: func() (scheduler.Policy, error) { return baselines.FIFO{}, nil },
-			kind:  scheduler.Rigid, placer: scheduler.Packer{},
+			kind:  scheduler.Rigid, placer: placement.Packer{},
 		},
 		"optimus": {
 			about: "Optimus+Oracle: elastic counts at the workload's batch size, ground-truth remaining work",
 			build: func() (scheduler.Policy, error) { return baselines.Optimus{}, nil },
-			kind:  scheduler.Elastic, oracle: true, placer: scheduler.Packer{},
+			kind:  scheduler.Elastic, oracle: true, placer: placement.Packer{},
 		},
 		"gavel": {
 			about: "Gavel heterogeneity-aware max-min fairness on the workload's GPU counts (oracle throughputs)",
@@ -81,7 +82,7 @@ func registry() map[string]policySpec {
 		"dmr": {
 			about: "DMR: malleable jobs (the workload's batch size, any count) that expand, shrink or keep their size as dmr.Reconfigure answers every round; waiting jobs first come first served on their GPU counts",
 			build: func() (scheduler.Policy, error) { return dmr.Policy{}, nil },
-			kind:  scheduler.Elastic, placer: scheduler.Packer{},
+			kind:  scheduler.Elastic, placer: placement.Packer{},
 		},
 		"gavel-blind": {
 			about: "Gavel's heterogeneity-blind max-min fairness (every throughput 1) on the workload's GPU counts",

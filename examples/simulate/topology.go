@@ -11,7 +11,6 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/accel/topology"
 	"github.com/goodsched/goodsched/placement"
-	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/topoplace"
 )
@@ -197,7 +196,7 @@ var topologyPlacers = []string{"kueue-bestfit", "kai-binpack", "default"}
 // topologyPlacer returns the named topology-aware placer: kueue-bestfit,
 // kai-binpack, or default (goodsched's least-loss), each given the run's
 // constraints.
-func (tr *topoRun) topologyPlacer(name string) (scheduler.Placer, bool) {
+func (tr *topoRun) topologyPlacer(name string) (placement.Placer, bool) {
 	st := map[string]topoplace.Strategy{"kueue-bestfit": topoplace.BestFit, "kai-binpack": topoplace.Binpack, "default": topoplace.LeastLoss}
 	s, ok := st[name]
 	if !ok {

@@ -1,6 +1,6 @@
 // Package nodeset is a set of small integers (node ranks, free-device
 // counts) as a tree of 64-bit words, for the placers that file nodes by
-// their free devices (scheduler.Packer, gavel's policy): adding, removing
+// their free devices (placement.Packer, gavel's policy): adding, removing
 // and finding the next or previous member cost O(log64 n).
 package nodeset
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -121,7 +122,7 @@ func TestWrapForwards(t *testing.T) {
 			in.Envelope = map[accel.TypeKey]int{"t4": 20}
 		}
 		pol := Policy{CarbonWeight: 1}
-		for _, placer := range []scheduler.Placer{nil, scheduler.Packer{}} {
+		for _, placer := range []placement.Placer{nil, placement.Packer{}} {
 			plain := planJSON(t, scheduler.Config{Policy: pol, Placer: placer}, in)
 			for name, w := range map[string]scheduler.Policy{"forward(carbon)": forward{pol}, "carbon(forward(pollux))": Policy{CarbonWeight: 1, Inner: forward{scheduler.Pollux{}}}} {
 				if got := planJSON(t, scheduler.Config{Policy: w, Placer: placer}, in); !bytes.Equal(plain, got) {

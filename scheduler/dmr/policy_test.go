@@ -29,11 +29,11 @@ func TestMalleableBeatsRigid(t *testing.T) {
 	c, _ := accel.ParseSpec("16x4:t4")
 	var rigidSum, mallSum float64
 	for _, w := range ws {
-		rigid, err := sim.Run(context.Background(), sim.Config{Cluster: c, Jobs: w.Jobs, Apps: apps, Policy: baselines.FIFO{}, Kind: scheduler.Rigid, Placer: scheduler.Packer{}})
+		rigid, err := sim.Run(context.Background(), sim.Config{Cluster: c, Jobs: w.Jobs, Apps: apps, Policy: baselines.FIFO{}, Kind: scheduler.Rigid, Placer: placement.Packer{}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		mall, err := sim.Run(context.Background(), sim.Config{Cluster: c, Jobs: w.Jobs, Apps: apps, Policy: dmr.Policy{}, Kind: scheduler.Elastic, Placer: scheduler.Packer{}})
+		mall, err := sim.Run(context.Background(), sim.Config{Cluster: c, Jobs: w.Jobs, Apps: apps, Policy: dmr.Policy{}, Kind: scheduler.Elastic, Placer: placement.Packer{}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package easyscale
 import (
 	"context"
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 
 	"github.com/goodsched/goodsched/goodput"
 	"github.com/goodsched/goodsched/scheduler"
@@ -145,7 +146,7 @@ func (m Mix) Allocate(ctx context.Context, r *scheduler.Round) ([]scheduler.Targ
 			if d > 0 {
 				t.Count += d
 				t.Type = types[ti]
-				t.Shares = append(t.Shares, scheduler.Share{Type: types[ti], Count: d, Workers: g.Workers[ti]})
+				t.Shares = append(t.Shares, placement.Share{Type: types[ti], Count: d, Workers: g.Workers[ti]})
 			}
 		}
 		if len(t.Shares) == 1 {
@@ -158,25 +159,25 @@ func (m Mix) Allocate(ctx context.Context, r *scheduler.Round) ([]scheduler.Targ
 
 // sharesOf returns target t's devices per type (one share without
 // Shares; workers are not used here).
-func sharesOf(t scheduler.Target) []scheduler.Share {
+func sharesOf(t scheduler.Target) []placement.Share {
 	if t.Count == 0 {
 		return nil
 	}
 	if len(t.Shares) > 0 {
 		return t.Shares
 	}
-	return []scheduler.Share{{Type: t.Type, Count: t.Count}}
+	return []placement.Share{{Type: t.Type, Count: t.Count}}
 }
 
 // currentShares returns what job j holds per type.
-func currentShares(j *scheduler.RoundJob) []scheduler.Share {
+func currentShares(j *scheduler.RoundJob) []placement.Share {
 	if len(j.CurrentShares) > 0 {
 		return j.CurrentShares
 	}
 	if len(j.Current) == 0 {
 		return nil
 	}
-	return []scheduler.Share{{Type: j.CurrentType, Count: len(j.Current)}}
+	return []placement.Share{{Type: j.CurrentType, Count: len(j.Current)}}
 }
 
 // sameAsCurrent reports whether target t is what job j runs on now.

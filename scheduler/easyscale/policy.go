@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 	"math"
 	"slices"
 
@@ -200,7 +201,7 @@ func (p Policy) Allocate(ctx context.Context, r *scheduler.Round) ([]scheduler.T
 			}
 			tg.Count += d
 			tg.Type = types[t]
-			tg.Shares = append(tg.Shares, scheduler.Share{Type: types[t], Count: d, Workers: g.Workers[t]})
+			tg.Shares = append(tg.Shares, placement.Share{Type: types[t], Count: d, Workers: g.Workers[t]})
 		}
 		if tg.Count == 0 || tg.Count < j.Min {
 			continue // EasyScale starts jobs on one device: a larger minimum waits

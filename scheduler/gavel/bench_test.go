@@ -92,7 +92,7 @@ func BenchmarkPolicyRound(b *testing.B) {
 // previous round's placement, 6 minutes later, so most running jobs keep
 // their devices. "policy" times scheduler.NewRound + Policy.Allocate (the
 // Packer's placement between rounds is not timed); "schedule" times a
-// whole Scheduler.Schedule with scheduler.Packer, as examples/benchmark
+// whole Scheduler.Schedule with placement.Packer, as examples/benchmark
 // does.
 func BenchmarkPolicyRoundLarge(b *testing.B) {
 	const n, spec = 50000, "1024x4:v100,1536x4:p100,1536x4:k80"
@@ -119,7 +119,7 @@ func benchPolicyRound(b *testing.B, n int, spec string, schedule bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := scheduler.New(scheduler.Config{Policy: pol, Placer: scheduler.Packer{}})
+	s, err := scheduler.New(scheduler.Config{Policy: pol, Placer: placement.Packer{}})
 	if err != nil {
 		b.Fatal(err)
 	}

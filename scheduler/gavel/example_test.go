@@ -72,7 +72,7 @@ func ExamplePolicy() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := scheduler.New(scheduler.Config{Policy: pol, Placer: scheduler.Packer{}})
+	s, err := scheduler.New(scheduler.Config{Policy: pol, Placer: placement.Packer{}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -549,7 +549,7 @@ func TestThroughScheduler(t *testing.T) {
 		}
 		cur = plan.Assignments()
 	}
-	// The Policy replays its choice the way scheduler.Packer places; the
+	// The Policy replays its choice the way placement.Packer places; the
 	// placement package's round may fragment differently, rarely.
 	t.Logf("30 rounds: %d device-rounds used of %d, %d unplaceable decisions of %d", running, 30*48, unplaced, 30*len(jobs))
 	if unplaced > 30*len(jobs)/100 {
@@ -566,17 +566,17 @@ func allocate(pol scheduler.Policy, in scheduler.Input) ([]scheduler.Target, err
 	return pol.Allocate(context.Background(), r)
 }
 
-// pack realises targets with scheduler.Packer, as a host would.
-func packTargets(c accel.Cluster, cur []placement.Assignment, tg []scheduler.Target) (scheduler.PlaceResult, error) {
+// pack realises targets with placement.Packer, as a host would.
+func packTargets(c accel.Cluster, cur []placement.Assignment, tg []scheduler.Target) (placement.PlaceResult, error) {
 	ix, err := placement.NewIndex(c)
 	if err != nil {
-		return scheduler.PlaceResult{}, err
+		return placement.PlaceResult{}, err
 	}
-	var pt []scheduler.Target
+	var pt []placement.Target
 	for _, t := range tg {
 		if t.Count > 0 {
-			pt = append(pt, t)
+			pt = append(pt, placement.Target{Job: t.Job, Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes})
 		}
 	}
-	return scheduler.Packer{}.Place(context.Background(), scheduler.PlaceInput{Cluster: ix, Current: cur, Targets: pt})
+	return placement.Packer{}.Place(context.Background(), placement.PlaceInput{Cluster: ix, Current: cur, Targets: pt})
 }

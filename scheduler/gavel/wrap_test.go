@@ -29,7 +29,7 @@ func TestWrapForwardsGavel(t *testing.T) {
 	}
 	c := mustCluster(t, "2x4:v100,2x4:p100,2x4:k80")
 	for _, obj := range []Objective{MaxMinFairness{}, MaxMinFairness{HeterogeneityBlind: true}, MaxMinFairness{WaterFilling: true}, FinishTimeFairness{}, MinMakespan{}} {
-		for _, placer := range []scheduler.Placer{nil, scheduler.Packer{}} {
+		for _, placer := range []placement.Placer{nil, placement.Packer{}} {
 			for seed := range uint64(2) {
 				trace := gavelTrace(t, tab, 30, time.Minute, seed)
 				jobs, throughput := traceJobs(tab, trace)

@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 	"slices"
 	"strings"
 	"time"
@@ -124,7 +125,7 @@ func offerLayout(ctx context.Context, r *scheduler.Round, e *pollux.Search, sol 
 		return err
 	}
 	if f, err := e.Realized(own); err == nil && f > placed {
-		return r.Offer(tg, scheduler.PlaceResult{Assignments: own})
+		return r.Offer(tg, placement.PlaceResult{Assignments: own})
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func runPolicy(t testing.TB, spec string, jobs []sim.JobSpec, p scheduler.Policy
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := sim.Run(context.Background(), sim.Config{Cluster: c, Jobs: jobs, Apps: a, Policy: p, Kind: scheduler.Rigid, Oracle: true, Placer: scheduler.Packer{}})
+	res, err := sim.Run(context.Background(), sim.Config{Cluster: c, Jobs: jobs, Apps: a, Policy: p, Kind: scheduler.Rigid, Oracle: true, Placer: placement.Packer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 // The goodput engine models placement at node granularity so that the
 // node count behind every speedup it uses is the one a packing placement
-// (placement.Placer's Pack strategy, or Packer) gives: a bin is the
+// (placement.Chooser's Pack strategy, or placement.Packer) gives: a bin is the
 // healthy devices of one type on one node.
 
 // slot is k devices of a job on bin b.

@@ -54,8 +54,8 @@ type Config struct {
 	// with Placer. Ignored when Scheduler is set.
 	Policy scheduler.Policy
 	// Placer realises the policy's targets; nil = the Scheduler's default
-	// (scheduler.RoundPlacer, and the policy may offer its own layout).
-	Placer scheduler.Placer
+	// (placement.RoundPlacer, and the policy may offer its own layout).
+	Placer placement.Placer
 	// Scheduler, if set, is used as is instead of Policy and Placer (for
 	// example one built with scheduler.Config.AllowInterference).
 	Scheduler *scheduler.Scheduler

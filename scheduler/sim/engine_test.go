@@ -21,7 +21,7 @@ func TestRunHandComputed(t *testing.T) {
 		spec     string
 		jobs     []JobSpec
 		opts     ProfileOptions
-		placer   scheduler.Placer
+		placer   placement.Placer
 		interf   float64
 		wantJCT  map[string]float64 // seconds
 		wantGPUs float64            // device-seconds in total
@@ -272,7 +272,7 @@ func TestQuietRoundsAreExact(t *testing.T) {
 	apps := polluxApps(t)
 	jobs := polluxJobs(t, "workloads", "workload-2", 60)
 	for _, p := range []scheduler.Policy{baselines.FIFO{}, baselines.Tiresias{}} {
-		cfg := Config{Cluster: cluster(t, "4x4:t4"), Jobs: jobs, Apps: apps, Policy: p, Placer: scheduler.Packer{}, Kind: scheduler.Rigid,
+		cfg := Config{Cluster: cluster(t, "4x4:t4"), Jobs: jobs, Apps: apps, Policy: p, Placer: placement.Packer{}, Kind: scheduler.Rigid,
 			Faults: Faults{MTBF: 6 * time.Hour, Seed: 3}}
 		fast, err := Run(context.Background(), cfg)
 		if err != nil {
@@ -295,7 +295,7 @@ func BenchmarkRunTiresiasWorkload(b *testing.B) {
 	cl := cluster(b, "16x4:t4")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Run(context.Background(), Config{Cluster: cl, Jobs: jobs, Apps: apps, Policy: baselines.Tiresias{}, Placer: scheduler.Packer{}, Kind: scheduler.Rigid}); err != nil {
+		if _, err := Run(context.Background(), Config{Cluster: cl, Jobs: jobs, Apps: apps, Policy: baselines.Tiresias{}, Placer: placement.Packer{}, Kind: scheduler.Rigid}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -365,8 +365,8 @@ func TestHeterogeneousModes(t *testing.T) {
 // placer that relabels devices within a node from round to round.
 type rotatePlacer struct{ calls int }
 
-func (p *rotatePlacer) Place(_ context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
-	var res scheduler.PlaceResult
+func (p *rotatePlacer) Place(_ context.Context, in placement.PlaceInput) (placement.PlaceResult, error) {
+	var res placement.PlaceResult
 	_, devs := in.Cluster.Node(0)
 	k := p.calls
 	p.calls++

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,7 +72,7 @@ func TestGoldenScenarios(t *testing.T) {
 			cfg := tc.cfg
 			cfg.Cluster, cfg.Jobs, cfg.Apps = cluster(t, "4x4:t4"), jobs, apps
 			if cfg.Placer == nil {
-				cfg.Placer = scheduler.Packer{} // independent of the scheduler's default
+				cfg.Placer = placement.Packer{} // independent of the scheduler's default
 			}
 			res, err := Run(context.Background(), cfg)
 			if err != nil {

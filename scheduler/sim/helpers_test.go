@@ -8,7 +8,6 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
-	"github.com/goodsched/goodsched/scheduler"
 )
 
 // toyFS is a hand-made profile whose numbers make JCTs computable by hand.
@@ -67,9 +66,9 @@ func cluster(t testing.TB, spec string) accel.Cluster {
 // opposite of packing, to force distributed jobs in tests.
 type spreadPlacer struct{}
 
-func (spreadPlacer) Place(_ context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
+func (spreadPlacer) Place(_ context.Context, in placement.PlaceInput) (placement.PlaceResult, error) {
 	used := map[string]bool{}
-	var res scheduler.PlaceResult
+	var res placement.PlaceResult
 	for _, tg := range in.Targets {
 		var devs []string
 		for k := 0; len(devs) < tg.Count && k < 64; k++ {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 	"os"
 	"strings"
 	"testing"
@@ -74,7 +75,7 @@ func quotas(typ string, nominal int) []quota.Quota {
 func TestTenantsHandComputed(t *testing.T) {
 	apps := toyApps(t, ProfileOptions{})
 	cfg := Config{
-		Cluster: cluster(t, "1x2:t4"), Apps: apps, Policy: baselines.FIFO{}, Placer: scheduler.Packer{},
+		Cluster: cluster(t, "1x2:t4"), Apps: apps, Policy: baselines.FIFO{}, Placer: placement.Packer{},
 		Jobs: []JobSpec{
 			{Name: "a0", Application: "toy", Replicas: 2, BatchSize: 10, Queue: "A"},
 			{Name: "b0", Submit: 60 * time.Second, Application: "toy", Replicas: 1, BatchSize: 10, Queue: "B"},

@@ -2,10 +2,10 @@ package sim
 
 import (
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 	"math"
 	"time"
 
-	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/variability"
 )
 
@@ -95,7 +95,7 @@ func newSpeedState(e *engine) (*speedState, error) {
 }
 
 // speeds returns the round's Input.Speeds (nil without Variability).
-func (e *engine) speeds() scheduler.Speeds {
+func (e *engine) speeds() placement.Speeds {
 	if e.speed == nil {
 		return nil
 	}

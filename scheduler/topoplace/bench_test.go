@@ -9,7 +9,6 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/accel/topology"
 	"github.com/goodsched/goodsched/placement"
-	"github.com/goodsched/goodsched/scheduler"
 )
 
 // BenchmarkPlaceGang512On10kNodes: one Place of a 512-device gang that
@@ -46,14 +45,14 @@ func BenchmarkPlaceGang512On10kNodes(b *testing.B) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	cur, tg := occupy(rng, c)
-	tg = append(tg, scheduler.Target{Job: "gang", Type: "gb200", Count: 512})
+	tg = append(tg, placement.Target{Job: "gang", Type: "gb200", Count: 512})
 	p := Placer{Topology: top, Constraint: func(job string) Constraint {
 		if job == "gang" {
 			return Constraint{Required: "block"}
 		}
 		return Constraint{}
 	}}
-	in := scheduler.PlaceInput{Cluster: x, Current: cur, Targets: tg}
+	in := placement.PlaceInput{Cluster: x, Current: cur, Targets: tg}
 	ctx := context.Background()
 	if res, err := p.Place(ctx, in); err != nil || len(res.Unplaced) > 0 {
 		b.Fatal(err, res.Unplaced)
@@ -68,9 +67,9 @@ func BenchmarkPlaceGang512On10kNodes(b *testing.B) {
 
 // occupy gives about half the nodes to jobs of 1, 2, 4, 8 or 16
 // consecutive whole nodes, and returns their assignments and targets.
-func occupy(rng *rand.Rand, c accel.Cluster) ([]placement.Assignment, []scheduler.Target) {
+func occupy(rng *rand.Rand, c accel.Cluster) ([]placement.Assignment, []placement.Target) {
 	var cur []placement.Assignment
-	var tg []scheduler.Target
+	var tg []placement.Target
 	for n := 0; n < len(c.Nodes); {
 		size := 1 << rng.IntN(5)
 		if rng.IntN(2) == 0 {
@@ -82,7 +81,7 @@ func occupy(rng *rand.Rand, c accel.Cluster) ([]placement.Assignment, []schedule
 				}
 			}
 			cur = append(cur, placement.Assignment{Job: job, Devices: ids})
-			tg = append(tg, scheduler.Target{Job: job, Type: "gb200", Count: len(ids)})
+			tg = append(tg, placement.Target{Job: job, Type: "gb200", Count: len(ids)})
 		}
 		n += size
 	}

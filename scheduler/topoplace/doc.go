@@ -1,6 +1,6 @@
 // Package topoplace places gangs on a cluster whose nodes sit in a
 // topology tree (zone › block › rack › NVLink domain › node, an
-// accel/topology.Topology): every Placer here is a scheduler.Placer.
+// accel/topology.Topology): every Placer here is a placement.Placer.
 //
 // Each job may carry a Constraint: a Required level (every device of the
 // gang in one domain of that level, or the gang waits), a Preferred level

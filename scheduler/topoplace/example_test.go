@@ -7,7 +7,6 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/accel/topology"
 	"github.com/goodsched/goodsched/placement"
-	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/topoplace"
 )
 
@@ -32,9 +31,9 @@ func Example() {
 		},
 		Keep: map[string]float64{"rack": 1, "block": 0.5}, // NVLink racks, IB between them
 	}
-	res, err := p.Place(context.Background(), scheduler.PlaceInput{Cluster: x,
+	res, err := p.Place(context.Background(), placement.PlaceInput{Cluster: x,
 		Current: []placement.Assignment{{Job: "small", Devices: []string{"gb200-0/0"}}},
-		Targets: []scheduler.Target{
+		Targets: []placement.Target{
 			{Job: "small", Type: "gb200", Count: 1},
 			{Job: "train", Type: "gb200", Count: 6},
 			{Job: "huge", Type: "gb200", Count: 12},

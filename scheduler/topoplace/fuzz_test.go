@@ -2,9 +2,8 @@ package topoplace
 
 import (
 	"context"
+	"github.com/goodsched/goodsched/placement"
 	"testing"
-
-	"github.com/goodsched/goodsched/scheduler"
 )
 
 // FuzzConstraint: any constraint, count and keep fraction is either a
@@ -29,7 +28,7 @@ func FuzzConstraint(f *testing.F) {
 		}
 		for _, st := range []Strategy{LeastLoss, BestFit, Binpack} {
 			p := Placer{Topology: top, Strategy: st, Constraint: func(string) Constraint { return c }, Keep: map[string]float64{"rack": keep}}
-			res, err := p.Place(context.Background(), scheduler.PlaceInput{Cluster: x, Targets: []scheduler.Target{{Job: "j", Type: "gb200", Count: count}}})
+			res, err := p.Place(context.Background(), placement.PlaceInput{Cluster: x, Targets: []placement.Target{{Job: "j", Type: "gb200", Count: count}}})
 			if err != nil {
 				if verr == nil && p.Validate() == nil {
 					t.Fatalf("%v: valid constraint %+v failed: %v", st, c, err)

@@ -11,7 +11,7 @@ import (
 	"github.com/goodsched/goodsched/scheduler"
 )
 
-// Placer is a topology-aware scheduler.Placer. The zero Strategy is
+// Placer is a topology-aware placement.Placer. The zero Strategy is
 // LeastLoss. It ignores Target.Shares (a gang of several types) and
 // PlaceInput.AllowInterference (it never co-locates jobs on a device, and
 // does not keep distributed jobs apart on nodes). Placer is a value safe
@@ -48,12 +48,12 @@ type Preemption struct {
 }
 
 var (
-	_ scheduler.Placer    = Placer{}
-	_ scheduler.StateUser = Placer{}
+	_ placement.Placer    = Placer{}
+	_ placement.StateUser = Placer{}
 	_ scheduler.Validator = Placer{}
 )
 
-// UsesState implements scheduler.StateUser: Place works from the index
+// UsesState implements placement.StateUser: Place works from the index
 // and the current assignments.
 func (Placer) UsesState() bool { return false }
 
@@ -74,7 +74,7 @@ func (p Placer) Validate() error {
 	return err
 }
 
-// Place implements scheduler.Placer. A target whose current devices meet
+// Place implements placement.Placer. A target whose current devices meet
 // it (count, type, usable, and its constraint) keeps them; the others are
 // placed largest first. A target that cannot be placed is reported with
 // a typed reason (ReasonTopology naming the required level) and keeps its
@@ -83,12 +83,12 @@ func (p Placer) Validate() error {
 // level (wrapping topology.ErrUnknownLevel, naming the job), the
 // context's. A kept job's assignment shares its Current entry's device
 // slice (neither may be modified).
-func (p Placer) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
+func (p Placer) Place(ctx context.Context, in placement.PlaceInput) (placement.PlaceResult, error) {
 	if err := ctx.Err(); err != nil {
-		return scheduler.PlaceResult{}, err
+		return placement.PlaceResult{}, err
 	}
 	if err := p.Validate(); err != nil {
-		return scheduler.PlaceResult{}, err
+		return placement.PlaceResult{}, err
 	}
 	m := modelFor(in.Cluster, p.Topology)
 	keep, _ := keepTable(m.levels, p.Keep)
@@ -104,7 +104,7 @@ func (p Placer) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.P
 		}
 		rc, err := c.resolve(m.levels)
 		if err != nil {
-			return scheduler.PlaceResult{}, fmt.Errorf("job %q: %w", t.Job, err)
+			return placement.PlaceResult{}, fmt.Errorf("job %q: %w", t.Job, err)
 		}
 		ti, ok := m.types[string(t.Type)]
 		if !ok {
@@ -188,7 +188,7 @@ func (p Placer) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.P
 	for k, i := range order {
 		if k&63 == 0 {
 			if err := ctx.Err(); err != nil {
-				return scheduler.PlaceResult{}, err
+				return placement.PlaceResult{}, err
 			}
 		}
 		tryPlace(i, true)
@@ -199,7 +199,7 @@ func (p Placer) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.P
 			reasons[i] = why // the preemption says more than the retry
 		}
 	}
-	res := scheduler.PlaceResult{Assignments: make([]placement.Assignment, 0, n)}
+	res := placement.PlaceResult{Assignments: make([]placement.Assignment, 0, n)}
 	// A kept job's devices are its Current slice itself (read-only, as
 	// every input): a round of thousands of running jobs copies none.
 	keepIDs := func(devs []string) []string { return devs[:len(devs):len(devs)] }
@@ -245,11 +245,11 @@ func (c currents) of(i int) []string { return c.byPos[i] }
 
 // currentOf pairs targets with current assignments: a merge when both are
 // in job order (as the Scheduler passes them), else through a map.
-func currentOf(cur []placement.Assignment, tg []scheduler.Target, buf *[][]string) currents {
+func currentOf(cur []placement.Assignment, tg []placement.Target, buf *[][]string) currents {
 	*buf = sized(*buf, len(tg))
 	out := currents{byPos: *buf}
 	sorted := slices.IsSortedFunc(cur, func(a, b placement.Assignment) int { return cmp.Compare(a.Job, b.Job) }) &&
-		slices.IsSortedFunc(tg, func(a, b scheduler.Target) int { return cmp.Compare(a.Job, b.Job) })
+		slices.IsSortedFunc(tg, func(a, b placement.Target) int { return cmp.Compare(a.Job, b.Job) })
 	if sorted {
 		j := 0
 		for i, t := range tg {

@@ -10,12 +10,11 @@ import (
 
 	"github.com/goodsched/goodsched/accel/topology"
 	"github.com/goodsched/goodsched/placement"
-	"github.com/goodsched/goodsched/scheduler"
 )
 
-func place(t *testing.T, p Placer, x *placement.Index, cur []placement.Assignment, tg ...scheduler.Target) scheduler.PlaceResult {
+func place(t *testing.T, p Placer, x *placement.Index, cur []placement.Assignment, tg ...placement.Target) placement.PlaceResult {
 	t.Helper()
-	res, err := p.Place(context.Background(), scheduler.PlaceInput{Cluster: x, Current: cur, Targets: tg})
+	res, err := p.Place(context.Background(), placement.PlaceInput{Cluster: x, Current: cur, Targets: tg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +37,7 @@ func TestBalancedKEPExample(t *testing.T) {
 	for _, bal := range []bool{false, true} {
 		for _, st := range []Strategy{BestFit, LeastLoss} {
 			p := Placer{Topology: top, Strategy: st, Constraint: constraints(map[string]Constraint{"j": {Preferred: "rack", Balanced: bal}})}
-			res := place(t, p, x, nil, scheduler.Target{Job: "j", Type: "gb200", Count: 12})
+			res := place(t, p, x, nil, placement.Target{Job: "j", Type: "gb200", Count: 12})
 			got := perRack(res.Assignments[0].Devices)
 			counts := []int{got["b0/r0"], got["b0/r1"]}
 			slices.Sort(counts)
@@ -60,8 +59,8 @@ func TestRequiredWaits(t *testing.T) {
 	for _, st := range []Strategy{LeastLoss, BestFit, Binpack} {
 		p := Placer{Topology: top, Strategy: st, Constraint: constraints(map[string]Constraint{"big": {Required: "rack"}, "ok": {Required: "block"}})}
 		res := place(t, p, x, nil,
-			scheduler.Target{Job: "big", Type: "gb200", Count: 20},
-			scheduler.Target{Job: "ok", Type: "gb200", Count: 24})
+			placement.Target{Job: "big", Type: "gb200", Count: 20},
+			placement.Target{Job: "ok", Type: "gb200", Count: 24})
 		if len(res.Unplaced) != 1 || res.Unplaced[0].Target.Job != "big" || res.Unplaced[0].Reason.Code != placement.ReasonTopology ||
 			!strings.Contains(res.Unplaced[0].Reason.Text, "rack") {
 			t.Fatalf("%v: unplaced %+v", st, res.Unplaced)
@@ -80,7 +79,7 @@ func TestRequiredWaits(t *testing.T) {
 func TestUnknownLevel(t *testing.T) {
 	_, top, x := fabric(t, 1, 1, 2, 4, nil)
 	p := Placer{Topology: top, Constraint: constraints(map[string]Constraint{"j": {Required: "zone"}})}
-	_, err := p.Place(context.Background(), scheduler.PlaceInput{Cluster: x, Targets: []scheduler.Target{{Job: "j", Type: "gb200", Count: 2}}})
+	_, err := p.Place(context.Background(), placement.PlaceInput{Cluster: x, Targets: []placement.Target{{Job: "j", Type: "gb200", Count: 2}}})
 	if !errors.Is(err, topology.ErrUnknownLevel) || !strings.Contains(err.Error(), `"j"`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -107,7 +106,7 @@ func TestLeastLossConsolidates(t *testing.T) {
 	_, top, x := fabric(t, 1, 2, 4, 4, nil)
 	cur := []placement.Assignment{{Job: "old", Devices: []string{"b0/r0/n0/0", "b0/r0/n0/1", "b0/r0/n0/2", "b0/r1/n0/0"}}}
 	keep := map[string]float64{"rack": 1, "block": 0.5}
-	tg := []scheduler.Target{{Job: "old", Type: "gb200", Count: 4}, {Job: "new", Type: "gb200", Count: 8}}
+	tg := []placement.Target{{Job: "old", Type: "gb200", Count: 4}, {Job: "new", Type: "gb200", Count: 8}}
 	res := place(t, Placer{Topology: top, Keep: keep}, x, cur, tg...)
 	for _, a := range res.Assignments {
 		if a.Job == "new" {
@@ -132,11 +131,11 @@ func TestPreemptFreesOneDomain(t *testing.T) {
 	cost := map[string]float64{"a": 100, "b": 50, "c": 90, "vip": 1}
 	p := Placer{Topology: top, Constraint: constraints(map[string]Constraint{"big": {Required: "rack"}}),
 		Preempt: &Preemption{Priority: func(j string) int { return prio[j] }, DeviceSeconds: func(j string) float64 { return cost[j] }}}
-	var tg []scheduler.Target
+	var tg []placement.Target
 	for _, a := range cur {
-		tg = append(tg, scheduler.Target{Job: a.Job, Type: "gb200", Count: len(a.Devices)})
+		tg = append(tg, placement.Target{Job: a.Job, Type: "gb200", Count: len(a.Devices)})
 	}
-	tg = append(tg, scheduler.Target{Job: "big", Type: "gb200", Count: 7})
+	tg = append(tg, placement.Target{Job: "big", Type: "gb200", Count: 7})
 	res := place(t, p, x, cur, tg...)
 	// r0 needs 5 more: a (4) alone is not enough, a+b = 150; r1 needs 4:
 	// c = 90 (vip is higher priority). c it is.
@@ -161,8 +160,8 @@ func TestPreemptFreesOneDomain(t *testing.T) {
 func TestConcurrentPlace(t *testing.T) {
 	_, top, x := fabric(t, 2, 2, 3, 4, nil)
 	p := Placer{Topology: top, Constraint: constraints(map[string]Constraint{"a": {Required: "rack"}, "b": {Preferred: "block"}})}
-	in := scheduler.PlaceInput{Cluster: x, Current: []placement.Assignment{{Job: "c", Devices: []string{"b0/r0/n0/0"}}},
-		Targets: []scheduler.Target{{Job: "a", Type: "gb200", Count: 9}, {Job: "b", Type: "gb200", Count: 14}, {Job: "c", Type: "gb200", Count: 1}}}
+	in := placement.PlaceInput{Cluster: x, Current: []placement.Assignment{{Job: "c", Devices: []string{"b0/r0/n0/0"}}},
+		Targets: []placement.Target{{Job: "a", Type: "gb200", Count: 9}, {Job: "b", Type: "gb200", Count: 14}, {Job: "c", Type: "gb200", Count: 1}}}
 	want := place(t, p, x, in.Current, in.Targets...)
 	errs := make(chan error, 8)
 	for g := 0; g < 8; g++ {

@@ -8,7 +8,6 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/accel/topology"
 	"github.com/goodsched/goodsched/placement"
-	"github.com/goodsched/goodsched/scheduler"
 )
 
 // candidate is a job that may be evicted: its slot, cost and devices.
@@ -117,7 +116,7 @@ func (w *work) cheapest(t int, k int32, d int, cands []candidate) (int32, []int,
 
 // preemptFor returns the jobs (slots) target i evicts, and the domain,
 // or nothing.
-func (w *work) preemptFor(i int, r *request, targets []scheduler.Target, held [][]int32, pre *Preemption) ([]int, int32) {
+func (w *work) preemptFor(i int, r *request, targets []placement.Target, held [][]int32, pre *Preemption) ([]int, int32) {
 	prio := pre.Priority(targets[i].Job)
 	var cands []candidate
 	for j := range targets {

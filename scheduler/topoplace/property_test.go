@@ -19,7 +19,7 @@ import (
 type scenario struct {
 	cluster accel.Cluster
 	cur     []placement.Assignment
-	targets []scheduler.Target
+	targets []placement.Target
 	cons    map[string]Constraint
 	prio    map[string]int
 }
@@ -65,7 +65,7 @@ func randomScenario(t *testing.T, rng *rand.Rand) (scenario, func(map[string]boo
 		cons.Balanced = rng.IntN(4) == 0
 		sc.cons[job] = cons
 		sc.prio[job] = rng.IntN(3)
-		sc.targets = append(sc.targets, scheduler.Target{Job: job, Type: "gb200", Count: k})
+		sc.targets = append(sc.targets, placement.Target{Job: job, Type: "gb200", Count: k})
 	}
 	faulty := func(bad map[string]bool) *placement.Index {
 		_, _, x := fabric(t, blocks, racks, nodes, gpus, bad)
@@ -78,7 +78,7 @@ func randomScenario(t *testing.T, rng *rand.Rand) (scenario, func(map[string]boo
 // verify checks one Place result: a device at most once, only usable
 // devices, full counts for placed targets, 0 required or slice
 // violations, kept-but-unplaced jobs on their own devices.
-func verify(t *testing.T, label string, p Placer, x *placement.Index, sc scenario, res scheduler.PlaceResult) {
+func verify(t *testing.T, label string, p Placer, x *placement.Index, sc scenario, res placement.PlaceResult) {
 	t.Helper()
 	unplaced := map[string]bool{}
 	for _, u := range res.Unplaced {
@@ -142,7 +142,7 @@ func TestPropertyNoRequiredViolation(t *testing.T) {
 					p.Preempt = &Preemption{Priority: func(j string) int { return sc.prio[j] }}
 				}
 				label := fmt.Sprintf("trial %d %v preempt=%v", trial, st, pre)
-				in := scheduler.PlaceInput{Cluster: x, Current: sc.cur, Targets: sc.targets}
+				in := placement.PlaceInput{Cluster: x, Current: sc.cur, Targets: sc.targets}
 				res, err := p.Place(context.Background(), in)
 				if err != nil {
 					t.Fatalf("%s: %v", label, err)
@@ -161,7 +161,7 @@ func TestPropertyNoRequiredViolation(t *testing.T) {
 				fx := faulty(bad)
 				sc2 := sc
 				sc2.cur = res.Assignments
-				res2, err := p.Place(context.Background(), scheduler.PlaceInput{Cluster: fx, Current: sc2.cur, Targets: sc.targets})
+				res2, err := p.Place(context.Background(), placement.PlaceInput{Cluster: fx, Current: sc2.cur, Targets: sc.targets})
 				if err != nil {
 					t.Fatalf("%s after failure: %v", label, err)
 				}

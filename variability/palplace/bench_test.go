@@ -8,13 +8,12 @@ import (
 	"testing"
 
 	"github.com/goodsched/goodsched/placement"
-	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/variability"
 	"github.com/goodsched/goodsched/variability/palplace"
 )
 
 // BenchmarkPlace compares, per gang placed, today's placers without speed
-// data (scheduler.RoundPlacer, the default, and Packer) with PAL's
+// data (placement.RoundPlacer, the default, and Packer) with PAL's
 // placers on speed data (PAL's binned Longhorn profile through an
 // Estimator's snapshot): 96 gangs of 1–8 V100s, 1–4 per node mostly,
 // filling 75% of a 64×4 cluster, all new (every gang is placed).
@@ -34,23 +33,23 @@ func BenchmarkPlace(b *testing.B) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	classOf := map[string]string{}
-	var targets []scheduler.Target
+	var targets []placement.Target
 	total := 0
 	for i := 0; total < 192; i++ {
 		n := []int{1, 1, 2, 2, 4, 4, 3, 8}[rng.IntN(8)]
 		job := fmt.Sprintf("j%03d", i)
 		classOf[job] = []string{"classA", "classB", "classC", "classD"}[rng.IntN(4)]
-		targets = append(targets, scheduler.Target{Job: job, Type: "v100-32gb", Count: n})
+		targets = append(targets, placement.Target{Job: job, Type: "v100-32gb", Count: n})
 		total += n
 	}
 	speeds := est.Speeds(classOf)
 	for _, bc := range []struct {
 		name   string
-		p      scheduler.Placer
-		speeds scheduler.Speeds
+		p      placement.Placer
+		speeds placement.Speeds
 	}{
-		{"today/RoundPlacer", scheduler.RoundPlacer{}, nil},
-		{"today/Packer", scheduler.Packer{}, nil},
+		{"today/RoundPlacer", placement.RoundPlacer{}, nil},
+		{"today/Packer", placement.Packer{}, nil},
 		{"speeds/PackedSticky", palplace.PackedSticky{}, speeds},
 		{"speeds/PMFirst", palplace.PMFirst{}, speeds},
 		{"speeds/PAL", palplace.PAL{}, speeds},
@@ -59,8 +58,8 @@ func BenchmarkPlace(b *testing.B) {
 			b.ReportAllocs()
 			ctx := context.Background()
 			for b.Loop() {
-				in := scheduler.PlaceInput{Cluster: x, Targets: targets, Speeds: bc.speeds}
-				if _, ok := bc.p.(scheduler.StateUser); !ok {
+				in := placement.PlaceInput{Cluster: x, Targets: targets, Speeds: bc.speeds}
+				if _, ok := bc.p.(placement.StateUser); !ok {
 					st, err := x.NewState(nil)
 					if err != nil {
 						b.Fatal(err)

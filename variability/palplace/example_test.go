@@ -6,7 +6,6 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
-	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/variability"
 	"github.com/goodsched/goodsched/variability/palplace"
 )
@@ -18,10 +17,10 @@ func Example() {
 	_ = prior.Set("v100-32gb-0/0", "classA", 1.12) // a slow GPU on node 0
 	est, _ := variability.NewEstimator(c, prior, variability.Options{LocalityPenalty: 1.7})
 	x, _ := placement.NewIndex(c)
-	res, _ := palplace.PAL{}.Place(context.Background(), scheduler.PlaceInput{
+	res, _ := palplace.PAL{}.Place(context.Background(), placement.PlaceInput{
 		Cluster: x,
 		Speeds:  est.Speeds(map[string]string{"resnet": "classA"}),
-		Targets: []scheduler.Target{{Job: "resnet", Type: "v100-32gb", Count: 2}},
+		Targets: []placement.Target{{Job: "resnet", Type: "v100-32gb", Count: 2}},
 	})
 	fmt.Println(res.Assignments[0].Devices)
 	// Output: [v100-32gb-1/0 v100-32gb-1/1]

@@ -1,8 +1,8 @@
 // Package palplace holds the placers of PAL (Jain et al., SC'24) as
-// scheduler.Placer implementations: PAL, PM-First and their baseline
+// placement.Placer implementations: PAL, PM-First and their baseline
 // Packed-Sticky. They compute what PAL's artifact (hal-uw/blox-pal,
 // placement/pal.py, pmfirst.py, packing_sticky.py) computes, on the
-// per-device slowdowns of the round (scheduler.PlaceInput.Speeds, for
+// per-device slowdowns of the round (placement.PlaceInput.Speeds, for
 // example a variability.Estimator's snapshot).
 //
 // All three are sticky by default: a job whose current devices still
@@ -28,7 +28,6 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
-	"github.com/goodsched/goodsched/scheduler"
 )
 
 // PackedSticky is PAL's baseline placer, Packed-Sticky: a new gang goes on
@@ -75,36 +74,36 @@ type PAL struct {
 }
 
 var (
-	_ scheduler.Placer    = PackedSticky{}
-	_ scheduler.Placer    = PMFirst{}
-	_ scheduler.Placer    = PAL{}
-	_ scheduler.StateUser = PAL{}
-	_ scheduler.StateUser = PMFirst{}
-	_ scheduler.StateUser = PackedSticky{}
+	_ placement.Placer    = PackedSticky{}
+	_ placement.Placer    = PMFirst{}
+	_ placement.Placer    = PAL{}
+	_ placement.StateUser = PAL{}
+	_ placement.StateUser = PMFirst{}
+	_ placement.StateUser = PackedSticky{}
 )
 
-// UsesState implements scheduler.StateUser: the placers work from the
+// UsesState implements placement.StateUser: the placers work from the
 // index and the current assignments only.
 func (PackedSticky) UsesState() bool { return false }
 
-// UsesState implements scheduler.StateUser.
+// UsesState implements placement.StateUser.
 func (PMFirst) UsesState() bool { return false }
 
-// UsesState implements scheduler.StateUser.
+// UsesState implements placement.StateUser.
 func (PAL) UsesState() bool { return false }
 
-// Place implements scheduler.Placer.
-func (PackedSticky) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
+// Place implements placement.Placer.
+func (PackedSticky) Place(ctx context.Context, in placement.PlaceInput) (placement.PlaceResult, error) {
 	return place(ctx, in, math.Inf(1), false, (*pool).packed)
 }
 
-// Place implements scheduler.Placer.
-func (p PMFirst) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
+// Place implements placement.Placer.
+func (p PMFirst) Place(ctx context.Context, in placement.PlaceInput) (placement.PlaceResult, error) {
 	return place(ctx, in, keepBelow(p.Replace, p.Evict), true, (*pool).pmFirst)
 }
 
-// Place implements scheduler.Placer.
-func (p PAL) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
+// Place implements placement.Placer.
+func (p PAL) Place(ctx context.Context, in placement.PlaceInput) (placement.PlaceResult, error) {
 	return place(ctx, in, keepBelow(p.Replace, p.Evict), true, (*pool).pal)
 }
 
@@ -140,12 +139,12 @@ const maxBuckets = 32
 
 // gang is one target being placed, with the view of its speed key.
 type gang struct {
-	t       scheduler.Target
+	t       placement.Target
 	v       *speedView
 	penalty float64
 }
 
-// bulkSpeeds is an optional interface of scheduler.Speeds that gives a
+// bulkSpeeds is an optional interface of placement.Speeds that gives a
 // job's slowdowns on many devices at once (variability.Speeds has it).
 type bulkSpeeds interface {
 	Slowdowns(job string, devices []string, out []float64)
@@ -154,7 +153,7 @@ type bulkSpeeds interface {
 // classer is what PAL and PM-First use to order jobs by class.
 type classer interface{ Class(job string) string }
 
-func (p *pool) view(sp scheduler.Speeds, job string) *speedView {
+func (p *pool) view(sp placement.Speeds, job string) *speedView {
 	key := job
 	if cl, ok := sp.(classer); ok {
 		key = "\x00" + cl.Class(job)
@@ -232,9 +231,9 @@ func keepBelow(replace bool, evict float64) float64 {
 	return math.Inf(1)
 }
 
-func place(ctx context.Context, in scheduler.PlaceInput, keepBelow float64, byClass bool, choose func(*pool, *gang) []int) (scheduler.PlaceResult, error) {
+func place(ctx context.Context, in placement.PlaceInput, keepBelow float64, byClass bool, choose func(*pool, *gang) []int) (placement.PlaceResult, error) {
 	if err := ctx.Err(); err != nil {
-		return scheduler.PlaceResult{}, err
+		return placement.PlaceResult{}, err
 	}
 	x := in.Cluster
 	pools := map[accel.TypeKey]*pool{}
@@ -277,12 +276,12 @@ func place(ctx context.Context, in scheduler.PlaceInput, keepBelow float64, byCl
 	for _, a := range in.Current {
 		cur[a.Job] = a.Devices
 	}
-	var res scheduler.PlaceResult
+	var res placement.PlaceResult
 	kept := map[string]bool{}
-	var todo []scheduler.Target
+	var todo []placement.Target
 	for _, t := range in.Targets {
 		devs := cur[t.Job]
-		keep := keepBelow > 0 && len(devs) == t.Count && len(t.Shares) == 0
+		keep := keepBelow > 0 && len(devs) == t.Count
 		for _, id := range devs {
 			w, ok := where[id]
 			if !keep || !ok || keys[w[0]] != t.Type || !pools[t.Type].free[w[1]] {
@@ -303,7 +302,7 @@ func place(ctx context.Context, in scheduler.PlaceInput, keepBelow float64, byCl
 		todo = append(todo, t)
 	}
 	if cl, ok := in.Speeds.(classer); ok && byClass {
-		var byRank [5][]scheduler.Target // a stable bucket sort by class
+		var byRank [5][]placement.Target // a stable bucket sort by class
 		for _, t := range todo {
 			r := classRank(cl.Class(t.Job))
 			byRank[r] = append(byRank[r], t)
@@ -314,7 +313,7 @@ func place(ctx context.Context, in scheduler.PlaceInput, keepBelow float64, byCl
 	for k, t := range todo {
 		if k&63 == 0 {
 			if err := ctx.Err(); err != nil {
-				return scheduler.PlaceResult{}, err
+				return placement.PlaceResult{}, err
 			}
 		}
 		p := pools[t.Type]
@@ -519,7 +518,7 @@ func listedFirst(v *speedView, w, a float64) bool {
 }
 
 // worstDevice is the largest slowdown of job on devs (1 without Speeds).
-func worstDevice(sp scheduler.Speeds, job string, devs []string) float64 {
+func worstDevice(sp placement.Speeds, job string, devs []string) float64 {
 	if sp == nil {
 		return 1
 	}

@@ -9,11 +9,10 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
-	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/variability/palplace"
 )
 
-// speeds is a fixed scheduler.Speeds: per device, for every job.
+// speeds is a fixed placement.Speeds: per device, for every job.
 type speeds struct {
 	sf      map[string]float64
 	penalty float64
@@ -44,7 +43,7 @@ func index(t testing.TB, spec string) (*placement.Index, accel.Cluster) {
 
 func id(c accel.Cluster, node, dev int) string { return c.Nodes[node].Devices[dev].ID }
 
-func devicesOf(res scheduler.PlaceResult, job string) []string {
+func devicesOf(res placement.PlaceResult, job string) []string {
 	for _, a := range res.Assignments {
 		if a.Job == job {
 			return a.Devices
@@ -61,7 +60,7 @@ func TestPackedSticky(t *testing.T) {
 		{Job: "old", Devices: []string{id(c, 0, 0), id(c, 0, 1), id(c, 0, 2)}},
 		{Job: "mid", Devices: []string{id(c, 1, 0), id(c, 1, 1)}},
 	}
-	in := scheduler.PlaceInput{Cluster: x, Current: cur, Targets: []scheduler.Target{
+	in := placement.PlaceInput{Cluster: x, Current: cur, Targets: []placement.Target{
 		{Job: "old", Type: typ, Count: 3},
 		{Job: "mid", Type: typ, Count: 2},
 		{Job: "two", Type: typ, Count: 2}, // exact match: node 1
@@ -88,7 +87,7 @@ func TestPackedSticky(t *testing.T) {
 		t.Errorf("unplaced %+v, want big for capacity", res.Unplaced)
 	}
 	// Across nodes: the node with the most free devices first.
-	in.Targets = []scheduler.Target{{Job: "old", Type: typ, Count: 3}, {Job: "mid", Type: typ, Count: 2}, {Job: "six", Type: typ, Count: 6}}
+	in.Targets = []placement.Target{{Job: "old", Type: typ, Count: 3}, {Job: "mid", Type: typ, Count: 2}, {Job: "six", Type: typ, Count: 6}}
 	res, _ = palplace.PackedSticky{}.Place(context.Background(), in)
 	if got, want := devicesOf(res, "six"), []string{id(c, 2, 0), id(c, 2, 1), id(c, 2, 2), id(c, 2, 3), id(c, 1, 2), id(c, 1, 3)}; !slices.Equal(got, want) {
 		t.Errorf("six: %v, want %v", got, want)
@@ -102,7 +101,7 @@ func TestPMFirst(t *testing.T) {
 		id(c, 0, 0): 1.1, id(c, 0, 1): 0.95, id(c, 0, 2): 1.1, id(c, 0, 3): 1.1,
 		id(c, 1, 0): 0.95, id(c, 1, 1): 0.95, id(c, 1, 2): 1.0, id(c, 1, 3): 1.0,
 	}, penalty: 1.7}
-	in := scheduler.PlaceInput{Cluster: x, Speeds: sp, Targets: []scheduler.Target{{Job: "j", Type: typ, Count: 2}}}
+	in := placement.PlaceInput{Cluster: x, Speeds: sp, Targets: []placement.Target{{Job: "j", Type: typ, Count: 2}}}
 	res, err := palplace.PMFirst{}.Place(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -156,12 +155,12 @@ func TestPALOptimal(t *testing.T) {
 		}
 		busy := map[string]bool{}
 		var cur []placement.Assignment
-		var targets []scheduler.Target
+		var targets []placement.Target
 		for _, d := range all {
 			if rng.IntN(3) == 0 {
 				busy[d] = true
 				cur = append(cur, placement.Assignment{Job: "b" + d, Devices: []string{d}})
-				targets = append(targets, scheduler.Target{Job: "b" + d, Type: typ, Count: 1})
+				targets = append(targets, placement.Target{Job: "b" + d, Type: typ, Count: 1})
 			}
 		}
 		var free []string
@@ -174,8 +173,8 @@ func TestPALOptimal(t *testing.T) {
 		if len(free) < n {
 			continue
 		}
-		targets = append(targets, scheduler.Target{Job: "j", Type: typ, Count: n})
-		res, err := palplace.PAL{}.Place(context.Background(), scheduler.PlaceInput{Cluster: x, Current: cur, Speeds: sp, Targets: targets})
+		targets = append(targets, placement.Target{Job: "j", Type: typ, Count: n})
+		res, err := palplace.PAL{}.Place(context.Background(), placement.PlaceInput{Cluster: x, Current: cur, Speeds: sp, Targets: targets})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,8 +207,8 @@ func TestClassOrder(t *testing.T) {
 	typ := c.Nodes[0].Devices[0].Type
 	sp := speeds{sf: map[string]float64{id(c, 0, 0): 1.2, id(c, 1, 0): 0.9}, penalty: 1,
 		class: map[string]string{"d": "classD", "a": "classA"}}
-	in := scheduler.PlaceInput{Cluster: x, Speeds: sp, Targets: []scheduler.Target{{Job: "d", Type: typ, Count: 1}, {Job: "a", Type: typ, Count: 1}}}
-	for _, p := range []scheduler.Placer{palplace.PAL{}, palplace.PMFirst{}} {
+	in := placement.PlaceInput{Cluster: x, Speeds: sp, Targets: []placement.Target{{Job: "d", Type: typ, Count: 1}, {Job: "a", Type: typ, Count: 1}}}
+	for _, p := range []placement.Placer{palplace.PAL{}, palplace.PMFirst{}} {
 		res, _ := p.Place(context.Background(), in)
 		if got := devicesOf(res, "a"); !slices.Equal(got, []string{id(c, 1, 0)}) {
 			t.Errorf("%T: class A job got %v, want the fast device", p, got)
@@ -222,12 +221,12 @@ func TestClassOrder(t *testing.T) {
 func TestNoSpeeds(t *testing.T) {
 	x, c := index(t, "4x4:v100-32gb")
 	typ := c.Nodes[0].Devices[0].Type
-	var targets []scheduler.Target
+	var targets []placement.Target
 	for i, n := range []int{3, 1, 4, 2, 5, 1} {
-		targets = append(targets, scheduler.Target{Job: string(rune('a' + i)), Type: typ, Count: n})
+		targets = append(targets, placement.Target{Job: string(rune('a' + i)), Type: typ, Count: n})
 	}
-	for _, p := range []scheduler.Placer{palplace.PAL{}, palplace.PMFirst{}, palplace.PackedSticky{}} {
-		in := scheduler.PlaceInput{Cluster: x, Targets: targets}
+	for _, p := range []placement.Placer{palplace.PAL{}, palplace.PMFirst{}, palplace.PackedSticky{}} {
+		in := placement.PlaceInput{Cluster: x, Targets: targets}
 		r1, err := p.Place(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)
@@ -260,11 +259,11 @@ func TestReplace(t *testing.T) {
 	x, c := index(t, "2x1:v100-32gb")
 	typ := c.Nodes[0].Devices[0].Type
 	sp := speeds{sf: map[string]float64{id(c, 0, 0): 1.2, id(c, 1, 0): 0.9}, penalty: 1}
-	in := scheduler.PlaceInput{Cluster: x, Speeds: sp,
+	in := placement.PlaceInput{Cluster: x, Speeds: sp,
 		Current: []placement.Assignment{{Job: "j", Devices: []string{id(c, 0, 0)}}},
-		Targets: []scheduler.Target{{Job: "j", Type: typ, Count: 1}}}
+		Targets: []placement.Target{{Job: "j", Type: typ, Count: 1}}}
 	for _, tc := range []struct {
-		p    scheduler.Placer
+		p    placement.Placer
 		want string
 	}{
 		{palplace.PAL{}, id(c, 0, 0)}, {palplace.PMFirst{}, id(c, 0, 0)}, {palplace.PackedSticky{}, id(c, 0, 0)},
@@ -282,15 +281,15 @@ func TestReplace(t *testing.T) {
 func TestEvict(t *testing.T) {
 	x, c := index(t, "2x1:v100-32gb")
 	typ := c.Nodes[0].Devices[0].Type
-	in := scheduler.PlaceInput{Cluster: x,
+	in := placement.PlaceInput{Cluster: x,
 		Current: []placement.Assignment{{Job: "j", Devices: []string{id(c, 0, 0)}}},
-		Targets: []scheduler.Target{{Job: "j", Type: typ, Count: 1}}}
+		Targets: []placement.Target{{Job: "j", Type: typ, Count: 1}}}
 	for _, tc := range []struct {
 		slow float64
 		want string
 	}{{1.4, id(c, 0, 0)}, {2, id(c, 1, 0)}} {
 		in.Speeds = speeds{sf: map[string]float64{id(c, 0, 0): tc.slow}, penalty: 1}
-		for _, p := range []scheduler.Placer{palplace.PAL{Evict: 1.5}, palplace.PMFirst{Evict: 1.5}} {
+		for _, p := range []placement.Placer{palplace.PAL{Evict: 1.5}, palplace.PMFirst{Evict: 1.5}} {
 			res, _ := p.Place(context.Background(), in)
 			if got := devicesOf(res, "j"); !slices.Equal(got, []string{tc.want}) {
 				t.Errorf("%#v, slowdown %v: %v, want %s", p, tc.slow, got, tc.want)
@@ -305,9 +304,9 @@ func TestEvictIgnoresLocality(t *testing.T) {
 	x, c := index(t, "2x1:v100-32gb")
 	typ := c.Nodes[0].Devices[0].Type
 	cur := []string{id(c, 0, 0), id(c, 1, 0)}
-	in := scheduler.PlaceInput{Cluster: x, Speeds: speeds{sf: map[string]float64{}, penalty: 3},
+	in := placement.PlaceInput{Cluster: x, Speeds: speeds{sf: map[string]float64{}, penalty: 3},
 		Current: []placement.Assignment{{Job: "j", Devices: cur}},
-		Targets: []scheduler.Target{{Job: "j", Type: typ, Count: 2}}}
+		Targets: []placement.Target{{Job: "j", Type: typ, Count: 2}}}
 	res, _ := palplace.PAL{Evict: 1.5}.Place(context.Background(), in)
 	if got := devicesOf(res, "j"); !slices.Equal(got, cur) {
 		t.Errorf("%v, want %v kept", got, cur)
@@ -325,8 +324,8 @@ func TestManyDistinctFactors(t *testing.T) {
 			sp.sf[id(c, n, k)] = 2 - 0.01*float64(n*4+k) // 64 distinct, node 15 fastest
 		}
 	}
-	res, _ := palplace.PAL{}.Place(context.Background(), scheduler.PlaceInput{Cluster: x, Speeds: sp,
-		Targets: []scheduler.Target{{Job: "j", Type: typ, Count: 3}}})
+	res, _ := palplace.PAL{}.Place(context.Background(), placement.PlaceInput{Cluster: x, Speeds: sp,
+		Targets: []placement.Target{{Job: "j", Type: typ, Count: 3}}})
 	if got, want := devicesOf(res, "j"), []string{id(c, 15, 3), id(c, 15, 2), id(c, 15, 1)}; !slices.Equal(got, want) {
 		t.Errorf("%v, want %v", got, want)
 	}

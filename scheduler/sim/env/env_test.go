@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/goodsched/goodsched/placement"
 	"math"
 	"reflect"
 	"sync"
@@ -48,7 +49,7 @@ func simConfig(t testing.TB, spec string, jobs []sim.JobSpec) sim.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sim.Config{Cluster: c, Jobs: jobs, Apps: a, Placer: scheduler.Packer{}, Kind: scheduler.Rigid}
+	return sim.Config{Cluster: c, Jobs: jobs, Apps: a, Placer: placement.Packer{}, Kind: scheduler.Rigid}
 }
 
 // play runs one episode with policy p as the agent and returns the steps'

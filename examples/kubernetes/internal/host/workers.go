@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 	"strconv"
 	"strings"
 
@@ -137,7 +138,7 @@ func evenWorkers(workers int, types []accel.TypeKey) (*goodput.WorkerModel, erro
 
 // sharesText is a W-job's gang of several types in words, for Events:
 // "2 a100-40gb (5 workers) + 2 t4 (3 workers)".
-func sharesText(shares []scheduler.Share) string {
+func sharesText(shares []placement.Share) string {
 	parts := make([]string, len(shares))
 	for k, s := range shares {
 		parts[k] = fmt.Sprintf("%d %s (%d workers)", s.Count, s.Type, s.Workers)

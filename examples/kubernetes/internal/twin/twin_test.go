@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/goodsched/goodsched/placement"
 	"io"
 	"log/slog"
 	"math"
@@ -90,7 +91,7 @@ func workload(t *testing.T) (map[string]*sim.Application, []sim.JobSpec) {
 
 // policy is the scheduler configuration both runs use.
 func policy(restartDelay time.Duration) scheduler.Config {
-	return scheduler.Config{Policy: scheduler.Pollux{RestartDelay: restartDelay}, Placer: scheduler.RoundPlacer{}}
+	return scheduler.Config{Policy: scheduler.Pollux{RestartDelay: restartDelay}, Placer: placement.RoundPlacer{}}
 }
 
 // twin is the running experiment.

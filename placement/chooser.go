@@ -93,7 +93,7 @@ type NodeInfo struct {
 
 // Filter rejects nodes for a request, like a Kubernetes filter plugin.
 // Implementations must be deterministic and safe for concurrent use if the
-// Placer is used concurrently.
+// Chooser is used concurrently.
 type Filter interface {
 	// Name identifies the filter in reasons.
 	Name() string
@@ -159,11 +159,11 @@ func ExcludeNodes(names ...string) Filter {
 	}}
 }
 
-// Placer chooses devices for gangs. The zero value packs gangs onto the
+// Chooser chooses devices for gangs. The zero value packs gangs onto the
 // fewest nodes and avoids interference (at most one distributed job per
-// node). A Placer is a plain value: it is safe for concurrent use when its
+// node). A Chooser is a plain value: it is safe for concurrent use when its
 // Filters and Scores are, as long as each goroutine uses its own State.
-type Placer struct {
+type Chooser struct {
 	// Strategy picks nodes; zero = Pack.
 	Strategy Strategy
 	// Filters reject nodes, in order; every node must pass all of them.
@@ -192,7 +192,7 @@ type take struct {
 // ErrImpossible. A valid request that does not fit now returns a
 // *NoFitError (errors.Is(err, ErrNoFit)) carrying the reason; Round
 // reports the same reasons as results.
-func (p *Placer) Place(s *State, r Request) (Assignment, error) {
+func (p *Chooser) Place(s *State, r Request) (Assignment, error) {
 	if !s.usable() {
 		return Assignment{}, errNoState
 	}
@@ -221,7 +221,7 @@ func (p *Placer) Place(s *State, r Request) (Assignment, error) {
 
 // check validates the request and returns the type numbers to try, best
 // first.
-func (p *Placer) check(s *State, r *Request, types []int32) ([]int32, error) {
+func (p *Chooser) check(s *State, r *Request, types []int32) ([]int32, error) {
 	switch {
 	case r.Job == "":
 		return nil, fmt.Errorf("%w: request job is empty", ErrInvalid)
@@ -337,11 +337,11 @@ func (s *State) nodeInfo(n, t int32) NodeInfo {
 // search holds the switches of one placement attempt; the diagnosis
 // retries with some of them relaxed.
 type search struct {
-	filters   bool // apply the Placer's Filters
+	filters   bool // apply the Chooser's Filters
 	interfere bool // avoid nodes with other distributed jobs
 }
 
-func (p *Placer) passes(s *State, r *Request, n, t int32, sw search) bool {
+func (p *Chooser) passes(s *State, r *Request, n, t int32, sw search) bool {
 	if !sw.filters || len(p.Filters) == 0 {
 		return true
 	}
@@ -355,7 +355,7 @@ func (p *Placer) passes(s *State, r *Request, n, t int32, sw search) bool {
 }
 
 // placeType places k devices of type t, or says why it cannot.
-func (p *Placer) placeType(s *State, r *Request, t int32, k int) ([]take, Reason) {
+func (p *Chooser) placeType(s *State, r *Request, t int32, k int) ([]take, Reason) {
 	if free := s.freeTotal[t]; free < k {
 		return nil, Reason{ReasonCapacity, fmt.Sprintf("%d free %s devices, %d asked", free, s.ix.types[t], k)}
 	}
@@ -372,7 +372,7 @@ func (p *Placer) placeType(s *State, r *Request, t int32, k int) ([]take, Reason
 }
 
 // diagnose explains why placeType failed.
-func (p *Placer) diagnose(s *State, r *Request, t int32, k int, sw search) Reason {
+func (p *Chooser) diagnose(s *State, r *Request, t int32, k int, sw search) Reason {
 	key := s.ix.types[t]
 	largest := 0
 	if m, ok := s.free[t].Max(); ok {
@@ -397,7 +397,7 @@ func (p *Placer) diagnose(s *State, r *Request, t int32, k int, sw search) Reaso
 }
 
 // single finds one node for k devices of type t.
-func (p *Placer) single(s *State, r *Request, t int32, k int, sw search) (take, bool) {
+func (p *Chooser) single(s *State, r *Request, t int32, k int, sw search) (take, bool) {
 	window := p.Window
 	if window <= 0 {
 		window = 16
@@ -451,7 +451,7 @@ func (p *Placer) single(s *State, r *Request, t int32, k int, sw search) (take, 
 
 // eligible reports whether node n may take part of a multi-node gang of
 // job r.Job.
-func (p *Placer) eligible(s *State, r *Request, n, t int32, sw search) bool {
+func (p *Chooser) eligible(s *State, r *Request, n, t int32, sw search) bool {
 	if sw.interfere {
 		for _, j := range s.node(n).dist {
 			if j != r.Job {
@@ -464,7 +464,7 @@ func (p *Placer) eligible(s *State, r *Request, n, t int32, sw search) bool {
 
 // multi finds nodes for k devices of type t on at most r.MaxNodes nodes
 // (fewer when some are fixed), avoiding the nodes in skip.
-func (p *Placer) multi(s *State, r *Request, t int32, k int, sw search, skip []int32) []take {
+func (p *Chooser) multi(s *State, r *Request, t int32, k int, sw search, skip []int32) []take {
 	limit := r.MaxNodes
 	if limit == 0 {
 		limit = math.MaxInt
@@ -484,7 +484,7 @@ func (p *Placer) multi(s *State, r *Request, t int32, k int, sw search, skip []i
 // packMulti takes the nodes with the most free devices and puts the
 // remainder on the tightest node that fits it. With idleOnly, only nodes
 // with no used device of the type are considered.
-func (p *Placer) packMulti(s *State, r *Request, t int32, k int, sw search, skip []int32, limit int, idleOnly bool) []take {
+func (p *Chooser) packMulti(s *State, r *Request, t int32, k int, sw search, skip []int32, limit int, idleOnly bool) []take {
 	var takes []take
 	remaining := k
 	ok := false
@@ -548,7 +548,7 @@ func (p *Placer) packMulti(s *State, r *Request, t int32, k int, sw search, skip
 
 // fragmentsFirst fills the partly used nodes (most free first), then idle
 // nodes; it returns nil when that needs more than limit nodes.
-func (p *Placer) fragmentsFirst(s *State, r *Request, t int32, k int, sw search, skip []int32, limit int) []take {
+func (p *Chooser) fragmentsFirst(s *State, r *Request, t int32, k int, sw search, skip []int32, limit int) []take {
 	var takes []take
 	remaining := k
 	s.descendFree(t, 1, func(key freeKey) bool {

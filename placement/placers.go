@@ -1,0 +1,102 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+)
+
+// RoundPlacer realises targets with Chooser.Round: jobs whose devices meet
+// their target keep them, others shrink or grow in place where they can,
+// the rest are re-placed largest first, NVLink- and interference-aware.
+// A job whose new target cannot be met keeps the devices it held
+// (reported as unplaced, with the round's typed reason). It is the
+// scheduler's default Placer.
+//
+// Interference avoidance follows PlaceInput.AllowInterference (the
+// scheduler's Config.AllowInterference, the one setting for it): a
+// Chooser.AllowInterference set here fails Validate instead of being
+// silently overridden.
+// RoundPlacer is safe for concurrent use when its Chooser's Filters and
+// Scores are.
+type RoundPlacer struct {
+	// Chooser is the strategy, filters and scores; the zero value packs.
+	Chooser Chooser
+}
+
+var _ Placer = RoundPlacer{}
+
+// Validate rejects a Chooser.AllowInterference (scheduler.New calls it).
+func (p RoundPlacer) Validate() error {
+	if p.Chooser.AllowInterference {
+		return fmt.Errorf("%w: RoundPlacer.Chooser.AllowInterference: set Config.AllowInterference instead (the one setting the policy and the placer both read)", ErrInvalid)
+	}
+	return nil
+}
+
+// Place implements Placer.
+func (p RoundPlacer) Place(ctx context.Context, in PlaceInput) (PlaceResult, error) {
+	if err := ctx.Err(); err != nil {
+		return PlaceResult{}, err
+	}
+	st := in.State
+	if st == nil {
+		var err error
+		if st, err = in.Cluster.NewState(in.Current); err != nil {
+			return PlaceResult{}, err
+		}
+	}
+	pts := in.Targets
+	for _, t := range in.Targets {
+		if t.Count <= 0 { // rare: copy without the zero counts
+			pts = make([]Target, 0, len(in.Targets))
+			for _, t := range in.Targets {
+				if t.Count > 0 {
+					pts = append(pts, t)
+				}
+			}
+			break
+		}
+	}
+	c := p.Chooser
+	c.AllowInterference = in.AllowInterference
+	rr, err := c.Round(st, pts)
+	if err != nil {
+		return PlaceResult{}, err
+	}
+	res := PlaceResult{Assignments: make([]Assignment, 0, len(rr.Decisions)), Unplaced: rr.Unplaced}
+	for _, d := range rr.Decisions {
+		if d.Action != Stop && len(d.Devices) > 0 {
+			res.Assignments = append(res.Assignments, Assignment{Job: d.Job, Devices: d.Devices})
+		}
+	}
+	if len(res.Assignments) == 0 {
+		res.Assignments = nil // as when none were appended
+	}
+	return res, nil
+}
+
+// Packer is a small consolidating Placer, Consolidate: jobs whose devices
+// already meet their target keep them; every other gang is placed,
+// largest first, on the fewest nodes of its type. It ignores links, NUMA
+// and interference (PlaceInput.AllowInterference); it does not shrink or
+// grow jobs in place.
+//
+// Packer is a minimal alternative to RoundPlacer (the default), for hosts
+// that want the simplest realisation and for tests. It is stateless and
+// safe for concurrent use.
+type Packer struct{}
+
+var (
+	_ Placer    = Packer{}
+	_ StateUser = Packer{}
+)
+
+// UsesState implements StateUser: Packer works from the index and the
+// current assignments only.
+func (Packer) UsesState() bool { return false }
+
+// Place implements Placer with Consolidate.
+func (Packer) Place(ctx context.Context, in PlaceInput) (PlaceResult, error) {
+	assigned, unplaced, err := Consolidate(ctx, in.Cluster, in.Current, in.Targets)
+	return PlaceResult{Assignments: assigned, Unplaced: unplaced}, err
+}
