@@ -138,6 +138,10 @@ type Config struct {
 	CarbonHorizon time.Duration
 	// CarbonTimeout bounds one fetch; 0 = 10 s.
 	CarbonTimeout time.Duration
+	// Serving turns on inference services: Deployments annotated
+	// AnnotationService, scaled from their pods' vLLM metrics (see
+	// ServingConfig); nil = none (Deployments are not watched).
+	Serving *ServingConfig
 }
 
 // Host runs goodsched's rounds against a Kubernetes API server. Its
@@ -173,6 +177,8 @@ type Host struct {
 	// queues follows Config.QueuesConfigMap (nil without it); its
 	// bookkeeping is guarded by roundMu.
 	queues *queueWatch
+	// svc follows Config.Serving's services (nil without it).
+	svc *servingState
 }
 
 // hostState is what a Host remembers between rounds. It is rebuilt from
@@ -377,6 +383,13 @@ func New(cfg Config) (*Host, error) {
 	}
 	if cfg.QueuesConfigMap != "" {
 		if err := h.watchQueues(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Serving != nil {
+		sc := *cfg.Serving
+		h.cfg.Serving = &sc
+		if err := h.watchServices(); err != nil {
 			return nil, err
 		}
 	}

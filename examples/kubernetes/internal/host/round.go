@@ -99,6 +99,7 @@ func (h *Host) round(ctx context.Context) (r Round, err error) {
 	}
 	t1 := time.Now()
 	r.Snapshot = t1.Sub(t0)
+	h.serviceRound(ctx, a)
 	plan, err := h.plan(ctx, a.in)
 	if err != nil {
 		h.m.errors.WithLabelValues("schedule").Inc()
@@ -121,6 +122,8 @@ type assembly struct {
 	in      scheduler.Input
 	byKey   map[JobKey]*unit
 	cleanup []deletion
+	// serviceBinds are the service replica pods the round binds.
+	serviceBinds []serviceBind
 }
 
 // assemble builds the round's Input from the informers only (no API call),
@@ -146,6 +149,7 @@ func (h *Host) assemble(r *Round) (*assembly, error) {
 	if qc != nil {
 		opts.queueOf = qc.QueueOf
 	}
+	opts.serviceOf, opts.services = h.servicePods(nodes, pods)
 	snap := buildSnapshot(nodes, pods, jobs, opts, as)
 	h.noteRefusals(snap.refused)
 
@@ -342,6 +346,7 @@ func (h *Host) apply(ctx context.Context, a *assembly, plan scheduler.Plan, r *R
 
 	// 2. Binds, each unit all or nothing.
 	h.bindAll(ctx, ups, r)
+	h.bindServices(ctx, a, r)
 
 	// 3. Patches, events, models.
 	h.patchAll(ctx, ups, r)

@@ -50,6 +50,8 @@ type unit struct {
 	// the scheduler spreads W evenly).
 	heldWorkers []int
 	sj          scheduler.Job
+	// svcUnit is set on an inference service's unit.
+	svcUnit *serviceUnit
 }
 
 // regarding returns the object Events about the unit are recorded on.
@@ -101,6 +103,9 @@ type snapshot struct {
 	// hidden counts the GPUs of each type the round does not offer, and
 	// why.
 	hidden hiddenGPUs
+	// services are the inference services' units (serving.go), kept out
+	// of units: the host places their replicas, not the policy.
+	services []*unit
 }
 
 // snapshotOptions are the parts of Config the mapping needs.
@@ -114,6 +119,10 @@ type snapshotOptions struct {
 	// queueOf maps a job's namespace and labels to its leaf queue; nil =
 	// no queues.
 	queueOf func(namespace string, labels map[string]string) (string, error)
+	// serviceOf maps the pods of inference services to their unit, and
+	// services reads each one (serving.go); nil = none.
+	serviceOf map[types.UID]JobKey
+	services  map[JobKey]*serviceUnit
 }
 
 // assumed overlays what the host did that the informers may not show yet.
@@ -322,6 +331,8 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 				} else {
 					mine = false // its Job is not ours, finished or suspended
 				}
+			} else if k, ok := opt.serviceOf[p.UID]; ok {
+				key = k // a replica of an inference service
 			} else {
 				g := p.Labels[LabelGroup]
 				if g == "" {
@@ -383,6 +394,15 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 	for key, gp := range groups {
 		slices.SortFunc(gp.pods, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
 		first := gp.pods[0]
+		if su := opt.services[key]; su != nil {
+			if su.err != nil {
+				s.skipped = append(s.skipped, skippedUnit{key: key, obj: su.deploy, err: su.err})
+				skipped[key] = true
+			} else {
+				units[key] = &unit{key: key, spec: su.spec, perPod: su.svc.GPUs(), size: len(gp.pods), svcUnit: su}
+			}
+			continue
+		}
 		u := &unit{key: key, group: first.Labels[LabelGroup]}
 		if u.group == "" {
 			u.group = first.Name
@@ -503,6 +523,16 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 			if p.bound() {
 				nb++
 			}
+		}
+		if u.svcUnit != nil {
+			for _, p := range u.pods[:nb] {
+				for _, d := range p.devices {
+					u.held = append(u.held, deviceID(p.node, d))
+				}
+			}
+			slices.Sort(u.held)
+			s.services = append(s.services, u)
+			continue
 		}
 		minPods := u.size
 		if u.spec.kind != scheduler.Rigid {

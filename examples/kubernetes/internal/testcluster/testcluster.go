@@ -49,7 +49,7 @@ const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 
 // Options says which parts of the control plane a test needs.
 type Options struct {
-	// ControllerManager runs kube-controller-manager with the job,
+	// ControllerManager runs kube-controller-manager with the job, deployment, replicaset,
 	// garbage-collector and service-account controllers.
 	ControllerManager bool
 	// Kwok runs kwok, which makes nodes annotated KwokNodeAnnotation=fake
@@ -135,7 +135,7 @@ func Start(t testing.TB, opts Options, users ...string) *Cluster {
 	if opts.ControllerManager {
 		c.spawn("kube-controller-manager", filepath.Join(assets, "kube-controller-manager"),
 			"--kubeconfig", kubeconfig,
-			"--controllers", "job,garbagecollector,serviceaccount,serviceaccount-token",
+			"--controllers", "job,deployment,replicaset,garbagecollector,serviceaccount,serviceaccount-token",
 			"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
 			"--service-account-private-key-file", filepath.Join(dir, "sa.key"),
 			"--root-ca-file", filepath.Join(dir, "ca.crt"),
