@@ -124,6 +124,8 @@ func run(args []string, stderr io.Writer) error {
 	burst := fs.Int("kube-api-burst", 2000, "API request burst (a round that binds more pods than this is slowed to -kube-api-qps)")
 	workers := fs.Int("bind-workers", host.DefaultBindWorkers, "API writes a round makes at once")
 	tolerated := fs.String("tolerated-taints", host.ResourceGPU, "comma-separated taint keys whose NoSchedule taints do not hide GPU nodes")
+	servingOn := fs.Bool("serving", false, "scale the Deployments annotated "+host.AnnotationService+" from their pods' vLLM metrics and give their replicas GPUs before training (needs deploy/rbac.yaml's deployments rules)")
+	servingURL := fs.String("serving-metrics-url", host.DefaultMetricsURL, "with -serving: a service pod's metrics URL ({ip}, {pod}, {namespace} are replaced); "+host.AnnotationMetricsURL+" overrides it per Deployment")
 	queuesCM := fs.String("queues-configmap", "", "namespace/name of the ConfigMap with the tenants' queues and quotas (key "+host.QueuesConfigKey+"; empty = no queues)")
 	var rep reportFlags
 	rep.register(fs)
@@ -180,13 +182,17 @@ func run(args []string, stderr io.Writer) error {
 			taints = append(taints, t)
 		}
 	}
+	var servingCfg *host.ServingConfig
+	if *servingOn {
+		servingCfg = &host.ServingConfig{MetricsURL: *servingURL}
+	}
 	h, err := host.New(host.Config{
 		Client: cs, SchedulerName: *schedName, Namespace: *namespace,
 		Interval: *interval, MinInterval: *minInterval,
 		Scheduler: scheduler.Config{Policy: pol}, Models: models,
 		Identity: *identity, LeaderElection: *leaderElect, LeaseNamespace: *leaseNS, LeaseName: *leaseName,
 		BindWorkers: *workers, ToleratedTaints: taints, Logger: log, QueuesConfigMap: *queuesCM,
-		Carbon: forecaster, CarbonZone: cf.zone,
+		Carbon: forecaster, CarbonZone: cf.zone, Serving: servingCfg,
 	})
 	if err != nil {
 		return err

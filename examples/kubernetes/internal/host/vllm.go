@@ -222,7 +222,7 @@ func (h histogram) quantile(q float64) float64 {
 	return lower
 }
 
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
 
 // serviceMetrics turns the pods' scrapes (now and at the previous
 // decision) into the autoscaler's Metrics over interval, and the profile
