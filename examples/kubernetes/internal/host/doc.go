@@ -21,6 +21,16 @@
 // patched when a resize changes it); the shares are read back into
 // placement.Assignment.Workers.
 //
+// With Config.Serving, an apps/v1 Deployment annotated AnnotationService
+// is an inference service: its replica count is decided by an autoscaler
+// of package serving (goodsched's Predictive by default) from its pods'
+// vLLM metrics (MetricWaiting, MetricKVUsage, MetricTTFT, ...) and applied
+// through its scale subresource, and its replicas enter every round as one
+// pinned rigid job that takes free GPUs first, else those of the training
+// jobs holding the fewest (elastic ones shrink), as scheduler/sim's
+// Services do. An endpoint that is down or malformed keeps the last
+// decision and is counted in goodsched_errors_total{op="serving-metrics"}.
+//
 // A Node offers its allocatable nvidia.com/gpu (device indices range over
 // its capacity; what allocatable lacks, unhealthy GPUs or all of them while
 // the device plugin restarts, is not offered, and our pods there keep
