@@ -216,23 +216,7 @@ func servicePods(t *testing.T, c *testcluster.Cluster, app string) []corev1.Pod 
 // errorsCounted reads goodsched_errors_total{op} from the host's registry.
 func errorsCounted(t *testing.T, h *host.Host, op string) float64 {
 	t.Helper()
-	fams, err := h.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() != "goodsched_errors_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "op" && l.GetValue() == op {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return metricValue(t, h, "goodsched_errors_total", "op="+op)
 }
 
 // TestIntegrationServingBurstShrinksTrainingAndGrowsBack: an inference
@@ -343,6 +327,9 @@ func TestIntegrationServingBurstShrinksTrainingAndGrowsBack(t *testing.T) {
 	noDoubleDevices()
 	if j, err := c.Client.BatchV1().Jobs(testNS).Get(ctx, "train", metav1.GetOptions{}); err != nil || *j.Spec.Parallelism != 2 {
 		t.Fatalf("training Job after the burst: %v, parallelism %v, want 2", err, j.Spec.Parallelism)
+	}
+	if v := metricValue(t, h, "goodsched_service_replicas", "state=desired"); v != 3 {
+		t.Errorf("goodsched_service_replicas{state=\"desired\"} %v after the burst, want 3", v)
 	}
 	ev := jobEvents(t, c, "Deployment", "chat")
 	if !slices.ContainsFunc(ev, func(e string) bool { return strings.HasPrefix(e, "Normal ScaledUp: scale 1→") }) {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,6 +102,8 @@ type servingState struct {
 	deploys  appslisters.DeploymentLister
 	client   *http.Client
 	services map[JobKey]*serviceState
+	// replicas is goodsched_service_replicas{service,state}.
+	replicas *prometheus.GaugeVec
 }
 
 // serviceState is what the host remembers of one service between rounds.
@@ -152,7 +155,12 @@ func (h *Host) watchServices() error {
 		f = h.extra
 	}
 	inf := f.Apps().V1().Deployments()
-	h.svc = &servingState{deploys: inf.Lister(), client: client, services: map[JobKey]*serviceState{}}
+	h.svc = &servingState{deploys: inf.Lister(), client: client, services: map[JobKey]*serviceState{},
+		replicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "goodsched_service_replicas",
+			Help: "Each inference service's replicas at its last read, by service (namespace/name) and state (desired: the Deployment's count after the decision; ready: pods read)."}, []string{"service", "state"})}
+	if err := h.reg.Register(h.svc.replicas); err != nil {
+		return fmt.Errorf("%w: Registry: %w", ErrConfig, err)
+	}
 	h.synced = append(h.synced, inf.Informer().HasSynced)
 	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { h.Kick() },
@@ -294,9 +302,10 @@ func (h *Host) serviceRound(ctx context.Context, a *assembly) {
 		live[u.key] = true
 		h.autoscale(ctx, u, now)
 	}
-	for k := range h.svc.services {
+	for k, st := range h.svc.services {
 		if !live[k] {
 			delete(h.svc.services, k)
+			h.svc.replicas.DeletePartialMatch(prometheus.Labels{"service": st.svc.Name})
 		}
 	}
 	h.reserveServices(a)
@@ -382,6 +391,8 @@ func (h *Host) autoscale(ctx context.Context, u *unit, now time.Time) {
 	for _, r := range reports {
 		_ = st.profile.Observe(r) // a degenerate mean (0 tokens) is dropped
 	}
+	h.svc.replicas.WithLabelValues(su.svc.Name, "ready").Set(float64(len(ready)))
+	h.svc.replicas.WithLabelValues(su.svc.Name, "desired").Set(float64(replicas))
 	n, err := st.scaler.Desired(m)
 	h.log.Debug("service decision", "service", u.key, "replicas", replicas, "desired", n, "err", err, "ready", m.Ready,
 		"arrivals", m.Arrivals, "interval", m.Interval, "waiting", m.Waiting, "ttft_p90", m.TTFTP90, "tpot_p90", m.TPOTP90, "reports", len(reports), "profile", st.profile.Ready())
@@ -403,6 +414,7 @@ func (h *Host) autoscale(ctx context.Context, u *unit, now time.Time) {
 		h.log.Warn("service scale failed", "service", u.key, "replicas", n, "err", err)
 		return
 	}
+	h.svc.replicas.WithLabelValues(su.svc.Name, "desired").Set(float64(n))
 	reason := "ScaledUp"
 	if n < replicas {
 		reason = "ScaledDown"
