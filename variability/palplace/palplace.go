@@ -107,21 +107,76 @@ func (p PAL) Place(ctx context.Context, in placement.PlaceInput) (placement.Plac
 	return place(ctx, in, keepBelow(p.Replace, p.Evict), true, (*pool).pal)
 }
 
+// layout is an index's usable devices per type, numbered for the
+// placers: built once per index (placement.Index.Derived) and shared,
+// read-only, by every Place call on it.
+type layout struct {
+	types []*typeLayout // by type position (Index.TypeIndex)
+	pos   []int32       // by device number: its position in its type's layout, −1 if not usable
+}
+
+// typeLayout is one device type's usable devices of an index.
+type typeLayout struct {
+	ids     []string // by node, then index
+	node    []int    // node number of each
+	byNode  [][]int  // per node number, its devices (positions)
+	perNode int      // the most devices of the type on one node
+}
+
+// layoutKey is the placement.Index.Derived key of the layout.
+type layoutKey struct{}
+
+func layoutOf(x *placement.Index) *layout {
+	return x.Derived(layoutKey{}, func() any {
+		l := &layout{types: make([]*typeLayout, len(x.Types())), pos: make([]int32, x.Devices())}
+		for i := range l.pos {
+			l.pos[i] = -1
+		}
+		for k := range l.types {
+			l.types[k] = &typeLayout{byNode: make([][]int, x.Nodes())}
+		}
+		for n := range x.Nodes() {
+			_, devs := x.Node(n)
+			for _, d := range devs {
+				k, _ := x.TypeIndex(d.Type)
+				r, ok := x.Ref(d.ID)
+				if !ok || !d.Usable() {
+					continue
+				}
+				t := l.types[k]
+				l.pos[r.Num] = int32(len(t.ids))
+				t.byNode[n] = append(t.byNode[n], len(t.ids))
+				t.ids = append(t.ids, d.ID)
+				t.node = append(t.node, n)
+				t.perNode = max(t.perNode, len(t.byNode[n]))
+			}
+		}
+		return l
+	}).(*layout)
+}
+
 // pool is one device type's usable devices during a Place call, with
 // the free ones marked, and per speed key (a class, or a job when the
 // Speeds know no classes) each device's slowdown and the devices sorted
 // by it.
 type pool struct {
-	ids     []string // by node, then index
-	node    []int    // node number of each
-	free    []bool
-	nfree   int
-	byNode  [][]int // per node number, its devices (positions)
-	perNode int     // the most devices of the type on one node
-	nodes   int
-	sf      map[string]*speedView
-	count   []int // scratch, per node
+	*typeLayout
+	typ   int // its position in the index's types; −1 for one it lacks
+	free  []bool
+	nfree int
+	sf    map[string]*speedView
+	count []int // scratch, per node; zero between uses
+	// scratch of view and pmFirst
+	bucket []uint8
+	group  []int
+	runs   []run
+	sorted []run
+	keys   []int
 }
+
+// run is a node's free devices within a group of equal slowdown:
+// group[start:end], with its locality key.
+type run struct{ start, end, key int }
 
 // speedView is one speed key's slowdown per device and the devices in
 // order of slowdown (then position).
@@ -164,10 +219,8 @@ func (p *pool) view(sp placement.Speeds, job string) *speedView {
 	if v, ok := p.sf[key]; ok {
 		return v
 	}
-	v := &speedView{sf: make([]float64, len(p.ids)), order: make([]int, 0, len(p.ids))}
-	// Bucket the devices by factor (few distinct values: PAL's bins),
-	// then concatenate the buckets in order of factor: the devices by
-	// factor, then position, without a comparison sort of all of them.
+	n := len(p.ids)
+	v := &speedView{sf: make([]float64, n), order: make([]int, n)}
 	switch b := sp.(type) {
 	case nil:
 		for i := range v.sf {
@@ -180,38 +233,53 @@ func (p *pool) view(sp placement.Speeds, job string) *speedView {
 			v.sf[i] = sp.Slowdown(job, id)
 		}
 	}
-	var vals []float64
-	var buckets [][]int
-	for i := range p.ids {
+	// Few distinct factors (PAL's bins): a counting sort by factor,
+	// stable by position. Many (learned ones): a comparison sort.
+	var vals [maxBuckets]float64
+	nv := 0
+	p.bucket = slices.Grow(p.bucket[:0], n)[:n]
+	for i := range v.sf {
 		f := math.Round(v.sf[i]/quantum) * quantum
 		v.sf[i] = f
-		if buckets == nil && len(vals) > 0 {
-			continue // too many distinct factors: sorted below
+		if nv > maxBuckets {
+			continue
 		}
-		k := slices.Index(vals, f)
+		k := slices.Index(vals[:nv], f)
 		if k < 0 {
-			if len(vals) == maxBuckets {
-				buckets = nil
+			if nv == maxBuckets {
+				nv++ // too many
 				continue
 			}
-			k = len(vals)
-			vals = append(vals, f)
-			buckets = append(buckets, make([]int, 0, len(p.ids)))
+			k = nv
+			vals[k] = f
+			nv++
 		}
-		buckets[k] = append(buckets[k], i)
+		p.bucket[i] = uint8(k)
 	}
-	if buckets != nil {
-		keys := make([]int, len(vals))
-		for k := range keys {
-			keys[k] = k
+	if nv <= maxBuckets {
+		var rank, start [maxBuckets]int
+		for k := range nv {
+			for j := range nv {
+				if vals[j] < vals[k] {
+					rank[k]++
+				}
+			}
 		}
-		slices.SortFunc(keys, func(a, b int) int { return cmp.Compare(vals[a], vals[b]) })
-		for _, k := range keys {
-			v.order = append(v.order, buckets[k]...)
+		var size [maxBuckets]int
+		for _, k := range p.bucket {
+			size[rank[k]]++
+		}
+		for r := 1; r < nv; r++ {
+			start[r] = start[r-1] + size[r-1]
+		}
+		for i, k := range p.bucket {
+			r := rank[k]
+			v.order[start[r]] = i
+			start[r]++
 		}
 	} else {
-		for i := range p.ids {
-			v.order = append(v.order, i)
+		for i := range v.order {
+			v.order[i] = i
 		}
 		slices.SortFunc(v.order, func(a, b int) int { return cmp.Or(cmp.Compare(v.sf[a], v.sf[b]), cmp.Compare(a, b)) })
 	}
@@ -236,55 +304,48 @@ func place(ctx context.Context, in placement.PlaceInput, keepBelow float64, byCl
 		return placement.PlaceResult{}, err
 	}
 	x := in.Cluster
-	pools := map[accel.TypeKey]*pool{}
-	where := make(map[string][2]int, x.Devices()) // device → (pool key index, position)
-	var keys []accel.TypeKey
-	for _, t := range in.Targets {
-		if _, ok := pools[t.Type]; !ok {
-			pools[t.Type] = &pool{sf: map[string]*speedView{}, nodes: x.Nodes(), byNode: make([][]int, x.Nodes()), count: make([]int, x.Nodes())}
-			keys = append(keys, t.Type)
+	l := layoutOf(x)
+	pools := make([]*pool, len(l.types)) // by type position; only the targets' types
+	var absent map[accel.TypeKey]*pool   // types the cluster lacks: no devices
+	newPool := func(tl *typeLayout, typ int) *pool {
+		p := &pool{typeLayout: tl, typ: typ, free: make([]bool, len(tl.ids)), nfree: len(tl.ids),
+			sf: map[string]*speedView{}, count: make([]int, x.Nodes())}
+		for i := range p.free {
+			p.free[i] = true
 		}
+		return p
 	}
-	for n := range x.Nodes() {
-		_, devs := x.Node(n)
-		for _, d := range devs {
-			p := pools[d.Type]
-			if p == nil || !d.Usable() {
-				continue
+	poolOf := func(t accel.TypeKey) *pool {
+		k, ok := x.TypeIndex(t)
+		if !ok {
+			if absent[t] == nil {
+				absent = map[accel.TypeKey]*pool{t: newPool(&typeLayout{byNode: make([][]int, x.Nodes())}, -1)}
 			}
-			where[d.ID] = [2]int{slices.Index(keys, d.Type), len(p.ids)}
-			p.byNode[n] = append(p.byNode[n], len(p.ids))
-			p.ids = append(p.ids, d.ID)
-			p.node = append(p.node, n)
-			p.free = append(p.free, true)
-			p.perNode = max(p.perNode, len(p.byNode[n]))
+			return absent[t]
 		}
-	}
-	for _, p := range pools {
-		p.nfree = len(p.ids)
-	}
-	take := func(id string) {
-		if w, ok := where[id]; ok {
-			p := pools[keys[w[0]]]
-			if p.free[w[1]] {
-				p.free[w[1]] = false
-				p.nfree--
-			}
+		if pools[k] == nil {
+			pools[k] = newPool(l.types[k], k)
 		}
+		return pools[k]
 	}
 	cur := make(map[string][]string, len(in.Current))
 	for _, a := range in.Current {
 		cur[a.Job] = a.Devices
 	}
 	var res placement.PlaceResult
-	kept := map[string]bool{}
-	var todo []placement.Target
-	for _, t := range in.Targets {
+	kept := make([]bool, len(in.Targets))
+	todo := make([]int, 0, len(in.Targets)) // target positions
+	var refs []placement.DeviceRef
+	for ti, t := range in.Targets {
+		p := poolOf(t.Type)
 		devs := cur[t.Job]
 		keep := keepBelow > 0 && len(devs) == t.Count
-		for _, id := range devs {
-			w, ok := where[id]
-			if !keep || !ok || keys[w[0]] != t.Type || !pools[t.Type].free[w[1]] {
+		refs = refs[:0]
+		if keep {
+			refs, keep = x.AppendRefs(refs, devs)
+		}
+		for _, r := range refs {
+			if i := l.pos[r.Num]; !keep || i < 0 || r.Type != p.typ || !p.free[i] {
 				keep = false
 				break
 			}
@@ -293,30 +354,34 @@ func place(ctx context.Context, in placement.PlaceInput, keepBelow float64, byCl
 			keep = worstDevice(in.Speeds, t.Job, devs) < keepBelow // devices only: spanning nodes is no episode
 		}
 		if keep && (t.MaxNodes <= 0 || x.NodesOf(devs) <= t.MaxNodes) {
-			for _, id := range devs {
-				take(id)
+			for _, r := range refs {
+				if i := l.pos[r.Num]; p.free[i] { // a device listed twice is taken once
+					p.free[i] = false
+					p.nfree--
+				}
 			}
-			kept[t.Job] = true
+			kept[ti] = true
 			continue
 		}
-		todo = append(todo, t)
+		todo = append(todo, ti)
 	}
 	if cl, ok := in.Speeds.(classer); ok && byClass {
-		var byRank [5][]placement.Target // a stable bucket sort by class
-		for _, t := range todo {
-			r := classRank(cl.Class(t.Job))
-			byRank[r] = append(byRank[r], t)
+		var byRank [5][]int // a stable bucket sort by class
+		for _, ti := range todo {
+			r := classRank(cl.Class(in.Targets[ti].Job))
+			byRank[r] = append(byRank[r], ti)
 		}
 		todo = slices.Concat(byRank[:]...)
 	}
-	placed := map[string][]string{}
-	for k, t := range todo {
+	placed := make([][]string, len(in.Targets))
+	for k, ti := range todo {
 		if k&63 == 0 {
 			if err := ctx.Err(); err != nil {
 				return placement.PlaceResult{}, err
 			}
 		}
-		p := pools[t.Type]
+		t := in.Targets[ti]
+		p := poolOf(t.Type)
 		if p.nfree < t.Count {
 			res.Unplaced = append(res.Unplaced, placement.Unplaced{
 				Target: placement.Target{Job: t.Job, Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes},
@@ -331,32 +396,45 @@ func place(ctx context.Context, in placement.PlaceInput, keepBelow float64, byCl
 			g.v = p.view(in.Speeds, t.Job)
 		}
 		pick := choose(p, g)
-		ids := make([]string, len(pick))
-		for i, d := range pick {
-			ids[i] = p.ids[d]
-		}
-		if nodes := x.NodesOf(ids); t.MaxNodes > 0 && nodes > t.MaxNodes {
+		if nodes := p.nodesOf(pick); t.MaxNodes > 0 && nodes > t.MaxNodes {
 			res.Unplaced = append(res.Unplaced, placement.Unplaced{
 				Target: placement.Target{Job: t.Job, Type: t.Type, Count: t.Count, MaxNodes: t.MaxNodes},
 				Reason: placement.Reason{Code: placement.ReasonFragmented, Text: fmt.Sprintf("%d %s devices span %d nodes, more than %d", t.Count, t.Type, nodes, t.MaxNodes)}})
 			continue
 		}
-		for _, d := range pick {
+		ids := make([]string, len(pick))
+		for i, d := range pick {
+			ids[i] = p.ids[d]
 			p.free[d] = false
 		}
 		p.nfree -= len(pick)
-		placed[t.Job] = ids
+		placed[ti] = ids
 	}
-	for _, t := range in.Targets { // in job order
+	for ti, t := range in.Targets { // in job order
 		switch {
-		case kept[t.Job]:
+		case kept[ti]:
 			res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: slices.Clone(cur[t.Job])})
-		case placed[t.Job] != nil:
-			res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: placed[t.Job]})
+		case placed[ti] != nil:
+			res.Assignments = append(res.Assignments, placement.Assignment{Job: t.Job, Devices: placed[ti]})
 		}
 	}
 	slices.SortStableFunc(res.Unplaced, func(a, b placement.Unplaced) int { return cmp.Compare(a.Target.Job, b.Target.Job) })
 	return res, nil
+}
+
+// nodesOf is how many nodes the devices span.
+func (p *pool) nodesOf(devs []int) int {
+	n := 0
+	for _, d := range devs {
+		if p.count[p.node[d]] == 0 {
+			n++
+		}
+		p.count[p.node[d]]++
+	}
+	for _, d := range devs {
+		p.count[p.node[d]] = 0
+	}
+	return n
 }
 
 // classRank orders PAL's classes A, B, C, D, then anything else.
@@ -426,24 +504,53 @@ func (p *pool) pmFirst(g *gang) []int {
 	n := g.t.Count
 	v := g.v
 	out := make([]int, 0, n)
-	var group []int
 	for i := 0; i < len(v.order) && len(out) < n; {
-		// One group of equal slowdown: its free devices, in device order.
-		group = group[:0]
+		// One group of equal slowdown: its free devices, in device order
+		// (so a node's are consecutive).
+		group := p.group[:0]
 		sf := v.sf[v.order[i]]
 		for ; i < len(v.order) && v.sf[v.order[i]] == sf; i++ {
 			if d := v.order[i]; p.free[d] {
 				group = append(group, d)
-				p.count[p.node[d]]++
 			}
 		}
-		slices.SortStableFunc(group, func(a, b int) int {
-			return cmp.Compare(abs(p.count[p.node[a]]-n), abs(p.count[p.node[b]]-n))
-		})
-		for _, d := range group {
-			p.count[p.node[d]] = 0
+		p.group = group
+		// Its runs (a node's devices), stably by how far their size is
+		// from n: a counting sort on that distance.
+		runs, maxKey := p.runs[:0], 0
+		for s := 0; s < len(group); {
+			e := s + 1
+			for e < len(group) && p.node[group[e]] == p.node[group[s]] {
+				e++
+			}
+			runs = append(runs, run{start: s, end: e, key: abs(e - s - n)})
+			maxKey = max(maxKey, abs(e-s-n))
+			s = e
 		}
-		out = append(out, group[:min(len(group), n-len(out))]...)
+		p.runs = runs
+		if len(runs) > 1 {
+			keys := slices.Grow(p.keys[:0], maxKey+1)[:maxKey+1]
+			clear(keys)
+			for _, r := range runs {
+				keys[r.key]++
+			}
+			for k, at := 0, 0; k <= maxKey; k++ {
+				keys[k], at = at, at+keys[k]
+			}
+			sorted := slices.Grow(p.sorted[:0], len(runs))[:len(runs)]
+			for _, r := range runs {
+				sorted[keys[r.key]] = r
+				keys[r.key]++
+			}
+			p.keys, p.sorted = keys, sorted
+			runs = sorted
+		}
+		for _, r := range runs {
+			out = append(out, group[r.start:min(r.end, r.start+n-len(out))]...)
+			if len(out) == n {
+				break
+			}
+		}
 	}
 	return out
 }
@@ -472,19 +579,23 @@ func (p *pool) pal(g *gang) []int {
 		sf := v.sf[v.order[i]]
 		for ; i < len(v.order) && v.sf[v.order[i]] == sf; i++ {
 			if d := v.order[i]; p.free[d] {
-				p.count[p.node[d]]++
+				nd := p.node[d]
+				p.count[nd]++
 				if seen++; seen == n {
 					a = sf
 				}
+				// After the whole group: the node with n or more devices
+				// no slower than sf, the most of them (PAL walks nodes by
+				// that count), then the first. Counts only grow, so the
+				// node that reaches the largest count last is it, unless
+				// a node before it has as many.
+				if c := p.count[nd]; c >= n && (best < 0 || c > p.count[best] || c == p.count[best] && nd < best) {
+					best = nd
+				}
 			}
 		}
-		// After the whole group: the node with n or more devices no slower
-		// than sf, the most of them (PAL walks nodes by that count), then
-		// the first.
-		for nd, c := range p.count {
-			if c >= n && (best < 0 || c > p.count[best]) {
-				best, w = nd, sf
-			}
+		if best >= 0 {
+			w = sf
 		}
 	}
 	clear(p.count)

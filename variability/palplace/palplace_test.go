@@ -200,6 +200,49 @@ func TestPALOptimal(t *testing.T) {
 	}
 }
 
+// TestPMFirstFastest checks PM-First against a sort of the free
+// devices: its n devices have the n lowest slowdowns, with few distinct
+// factors (PAL's bins) and with many (learned ones).
+func TestPMFirstFastest(t *testing.T) {
+	x, c := index(t, "8x4:v100-32gb")
+	typ := c.Nodes[0].Devices[0].Type
+	rng := rand.New(rand.NewPCG(3, 5))
+	for trial := range 300 {
+		distinct := []int{2, 5, 40, 300}[trial%4] // 300: 0.0013 apart, more than the placers' quantum
+		sp := speeds{sf: map[string]float64{}, penalty: 1.7}
+		var cur []placement.Assignment
+		var targets []placement.Target
+		var free []float64
+		for n := range c.Nodes {
+			for k := range c.Nodes[n].Devices {
+				d := id(c, n, k)
+				sp.sf[d] = 0.9 + 0.4*float64(rng.IntN(distinct))/float64(distinct)
+				if rng.IntN(3) == 0 {
+					cur = append(cur, placement.Assignment{Job: "b" + d, Devices: []string{d}})
+					targets = append(targets, placement.Target{Job: "b" + d, Type: typ, Count: 1})
+				} else {
+					free = append(free, sp.sf[d])
+				}
+			}
+		}
+		n := 1 + rng.IntN(min(12, len(free)))
+		targets = append(targets, placement.Target{Job: "j", Type: typ, Count: n})
+		res, err := palplace.PMFirst{}.Place(context.Background(), placement.PlaceInput{Cluster: x, Current: cur, Speeds: sp, Targets: targets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []float64
+		for _, d := range devicesOf(res, "j") {
+			got = append(got, sp.sf[d])
+		}
+		slices.Sort(got)
+		slices.Sort(free)
+		if !slices.Equal(got, free[:n]) {
+			t.Fatalf("trial %d: slowdowns %v, want the %d lowest free %v", trial, got, n, free[:n])
+		}
+	}
+}
+
 // TestClassOrder: PAL and PM-First give the fastest devices to class A
 // first (PAL reorders its queue by class), Packed-Sticky in job order.
 func TestClassOrder(t *testing.T) {
