@@ -45,6 +45,9 @@ func (p RoundPlacer) Place(ctx context.Context, in PlaceInput) (PlaceResult, err
 			return PlaceResult{}, err
 		}
 	}
+	if in.Speeds != nil {
+		return p.placeBySpeed(st, in) // speedplace.go
+	}
 	pts := in.Targets
 	for _, t := range in.Targets {
 		if t.Count <= 0 { // rare: copy without the zero counts

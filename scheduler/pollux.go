@@ -205,6 +205,9 @@ func (g Pollux) search(r *Round) (*pollux.Search, []int, error) {
 			p.Jobs[k].Group = q.LeafOf(i)
 		}
 	}
+	if sp := r.in.Speeds; sp != nil {
+		p.GangSlowdown = func(k int, devs []string) float64 { return gangSlowdown(sp, r.cluster, p.Jobs[k].ID, devs) }
+	}
 	if q := r.Entitlements(); q != nil {
 		// The queues' entitlements bound the search (Input.Queues).
 		p.Caps, p.Floors = q.Caps(), q.Floors()

@@ -79,6 +79,12 @@ type Problem struct {
 	// concurrent use. The goroutine ends before Solve returns; without
 	// Parallel, Solve starts none.
 	Parallel bool
+	// GangSlowdown, if set, is how many times longer the steps of job i
+	// (a position in Jobs) take on the given devices than on nominal
+	// ones (devices of one type differ, scheduler.Speeds): Realized
+	// divides the job's speedup on an assignment by it. nil = every
+	// device nominal. It must return a finite value > 0.
+	GangSlowdown func(i int, devices []string) float64
 }
 
 // Job is one job as the engine sees it.

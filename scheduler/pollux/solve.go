@@ -206,6 +206,9 @@ func (e *Search) Realized(assignments []placement.Assignment) (float64, error) {
 		if j.penal && !same && !placement.SameDevices(a.Devices, j.Current) {
 			v *= j.rf
 		}
+		if e.prob.GangSlowdown != nil {
+			v /= e.prob.GangSlowdown(i, a.Devices)
+		}
 		vals[i] = v
 	}
 	return e.fitness(vals), nil
