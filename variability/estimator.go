@@ -23,6 +23,13 @@ type Options struct {
 	// Tolerance is the relative difference below which a report agrees
 	// with the current estimate (default 0.02).
 	Tolerance float64
+	// Forget returns a device to its prior (dynamic factor 1) when no
+	// report has touched it in this many Observe calls (a host calls
+	// Observe once per measurement round, with every gang's report): a
+	// device that placement avoids after an interference episode is
+	// otherwise never measured again, and its episode never ends for the
+	// scheduler. 0 = never; ≥ 0.
+	Forget int
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -42,6 +49,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: Options.LocalityPenalty %v is not finite and ≥ 1", ErrInvalid, o.LocalityPenalty)
 	case !(o.Tolerance > 0 && o.Tolerance < 1):
 		return o, fmt.Errorf("%w: Options.Tolerance %v is outside (0, 1)", ErrInvalid, o.Tolerance)
+	case o.Forget < 0:
+		return o, fmt.Errorf("%w: Options.Forget %d < 0", ErrInvalid, o.Forget)
 	}
 	return o, nil
 }
@@ -101,6 +110,8 @@ type Estimator struct {
 	obs   map[string][]float64 // device → ring of dynamic observations
 	next  map[string]int       // device → ring position
 	dyn   map[string]float64   // device → current dynamic factor
+	calls int                  // Observe calls so far
+	seen  map[string]int       // device → the Observe call that last touched it
 }
 
 // NewEstimator returns an estimator over c's devices with the prior
@@ -110,7 +121,7 @@ func NewEstimator(c accel.Cluster, prior *Table, o Options) (*Estimator, error) 
 	if err != nil {
 		return nil, err
 	}
-	e := &Estimator{opts: o, prior: prior, node: map[string]string{}, obs: map[string][]float64{}, next: map[string]int{}, dyn: map[string]float64{}}
+	e := &Estimator{opts: o, prior: prior, node: map[string]string{}, obs: map[string][]float64{}, next: map[string]int{}, dyn: map[string]float64{}, seen: map[string]int{}}
 	for _, n := range c.Nodes {
 		for _, d := range n.Devices {
 			if _, dup := e.node[d.ID]; dup {
@@ -136,7 +147,9 @@ func NewEstimator(c accel.Cluster, prior *Table, o Options) (*Estimator, error) 
 func (e *Estimator) Observe(reports ...Report) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.calls++
 	var errs []error
+	defer e.forget()
 	for i, r := range reports {
 		if err := e.check(r); err != nil {
 			errs = append(errs, &ReportError{Index: i, Job: r.Job, Err: err})
@@ -145,6 +158,22 @@ func (e *Estimator) Observe(reports ...Report) error {
 		e.apply(r)
 	}
 	return errors.Join(errs...)
+}
+
+// forget returns the devices no report has touched in Options.Forget
+// calls to their prior.
+func (e *Estimator) forget() {
+	if e.opts.Forget == 0 {
+		return
+	}
+	for d := range e.obs {
+		if e.calls-e.seen[d] >= e.opts.Forget {
+			delete(e.obs, d)
+			delete(e.next, d)
+			delete(e.seen, d)
+			e.dyn[d] = 1
+		}
+	}
 }
 
 func (e *Estimator) check(r Report) error {
@@ -175,6 +204,7 @@ func (e *Estimator) apply(r Report) {
 	est := make([]float64, len(r.Devices))
 	worst := 0.0
 	for i, d := range r.Devices {
+		e.seen[d] = e.calls
 		est[i] = e.prior.Factor(d, r.Class) * e.dyn[d]
 		worst = max(worst, est[i])
 	}

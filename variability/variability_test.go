@@ -243,6 +243,40 @@ func TestEstimatorEpisode(t *testing.T) {
 	}
 }
 
+// TestEstimatorForget: with Options.Forget, a device no gang reports on
+// for that many Observe calls returns to its prior; one in use keeps its
+// estimate; without Forget nothing is forgotten.
+func TestEstimatorForget(t *testing.T) {
+	c := cluster(t, "2x2:v100-32gb")
+	a0, a1 := c.Nodes[0].Devices[0].ID, c.Nodes[0].Devices[1].ID
+	b0, b1 := c.Nodes[1].Devices[0].ID, c.Nodes[1].Devices[1].ID
+	for _, forget := range []int{0, 4} {
+		e, err := variability.NewEstimator(c, nil, variability.Options{Forget: forget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 { // both nodes 2× slower
+			_ = e.Observe(report("j1", 2, a0, a1), report("j2", 2, b0, b1))
+		}
+		for k := 1; k <= 6; k++ { // node 0 idle, node 1 still reporting
+			_ = e.Observe(report("j2", 2, b0, b1))
+			want := 2.0
+			if forget > 0 && k >= forget {
+				want = 1
+			}
+			if got := e.Slowdown(a0, ""); got != want {
+				t.Fatalf("Forget %d, %d calls without a report: estimate %v, want %v", forget, k, got, want)
+			}
+			if got := e.Slowdown(b0, ""); got != 2 {
+				t.Fatalf("Forget %d: the device in use forgot its estimate: %v", forget, got)
+			}
+		}
+	}
+	if _, err := variability.NewEstimator(c, nil, variability.Options{Forget: -1}); !errors.Is(err, variability.ErrInvalid) {
+		t.Errorf("Forget −1: %v, want ErrInvalid", err)
+	}
+}
+
 // TestEstimatorOverlap: gangs spanning a slow and a fast node at first
 // blame both; gangs on the fast node alone clear it.
 func TestEstimatorOverlap(t *testing.T) {

@@ -37,6 +37,9 @@ type Variability struct {
 	LocalityPenalty float64
 	// Window is the estimator's window (variability.Options.Window).
 	Window int
+	// Forget is the estimator's variability.Options.Forget, in rounds (a
+	// running gang reports once per round).
+	Forget int
 }
 
 // speedState is an engine's Variability at run time.
@@ -58,7 +61,7 @@ func newSpeedState(e *engine) (*speedState, error) {
 	if s.penalty == 0 {
 		s.penalty = 1
 	}
-	est, err := variability.NewEstimator(e.cluster, v.Prior, variability.Options{LocalityPenalty: s.penalty, Window: v.Window})
+	est, err := variability.NewEstimator(e.cluster, v.Prior, variability.Options{LocalityPenalty: s.penalty, Window: v.Window, Forget: v.Forget})
 	if err != nil {
 		return nil, fmt.Errorf("%w: Variability: %w", ErrInvalid, err)
 	}

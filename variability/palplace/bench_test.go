@@ -13,8 +13,8 @@ import (
 )
 
 // BenchmarkPlace compares, per gang placed, today's placers without speed
-// data (placement.RoundPlacer, the default, and Packer) with PAL's
-// placers on speed data (PAL's binned Longhorn profile through an
+// data (placement.RoundPlacer, the default, and Packer) with the default
+// placer and PAL's placers on speed data (PAL's binned Longhorn profile through an
 // Estimator's snapshot): 96 gangs of 1–8 V100s, 1–4 per node mostly,
 // filling 75% of a 64×4 cluster, all new (every gang is placed).
 func BenchmarkPlace(b *testing.B) {
@@ -50,6 +50,7 @@ func BenchmarkPlace(b *testing.B) {
 	}{
 		{"today/RoundPlacer", placement.RoundPlacer{}, nil},
 		{"today/Packer", placement.Packer{}, nil},
+		{"speeds/RoundPlacer", placement.RoundPlacer{}, speeds},
 		{"speeds/PackedSticky", palplace.PackedSticky{}, speeds},
 		{"speeds/PMFirst", palplace.PMFirst{}, speeds},
 		{"speeds/PAL", palplace.PAL{}, speeds},
