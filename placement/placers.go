@@ -10,7 +10,9 @@ import (
 // the rest are re-placed largest first, NVLink- and interference-aware.
 // A job whose new target cannot be met keeps the devices it held
 // (reported as unplaced, with the round's typed reason). It is the
-// scheduler's default Placer.
+// scheduler's default Placer. With speed data (PlaceInput.Speeds) it
+// keeps much slower devices for what does not fit elsewhere and moves
+// gangs off them (speedplace.go); without, it places as ever.
 //
 // Interference avoidance follows PlaceInput.AllowInterference (the
 // scheduler's Config.AllowInterference, the one setting for it): a

@@ -16,7 +16,11 @@ import (
 // devices go to the gangs that fit on them whole, not to a large gang
 // that would run at their speed. A running gang whose slowest device is
 // evictSlower times slower than the fastest of its type moves, when it
-// lands on fast devices; smaller differences move nothing. A round that
+// lands on fast devices (taking those of smaller gangs, which take its
+// slow ones, when none is free); failing that, the slow gangs are placed
+// again together, largest first, when that gets one of them off slow
+// devices (the others take the slow ones). Smaller differences move
+// nothing. A round that
 // leaves more targets unplaced than placing without speed data is placed
 // without it.
 const (
@@ -184,6 +188,33 @@ func (p RoundPlacer) placeBySpeed(st *State, in PlaceInput) (PlaceResult, error)
 			}
 		}
 		if landed {
+			return res, nil
+		}
+	}
+	// Else all the slow gangs at once, when that gets one of them off slow
+	// devices: the largest land on fast devices, the rest share the slow
+	// ones (a restart costs each gang once; 2× slower steps cost it half
+	// its progress for the rest of the episode).
+	regroup := st.Clone()
+	var slowGangs []running
+	for _, g := range gangs {
+		if g.worst >= evictSlower {
+			regroup.Release(g.job)
+			slowGangs = append(slowGangs, g)
+		}
+	}
+	if len(slowGangs) > 1 {
+		res, unplaced, err := p.fastFirst(regroup, in, &sp)
+		if err != nil {
+			return PlaceResult{}, err
+		}
+		gain := 0 // devices of slow gangs that end up fast
+		for _, a := range res.Assignments {
+			if k := slices.IndexFunc(slowGangs, func(g running) bool { return g.job == a.Job }); k >= 0 && sp.worst(x, a.Devices) < evictSlower {
+				gain += slowGangs[k].count
+			}
+		}
+		if unplaced == 0 && gain > 0 {
 			return res, nil
 		}
 	}

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -22,7 +23,13 @@ func (nodeSpeeds) LocalityPenalty(string) float64 { return 1 }
 
 func placeWithSpeeds(t *testing.T, sp Speeds, cur []Assignment, targets ...Target) map[string][]string {
 	t.Helper()
-	c, err := accel.ParseSpec("3x4:t4")
+	return placeOn(t, 3, sp, cur, targets...)
+}
+
+// placeOn places the targets with RoundPlacer on nodes nodes of 4 T4.
+func placeOn(t *testing.T, nodes int, sp Speeds, cur []Assignment, targets ...Target) map[string][]string {
+	t.Helper()
+	c, err := accel.ParseSpec(fmt.Sprintf("%dx4:t4", nodes))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,5 +119,42 @@ func TestRoundPlacerSpeeds(t *testing.T) {
 	got = placeWithSpeeds(t, nodeSpeeds{n0: 2}, cur, Target{Job: "g", Type: "t4", Count: 8}, Target{Job: "s", Type: "t4", Count: 2})
 	if slices.ContainsFunc(got["g"], func(d string) bool { return strings.HasPrefix(d, n0+"/") }) || !onNode(got["s"], n0) {
 		t.Errorf("g on %v, s on %v: want g off node 0, s on it", got["g"], got["s"])
+	}
+}
+
+// TestRoundPlacerRegroup: two gangs of 8, each half on a 2× slower node,
+// and no smaller gang to swap with: placed again together, one lands on
+// the fast nodes and the other takes both slow ones.
+func TestRoundPlacerRegroup(t *testing.T) {
+	node := func(n int) string { return fmt.Sprintf("t4-%d", n) }
+	devs := func(nodes ...int) []string {
+		var out []string
+		for _, n := range nodes {
+			for d := range 4 {
+				out = append(out, fmt.Sprintf("%s/%d", node(n), d))
+			}
+		}
+		return out
+	}
+	cur := []Assignment{{Job: "a", Devices: devs(0, 1)}, {Job: "b", Devices: devs(2, 3)}}
+	sp := nodeSpeeds{node(0): 2, node(2): 2}
+	got := placeOn(t, 4, sp, cur, Target{Job: "a", Type: "t4", Count: 8}, Target{Job: "b", Type: "t4", Count: 8})
+	slowOn := func(ds []string) int {
+		k := 0
+		for _, d := range ds {
+			if sp.Slowdown("", d) > 1 {
+				k++
+			}
+		}
+		return k
+	}
+	if a, b := slowOn(got["a"]), slowOn(got["b"]); min(a, b) != 0 || max(a, b) != 8 {
+		t.Errorf("a on %v, b on %v: want one gang on the fast nodes, the other on both slow ones", got["a"], got["b"])
+	}
+	// A 1.1× slower node moves nothing.
+	sp = nodeSpeeds{node(0): 1.1, node(2): 1.1}
+	got = placeOn(t, 4, sp, cur, Target{Job: "a", Type: "t4", Count: 8}, Target{Job: "b", Type: "t4", Count: 8})
+	if !slices.Equal(got["a"], cur[0].Devices) || !slices.Equal(got["b"], cur[1].Devices) {
+		t.Errorf("moved for 10%%: a on %v, b on %v", got["a"], got["b"])
 	}
 }

@@ -67,6 +67,12 @@ type Report struct {
 	// model predicts for the same configuration on nominal devices of
 	// one node (both > 0).
 	Step, Base time.Duration
+	// DeviceSteps, when the host measures them, are each device's own
+	// part of the step, in Devices order: the time its worker computes
+	// before it waits for the others (Base × the device's slowdown). They
+	// tell which device slows the gang down, which Step alone does not
+	// when one gang spans every suspect. Empty = only Step; each > 0.
+	DeviceSteps []time.Duration
 }
 
 // ReportError is the error for one refused report of a batch.
@@ -98,8 +104,9 @@ func (e *ReportError) Unwrap() error { return e.Err }
 // r exceeds every estimate, every device of the gang observes it (one of
 // them became slower, and later gangs without it clear the others); when
 // r agrees with the largest estimate, the devices that have it observe r.
-// A device's dynamic factor is the median of its last Options.Window
-// observations (initially all 1).
+// A report with DeviceSteps instead has each device observe its own
+// time ÷ Base. A device's dynamic factor is the median of its last
+// Options.Window observations (initially all 1).
 //
 // Estimator is safe for concurrent use.
 type Estimator struct {
@@ -183,6 +190,14 @@ func (e *Estimator) check(r Report) error {
 	if r.Step <= 0 || r.Base <= 0 {
 		return fmt.Errorf("%w: step time %v and base time %v must be > 0", ErrBadReport, r.Step, r.Base)
 	}
+	if len(r.DeviceSteps) > 0 && len(r.DeviceSteps) != len(r.Devices) {
+		return fmt.Errorf("%w: %d device step times for %d devices", ErrBadReport, len(r.DeviceSteps), len(r.Devices))
+	}
+	for i, st := range r.DeviceSteps {
+		if st <= 0 {
+			return fmt.Errorf("%w: device %q step time %v must be > 0", ErrBadReport, r.Devices[i], st)
+		}
+	}
 	seen := make(map[string]bool, len(r.Devices))
 	for _, d := range r.Devices {
 		if _, ok := e.node[d]; !ok {
@@ -197,6 +212,13 @@ func (e *Estimator) check(r Report) error {
 }
 
 func (e *Estimator) apply(r Report) {
+	if len(r.DeviceSteps) > 0 { // each device observes its own
+		for i, d := range r.Devices {
+			e.seen[d] = e.calls
+			e.observe(d, float64(r.DeviceSteps[i])/float64(r.Base)/e.prior.Factor(d, r.Class))
+		}
+		return
+	}
 	ratio := float64(r.Step) / float64(r.Base)
 	if e.spans(r.Devices) {
 		ratio /= e.opts.LocalityPenalty

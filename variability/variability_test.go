@@ -243,6 +243,57 @@ func TestEstimatorEpisode(t *testing.T) {
 	}
 }
 
+// TestEstimatorDeviceSteps: one gang spanning a 2× slower node and a
+// fast one, always the same gang, cannot tell them apart from its step
+// time; with each device's own time it can, after 3 reports.
+func TestEstimatorDeviceSteps(t *testing.T) {
+	c := cluster(t, "2x2:v100-32gb")
+	a0, a1 := c.Nodes[0].Devices[0].ID, c.Nodes[0].Devices[1].ID
+	b0, b1 := c.Nodes[1].Devices[0].ID, c.Nodes[1].Devices[1].ID
+	gang := report("j", 2, a0, a1, b0, b1)
+	for _, perDevice := range []bool{false, true} {
+		e, err := variability.NewEstimator(c, nil, variability.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := gang
+		if perDevice {
+			r.DeviceSteps = []time.Duration{2 * base, 2 * base, base, base}
+		}
+		for range 3 {
+			if err := e.Observe(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fast := e.Slowdown(b0, "")
+		if got := e.Slowdown(a0, ""); got != 2 {
+			t.Errorf("per device %v: slow device %v, want 2", perDevice, got)
+		}
+		if perDevice && fast != 1 || !perDevice && fast != 2 {
+			t.Errorf("per device %v: fast device %v", perDevice, fast)
+		}
+	}
+	// Bad per-device times are refused; the rest of the batch applies.
+	e, _ := variability.NewEstimator(c, nil, variability.Options{Window: 1})
+	short, zero := gang, gang
+	short.DeviceSteps = []time.Duration{base}
+	zero.DeviceSteps = []time.Duration{base, 0, base, base}
+	err := e.Observe(short, zero, report("k", 3, b1))
+	var re *variability.ReportError
+	if !errors.Is(err, variability.ErrBadReport) || !errors.As(err, &re) || re.Index != 0 {
+		t.Errorf("bad device steps: %v, want ErrBadReport for report 0 and 1", err)
+	}
+	if !strings.Contains(err.Error(), "report 1") || !strings.Contains(err.Error(), a1) {
+		t.Errorf("error %q should name report 1 and device %s", err, a1)
+	}
+	if got := e.Slowdown(b1, ""); got != 3 {
+		t.Errorf("good report after bad ones: %v, want 3", got)
+	}
+	if got := e.Slowdown(a0, ""); got != 1 {
+		t.Errorf("a refused report moved an estimate: %v", got)
+	}
+}
+
 // TestEstimatorForget: with Options.Forget, a device no gang reports on
 // for that many Observe calls returns to its prior; one in use keeps its
 // estimate; without Forget nothing is forgotten.

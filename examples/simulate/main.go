@@ -111,6 +111,9 @@
 //	                    (default 1: none)
 //	-slowdowns FILE     interference episodes, CSV node,start,end,factor
 //	                    (seconds from the workload's start)
+//	-device-steps       gangs also report each device's own part of the
+//	                    step (each worker's compute time), not only the
+//	                    gang's step time
 //	-placers LIST       run every policy with every placer: default,
 //	                    packed-sticky, pm-first, pal (with -topology also
 //	                    kueue-bestfit, kai-binpack); names become
@@ -183,6 +186,7 @@ type options struct {
 	// Per-device speed (variability.go) and placers (placers.go).
 	variability, slowdowns, placers string
 	localityPenalty                 float64
+	deviceSteps                     bool
 	// fleet is -fleet: a fleet file (fleet.go) or ""; tiers is -tiers.
 	fleet, tiers string
 	// serve is -serve, a service spec file ("" = none), and serveModes
@@ -225,6 +229,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.variability, "variability", "", "per-GPU variability measurements: a directory laid out as PAL's artifact (profiles.json + aggregated CSVs), one aggregated CSV, or a PerfVar table")
 	fl.Float64Var(&o.localityPenalty, "locality-penalty", 1, "how many times longer the steps of a gang spanning nodes take (1 = none)")
 	fl.StringVar(&o.slowdowns, "slowdowns", "", "interference episodes: CSV node,start,end,factor (seconds from the workload's start)")
+	fl.BoolVar(&o.deviceSteps, "device-steps", false, "gangs also report each device's own part of the step (each worker's compute time), not only the gang's step time")
 	fl.StringVar(&o.placers, "placers", "", "comma-separated placers to run every policy with: default, packed-sticky, pm-first, pal (names become POLICY/PLACER)")
 	fl.StringVar(&o.fleet, "fleet", "", "fleet file (JSON: clusters with name, region, cluster spec; bandwidth_gbps): replay the trace across the fleet, routed and migrated, against every job staying where submitted")
 	fl.StringVar(&o.tiers, "tiers", "", "with -fleet: service tiers drawn per job, e.g. premium=0.2,standard=0.5,basic=0.3 (JSON tiers[] and baseline_standard_avg_jct_s)")

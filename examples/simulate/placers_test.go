@@ -68,6 +68,7 @@ func TestVariabilityFlagErrors(t *testing.T) {
 		{[]string{"-slowdowns", ghost}, `node "nope"`},
 		{[]string{"-variability", noCol}, `"Node_ID"`},
 		{[]string{"-variability", filepath.Join(dir, "absent")}, "-variability"},
+		{[]string{"-device-steps"}, "-device-steps needs"},
 	} {
 		var out, errb bytes.Buffer
 		code := run(context.Background(), append([]string{"-workload", wl, "-cluster", "2x4:t4", "-policies", "fifo", "-json"}, c.args...), &out, &errb)

@@ -22,12 +22,15 @@ import (
 // learns the rest, episodes included, from the step times jobs report.
 func variabilityConfig(o options, c accel.Cluster) (*sim.Variability, error) {
 	if o.variability == "" && o.slowdowns == "" && o.localityPenalty == 1 {
+		if o.deviceSteps {
+			return nil, usage("-device-steps needs -variability, -slowdowns or -locality-penalty (there are no device speeds to report)")
+		}
 		return nil, nil
 	}
 	if !(o.localityPenalty >= 1 && o.localityPenalty <= 100) {
 		return nil, usage("-locality-penalty %v is outside [1, 100]", o.localityPenalty)
 	}
-	v := &sim.Variability{LocalityPenalty: o.localityPenalty}
+	v := &sim.Variability{LocalityPenalty: o.localityPenalty, DeviceSteps: o.deviceSteps}
 	if o.variability != "" {
 		p := filepath.Clean(o.variability)
 		m, err := variability.Load(os.DirFS(filepath.Dir(p)), filepath.Base(p))

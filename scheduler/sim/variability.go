@@ -40,6 +40,10 @@ type Variability struct {
 	// Forget is the estimator's variability.Options.Forget, in rounds (a
 	// running gang reports once per round).
 	Forget int
+	// DeviceSteps has the gangs report each device's own part of the
+	// step (variability.Report.DeviceSteps) besides the gang's step time,
+	// as a host that times each worker's computation does.
+	DeviceSteps bool
 }
 
 // speedState is an engine's Variability at run time.
@@ -112,22 +116,27 @@ func (e *engine) gangSlowdown(j *job) float64 {
 	if s == nil || len(j.devs) == 0 {
 		return 1
 	}
-	class := s.classOf[j.spec.Name]
 	worst := 0.0
 	for _, id := range j.devs {
-		f := s.cfg.Truth.Factor(id, class)
-		n, _ := e.device(id)
-		for _, ep := range s.nodeEps[n] {
-			if t := dur(e.now); ep.Start <= t && t < ep.End {
-				f *= ep.Factor
-			}
-		}
-		worst = max(worst, f)
+		worst = max(worst, e.deviceSlowdown(j, id))
 	}
 	if len(j.nodes) > 1 {
 		worst *= s.penalty
 	}
 	return worst
+}
+
+// deviceSlowdown is the ground-truth slowdown of job j on device id now.
+func (e *engine) deviceSlowdown(j *job, id string) float64 {
+	s := e.speed
+	f := s.cfg.Truth.Factor(id, s.classOf[j.spec.Name])
+	n, _ := e.device(id)
+	for _, ep := range s.nodeEps[n] {
+		if t := dur(e.now); ep.Start <= t && t < ep.End {
+			f *= ep.Factor
+		}
+	}
+	return f
 }
 
 // reportSpeeds has every running gang report its step time of the round
@@ -143,8 +152,15 @@ func (e *engine) reportSpeeds() error {
 			continue
 		}
 		base := j.stepT
-		reps = append(reps, variability.Report{Job: j.spec.Name, Class: s.classOf[j.spec.Name], Devices: j.devs,
-			Base: time.Duration(base * float64(time.Second)), Step: time.Duration(base * e.gangSlowdown(j) * float64(time.Second))})
+		r := variability.Report{Job: j.spec.Name, Class: s.classOf[j.spec.Name], Devices: j.devs,
+			Base: time.Duration(base * float64(time.Second)), Step: time.Duration(base * e.gangSlowdown(j) * float64(time.Second))}
+		if s.cfg.DeviceSteps {
+			r.DeviceSteps = make([]time.Duration, len(j.devs))
+			for i, id := range j.devs {
+				r.DeviceSteps[i] = time.Duration(base * e.deviceSlowdown(j, id) * float64(time.Second))
+			}
+		}
+		reps = append(reps, r)
 	}
 	s.reports += len(reps)
 	if err := s.est.Observe(reps...); err != nil {

@@ -96,6 +96,41 @@ func TestVariabilityEstimatorInSim(t *testing.T) {
 	}
 }
 
+// TestVariabilityDeviceSteps: one gang spans both nodes and node 0 is 2×
+// slower. From the gang's step time alone both nodes are suspects; with
+// each device's own time (Variability.DeviceSteps) only node 0 is slow.
+func TestVariabilityDeviceSteps(t *testing.T) {
+	c := cluster(t, "2x1:t4")
+	for _, perDevice := range []bool{false, true} {
+		cfg := Config{Cluster: c, Apps: toyApps(t, ProfileOptions{}), Policy: baselines.FIFO{}, Interval: 10 * time.Second, EveryRound: true,
+			Jobs: []JobSpec{{Name: "a", Application: "toy", Replicas: 2, BatchSize: 20}},
+			Variability: &Variability{DeviceSteps: perDevice,
+				Episodes: []variability.Episode{{Node: c.Nodes[0].Name, Start: 0, End: 24 * time.Hour, Factor: 2}}}}
+		if err := cfg.validate(); err != nil {
+			t.Fatal(err)
+		}
+		e, err := newEngine(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var slow, fast float64
+		e.cfg.Progress = func(Status) {
+			slow = e.speed.est.Slowdown(c.Nodes[0].Devices[0].ID, "")
+			fast = e.speed.est.Slowdown(c.Nodes[1].Devices[0].ID, "")
+		}
+		if err := e.loop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		wantFast := 2.0
+		if perDevice {
+			wantFast = 1
+		}
+		if math.Abs(slow-2) > 1e-6 || math.Abs(fast-wantFast) > 1e-6 {
+			t.Errorf("DeviceSteps %v: estimates %v (slow node), %v (fast node); want 2 and %v", perDevice, slow, fast, wantFast)
+		}
+	}
+}
+
 func TestVariabilityValidation(t *testing.T) {
 	c := cluster(t, "1x1:t4")
 	ghost := variability.NewTable("classA")
