@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -194,6 +195,12 @@ type topologyWatch struct {
 	fallback        scheduler.Placer
 	// bad is the last problem reported (once per ConfigMap version).
 	bad string
+	// built is the last topology built and key what it was built from
+	// (the ConfigMap's version and the nodes' level labels): reused while
+	// they do not change, so the placer's per-topology caches stay warm
+	// and bounded.
+	built *topology.Topology
+	key   string
 
 	top  *topology.Topology // nil: no usable topology this round
 	err  error              // why top is nil
@@ -262,8 +269,12 @@ func (w *topologyWatch) round(h *Host, nodes []*corev1.Node) {
 	default:
 		if tc, err = ParseTopologyConfig(cm); err != nil {
 			w.err = err
+		} else if key := topologyKey(cm, tc, nodes); key == w.key && w.built != nil {
+			w.top = w.built
 		} else if w.top, err = tc.Build(nodes); err != nil {
 			w.err = fmt.Errorf("%w: ConfigMap %s: node labels: %v", ErrTopologyConfig, where, err)
+		} else {
+			w.built, w.key = w.top, key
 		}
 	}
 	if w.err == nil {
@@ -283,6 +294,24 @@ func (w *topologyWatch) round(h *Host, nodes []*corev1.Node) {
 				truncate(w.err.Error(), 800), AnnotationTopologyRequired, AnnotationTopologyPreferred)
 		}
 	}
+}
+
+// topologyKey identifies what a topology is built from: the ConfigMap's
+// version and each node's name and level labels, in name order.
+func topologyKey(cm *corev1.ConfigMap, tc *TopologyConfig, nodes []*corev1.Node) string {
+	sorted := slices.Clone(nodes)
+	slices.SortFunc(sorted, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	var b strings.Builder
+	b.WriteString(cm.ResourceVersion)
+	for _, n := range sorted {
+		b.WriteByte(0)
+		b.WriteString(n.Name)
+		for _, l := range tc.Spec.Levels {
+			b.WriteByte(1)
+			b.WriteString(n.Labels[l.NodeLabel])
+		}
+	}
+	return b.String()
 }
 
 // check validates a job's topology annotations for snapshotOptions: nil
