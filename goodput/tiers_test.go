@@ -222,3 +222,70 @@ func TestTierErrors(t *testing.T) {
 		t.Errorf("factor 0: %v", err)
 	}
 }
+
+// TestFitTiersPolluxProfiles: on Pollux's measured placements of each of
+// its six models (T4 nodes), the measured multi-node steps are tier 1 and
+// a slower tier 2 is the same steps with their measured sync time tripled.
+// One fitted factor for tier 2 predicts its steps about as well as a
+// separate seven-parameter Fit on tier 2's data alone: median error at
+// most 1.5× that fit's plus 1 point, and the factor is above 1.
+func TestFitTiersPolluxProfiles(t *testing.T) {
+	for _, model := range models {
+		t.Run(model, func(t *testing.T) {
+			obs := aggregateTiers(readProfile(t, model, "placements.csv"))
+			if len(obs) == 0 {
+				t.Skip("no multi-node rows")
+			}
+			got, _, err := FitTiers(obs, TierOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tier2 []Observation
+			for _, o := range obs {
+				if o.Tier == 2 || o.Tier == 0 {
+					tier2 = append(tier2, o.Observation)
+				}
+			}
+			alone, _, err := Fit(tier2, FitOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var eTier, eAlone []float64
+			for _, o := range obs {
+				if o.Tier != 2 {
+					continue
+				}
+				eTier = append(eTier, math.Abs(got.At(2).StepSeconds(o.Nodes, o.Replicas, o.Local, 0)/o.OptimSeconds-1))
+				eAlone = append(eAlone, math.Abs(alone.StepSeconds(o.Nodes, o.Replicas, o.Local, 0)/o.OptimSeconds-1))
+			}
+			mt, ma := median(eTier), median(eAlone)
+			t.Logf("%s: tier-2 factor %.2f, median step error %.1f%% (separate fit %.1f%%)", model, got.Factor(2), 100*mt, 100*ma)
+			if got.Factor(2) <= 1 || mt > 1.5*ma+0.01 {
+				t.Errorf("factor %.3f, median error %.4f vs separate fit %.4f", got.Factor(2), mt, ma)
+			}
+		})
+	}
+}
+
+// aggregateTiers averages a profile's rows per shape as aggregate does;
+// one-node rows are tier 0, multi-node rows tier 1 as measured and tier 2
+// with their sync time tripled.
+func aggregateTiers(rows []ProfileRow) []TierObservation {
+	var out []TierObservation
+	multi := false
+	for _, o := range aggregate(rows) {
+		if o.Nodes == 1 {
+			out = append(out, TierObservation{Observation: o})
+			continue
+		}
+		multi = true
+		out = append(out, TierObservation{Observation: o, Tier: 1})
+		slow := o
+		slow.OptimSeconds = o.AccumSeconds + 3*(o.OptimSeconds-o.AccumSeconds)
+		out = append(out, TierObservation{Observation: slow, Tier: 2})
+	}
+	if !multi {
+		return nil
+	}
+	return out
+}
