@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel/topology"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/tiers"
 	"github.com/goodsched/goodsched/scheduler/topoplace"
 )
 
@@ -32,7 +34,9 @@ const (
 	// node labels, or kubernetes.io/hostname for one node) every pod of the
 	// job must share one domain of: the gang waits until one domain of it
 	// can hold it, evicting jobs of lower AnnotationPriority when that
-	// frees one (topoplace.Placer.Preempt). Kueue's
+	// frees one (topoplace.Placer.Preempt: the fewest GPUs evicted; never
+	// a job that is not preemptible or of the premium or standard tier).
+	// Kueue's
 	// kueue.x-k8s.io/podset-required-topology.
 	AnnotationTopologyRequired = "goodsched.io/topology-required"
 	// AnnotationTopologyPreferred names a level the job should fit in one
@@ -206,6 +210,10 @@ type topologyWatch struct {
 	err  error              // why top is nil
 	cons map[string]topoplace.Constraint
 	prio map[string]int
+	// cost is what evicting a job loses: the GPUs it holds (0 for a
+	// placement made this round only), NaN for a job that must not be
+	// evicted (not preemptible, or of the premium or standard tier).
+	cost map[string]float64
 	// settling: pods are still being evicted (by an earlier preemption,
 	// say) and their GPUs are hidden; no preemption until they are gone,
 	// or each round would evict again for GPUs already on their way.
@@ -257,7 +265,7 @@ func (w *topologyWatch) watch(h *Host) error {
 // malformed ConfigMap, recorded as a Warning Event on it, once per
 // version; jobs that ask for a level are skipped (check).
 func (w *topologyWatch) round(h *Host, nodes []*corev1.Node) {
-	w.top, w.err, w.cons, w.prio = nil, nil, nil, nil
+	w.top, w.err, w.cons, w.prio, w.cost = nil, nil, nil, nil, nil
 	where := w.namespace + "/" + w.name
 	cm, err := w.lister.ConfigMaps(w.namespace).Get(w.name)
 	var tc *TopologyConfig
@@ -347,9 +355,13 @@ func (w *topologyWatch) setJobs(snap *snapshot, evicting bool) {
 	for _, counts := range snap.hidden.byType {
 		w.settling = w.settling || counts[HiddenTerminating] > 0
 	}
-	w.cons, w.prio = make(map[string]topoplace.Constraint, len(units)), make(map[string]int, len(units))
+	w.cons, w.prio, w.cost = make(map[string]topoplace.Constraint, len(units)), make(map[string]int, len(units)), make(map[string]float64, len(units))
 	for _, u := range units {
 		w.prio[string(u.key)] = u.sj.Priority
+		w.cost[string(u.key)] = float64(len(u.held))
+		if u.sj.NonPreemptible || u.sj.Tier == tiers.Premium || u.sj.Tier == tiers.Standard {
+			w.cost[string(u.key)] = math.NaN() // never a victim
+		}
 		var ann map[string]string
 		switch {
 		case u.job != nil:
@@ -372,7 +384,7 @@ func (w *topologyWatch) Place(ctx context.Context, in scheduler.PlaceInput) (sch
 	}
 	p := topoplace.Placer{Topology: w.top, Constraint: w.constraint}
 	if !w.settling {
-		p.Preempt = &topoplace.Preemption{Priority: w.priority}
+		p.Preempt = &topoplace.Preemption{Priority: w.priority, DeviceSeconds: w.deviceSeconds}
 	}
 	return p.Place(ctx, in)
 }
@@ -388,3 +400,12 @@ func (w *topologyWatch) UsesState() bool {
 
 func (w *topologyWatch) constraint(job string) topoplace.Constraint { return w.cons[job] }
 func (w *topologyWatch) priority(job string) int                    { return w.prio[job] }
+
+// deviceSeconds is topoplace's eviction cost: see topologyWatch.cost; a
+// job the round does not know is never a victim.
+func (w *topologyWatch) deviceSeconds(job string) float64 {
+	if c, ok := w.cost[job]; ok {
+		return c
+	}
+	return math.NaN()
+}

@@ -103,9 +103,10 @@ func boundNames(t *testing.T, c *testcluster.Cluster, job string) []string {
 // say, FIFO (which never preempts by itself). Two 6-pod gangs with
 // goodsched.io/topology-required: rack each run inside one rack, 2 GPUs
 // left free in each. A 4-pod required-rack gang of higher priority fits
-// the free count but no rack: the placer evicts one of the 6-pod gangs,
-// which frees its rack, and the new gang runs inside it while the other
-// gang keeps every pod; the victim waits, as no rack can hold it. Then a
+// the free count but no rack: the placer evicts the 6-pod gang that is
+// preemptible (the other says goodsched.io/preemptible: "false"), which
+// frees its rack, and the new gang runs inside it while the other gang
+// keeps every pod; the victim waits, as no rack can hold it. Then a
 // 5-pod gang with goodsched.io/topology-preferred: rack spills over: 4 in
 // the freest rack, 1 in the other.
 func TestIntegrationTopologyRequiredRackPreferredSpillPreemptionFreesRack(t *testing.T) {
@@ -114,7 +115,9 @@ func TestIntegrationTopologyRequiredRackPreferredSpillPreemptionFreesRack(t *tes
 	required := func(prio int) map[string]string {
 		return map[string]string{host.AnnotationTopologyRequired: labelRack, host.AnnotationPriority: fmt.Sprint(prio)}
 	}
-	createJobs(t, c, gpuJob("req-a", 6, 1, required(0)), gpuJob("req-b", 6, 1, required(0)))
+	protected := required(0)
+	protected[host.AnnotationPreemptible] = "false"
+	createJobs(t, c, gpuJob("req-a", 6, 1, protected), gpuJob("req-b", 6, 1, required(0)))
 	h, ctx := startHost(t, host.Config{Client: schedulerClient(t, c, &requestLog{}),
 		Scheduler:         scheduler.Config{Policy: baselines.FIFO{}},
 		TopologyConfigMap: host.DefaultLeaseNamespace + "/goodsched-topology"})
@@ -142,8 +145,8 @@ func TestIntegrationTopologyRequiredRackPreferredSpillPreemptionFreesRack(t *tes
 			victim = j
 		}
 	}
-	if victim == "" || kept == "" {
-		t.Fatalf("want one gang evicted and one kept: req-a %v (was %v), req-b %v (was %v)",
+	if victim != "req-b" || kept != "req-a" {
+		t.Fatalf("want req-b evicted and req-a (not preemptible) kept: req-a %v (was %v), req-b %v (was %v)",
 			boundNames(t, c, "req-a"), before["req-a"], boundNames(t, c, "req-b"), before["req-b"])
 	}
 	u, k := racksOf(t, c, rackOf, "urgent"), racksOf(t, c, rackOf, kept)
