@@ -289,3 +289,52 @@ func aggregateTiers(rows []ProfileRow) []TierObservation {
 	}
 	return out
 }
+
+// TestEstimatorTierModelOnline: reports from four tiers through
+// ObserveTier give TierModel's factors within 5% of the truth (refitted
+// lazily as reports arrive), while Model stays what Observe alone gives.
+func TestEstimatorTierModelOnline(t *testing.T) {
+	truth := TierParams{Params: Params{Form: FormPollux, AlphaC: 0.05, BetaC: 0.002, AlphaR: 0.02, BetaR: 0.004,
+		AlphaN: 0.3, BetaN: 0.02, Gamma: 1.8}, Sync: []float64{1, 2.5, 6}}
+	obs := tiered(truth, []int{8, 32, 128})
+	cfg := EstimatorConfig{Limits: testLimits, Fit: FitOptions{Form: FormPollux}}
+	e, err := NewEstimator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := NewEstimator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := len(obs) / 2
+	for i, o := range obs {
+		if err := e.ObserveTier("t4", o.Tier, o.Observation); err != nil {
+			t.Fatal(err)
+		}
+		if err := plain.Observe("t4", o.Observation); err != nil {
+			t.Fatal(err)
+		}
+		if i == half {
+			if _, ok := e.TierModel("t4"); !ok { // a fit on part of the data, warm start for the next
+				t.Fatal("no TierModel")
+			}
+		}
+	}
+	m, ok := e.TierModel("t4")
+	if !ok || len(m.Sync) != 3 {
+		t.Fatalf("TierModel = %+v, %v", m, ok)
+	}
+	for i, f := range m.Sync {
+		if math.Abs(f-truth.Sync[i])/truth.Sync[i] > 0.05 {
+			t.Errorf("tier %d: factor %.4f, true %.4f", i+1, f, truth.Sync[i])
+		}
+	}
+	if got, want := m.At(3).StepSeconds(4, 16, 64, 0), truth.At(3).StepSeconds(4, 16, 64, 0); math.Abs(got/want-1) > 0.03 {
+		t.Errorf("spine step %.4f s, true %.4f s", got, want)
+	}
+	a, _ := plain.Model("t4")
+	b, _ := e.Model("t4")
+	if a != b {
+		t.Errorf("Model with tiered reports %+v, without %+v", b, a)
+	}
+}
