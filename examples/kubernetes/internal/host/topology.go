@@ -143,7 +143,8 @@ func (c *TopologyConfig) Build(nodes []*corev1.Node) (*topology.Topology, error)
 
 // TopologyConstraint reads a job's AnnotationTopologyRequired and
 // AnnotationTopologyPreferred against top. perPod > 1 adds a slice of
-// perPod devices per node, so that no pod's GPUs are split. Errors wrap
+// perPod devices per node (also without the annotations), so that no
+// pod's GPUs are split over nodes. Errors wrap
 // ErrAnnotation and name the annotation (an unknown level, preferred
 // outside required).
 func TopologyConstraint(ann map[string]string, top *topology.Topology, perPod int) (topoplace.Constraint, error) {
@@ -167,7 +168,7 @@ func TopologyConstraint(ann map[string]string, top *topology.Topology, perPod in
 	if err := errors.Join(errs...); err != nil {
 		return topoplace.Constraint{}, err
 	}
-	if perPod > 1 && (c.Required != "" || c.Preferred != "") {
+	if perPod > 1 {
 		c.Slices = []topoplace.Slice{{Level: topoplace.NodeLevel, Size: perPod}}
 	}
 	if err := c.Validate(top); err != nil {

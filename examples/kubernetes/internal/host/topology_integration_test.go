@@ -185,7 +185,7 @@ func TestIntegrationTopologyBadInputWarnsAndSkips(t *testing.T) {
 	setupTopology(t, c, 1, 2)
 	createJobs(t, c,
 		gpuJob("bad", 2, 1, map[string]string{host.AnnotationTopologyRequired: "cloud.provider.com/topology-zone"}),
-		gpuJob("good", 2, 1, map[string]string{host.AnnotationTopologyRequired: labelRack}))
+		gpuJob("good", 3, 2, map[string]string{host.AnnotationTopologyRequired: labelRack})) // pods of 2 GPUs, never split
 	h, ctx := startHost(t, host.Config{Client: schedulerClient(t, c, &requestLog{}),
 		TopologyConfigMap: host.DefaultLeaseNamespace + "/goodsched-topology"})
 	warned := func(job, what string) (bool, string) {
@@ -201,7 +201,7 @@ func TestIntegrationTopologyBadInputWarnsAndSkips(t *testing.T) {
 		if ok, why := warned("bad", host.AnnotationTopologyRequired); !ok {
 			return false, why
 		}
-		return boundCount(livePods(t, c, "good")) == 2, fmt.Sprintf("good: %d bound", boundCount(livePods(t, c, "good")))
+		return boundCount(livePods(t, c, "good")) == 3, fmt.Sprintf("good: %d bound", boundCount(livePods(t, c, "good")))
 	})
 	r, err := h.RoundOnce(ctx)
 	if err != nil {
@@ -242,7 +242,8 @@ func TestIntegrationTopologyBadInputWarnsAndSkips(t *testing.T) {
 	if n := boundCount(livePods(t, c, "asks")); n != 0 {
 		t.Errorf("asks: %d bound while the topology is malformed", n)
 	}
-	if n := boundCount(livePods(t, c, "good")); n != 2 {
-		t.Errorf("good: %d bound, want its 2 pods kept", n)
+	if n := boundCount(livePods(t, c, "good")); n != 3 {
+		t.Errorf("good: %d bound, want its 3 pods kept", n)
 	}
+	checkDevices(t, c, "good", "plain")
 }

@@ -93,8 +93,12 @@ func TestTopologyConstraint(t *testing.T) {
 	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %+v, %v; want %+v", got, err, want)
 	}
-	if got, err := TopologyConstraint(nil, top, 4); err != nil || fmt.Sprint(got) != fmt.Sprint(topoplace.Constraint{}) {
+	if got, err := TopologyConstraint(nil, top, 1); err != nil || fmt.Sprint(got) != fmt.Sprint(topoplace.Constraint{}) {
 		t.Errorf("no annotations: %+v, %v", got, err)
+	}
+	want = topoplace.Constraint{Slices: []topoplace.Slice{{Level: topoplace.NodeLevel, Size: 4}}}
+	if got, err := TopologyConstraint(nil, top, 4); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("no annotations, pods of 4 GPUs: %+v, %v; want %+v", got, err, want)
 	}
 	for name, ann := range map[string]map[string]string{
 		"unknown level":     {AnnotationTopologyRequired: "cloud.provider.com/topology-zone"},
