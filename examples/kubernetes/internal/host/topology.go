@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/goodsched/goodsched/accel/topology"
-	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler/tiers"
 	"github.com/goodsched/goodsched/scheduler/topoplace"
 )
@@ -197,7 +197,7 @@ type topologyWatch struct {
 	namespace, name string
 	factory         informers.SharedInformerFactory
 	lister          corelisters.ConfigMapLister
-	fallback        scheduler.Placer
+	fallback        placement.Placer
 	// bad is the last problem reported (once per ConfigMap version).
 	bad string
 	// built is the last topology built and key what it was built from
@@ -221,7 +221,7 @@ type topologyWatch struct {
 	settling bool
 }
 
-var _ scheduler.StateUser = (*topologyWatch)(nil)
+var _ placement.StateUser = (*topologyWatch)(nil)
 
 // newTopologyWatch checks cfg.TopologyConfigMap and makes the Placer that
 // cfg.Scheduler is given (the configured one, or the default, is used
@@ -233,7 +233,7 @@ func newTopologyWatch(cfg *Config) (*topologyWatch, error) {
 	}
 	w := &topologyWatch{namespace: ns, name: name, fallback: cfg.Scheduler.Placer}
 	if w.fallback == nil {
-		w.fallback = scheduler.RoundPlacer{}
+		w.fallback = placement.RoundPlacer{}
 	}
 	cfg.Scheduler.Placer = w
 	return w, nil
@@ -376,10 +376,10 @@ func (w *topologyWatch) setJobs(snap *snapshot, evicting bool) {
 	}
 }
 
-// Place implements scheduler.Placer: topoplace.Placer (LeastLoss) on the
+// Place implements placement.Placer: topoplace.Placer (LeastLoss) on the
 // round's topology, or the fallback while there is none. A gang with a
 // required level may preempt only while no eviction is under way.
-func (w *topologyWatch) Place(ctx context.Context, in scheduler.PlaceInput) (scheduler.PlaceResult, error) {
+func (w *topologyWatch) Place(ctx context.Context, in placement.PlaceInput) (placement.PlaceResult, error) {
 	if w.top == nil {
 		return w.fallback.Place(ctx, in)
 	}
@@ -390,12 +390,12 @@ func (w *topologyWatch) Place(ctx context.Context, in scheduler.PlaceInput) (sch
 	return p.Place(ctx, in)
 }
 
-// UsesState implements scheduler.StateUser: only the fallback reads it.
+// UsesState implements placement.StateUser: only the fallback reads it.
 func (w *topologyWatch) UsesState() bool {
 	if w.top != nil {
 		return false
 	}
-	su, ok := w.fallback.(scheduler.StateUser)
+	su, ok := w.fallback.(placement.StateUser)
 	return !ok || su.UsesState()
 }
 
