@@ -59,6 +59,15 @@
 // each extra worker on a device), and it implements GangSpeedup for
 // policies that mix types as well as Speedup for those that do not.
 //
+// On a cluster whose nodes sit in a topology tree (NVLink domain › rack ›
+// block › spine), the multi-node sync time also depends on the slowest
+// tier a placement spans: TierParams scales the multi-node sync term by a
+// factor per tier, FitTiers fits the factors from reports tagged with
+// their tier (TierObservation; accel/topology's TierOf gives the tier of
+// a set of nodes), with the tiers' bandwidths as the prior for tiers never
+// run on, and Estimator.ObserveTier and TierModel do it online. Without
+// tiers the model is Params exactly.
+//
 // The package imports nothing else of goodsched, keeps no global state and
 // starts no goroutines.
 package goodput

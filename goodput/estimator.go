@@ -34,6 +34,10 @@ type EstimatorConfig struct {
 	// Plans, if set, is the PlanCache of the curves Curve returns (unless
 	// their CurveOptions name another): several Estimators may share one.
 	Plans *PlanCache
+	// TierBandwidths is TierModel's prior: each network tier's bandwidth,
+	// as TierOptions.Bandwidths (accel/topology's TierBandwidths). nil:
+	// no prior.
+	TierBandwidths []float64
 }
 
 // DefaultExplore is EstimatorConfig.Explore's default. In the simulator,
@@ -67,6 +71,8 @@ type Estimator struct {
 	types    map[string]*typeState
 	profiled int // most replicas ever observed, any type
 	plans    *PlanCache
+	tiers    map[string]*tierState // ObserveTier's data, per type
+	tierBW   []float64             // EstimatorConfig.TierBandwidths
 }
 
 type obsKey struct{ nodes, replicas, local int }
@@ -104,8 +110,12 @@ func NewEstimator(cfg EstimatorConfig) (*Estimator, error) {
 	if cfg.Explore == 0 {
 		cfg.Explore = DefaultExplore
 	}
+	if err := (TierOptions{Bandwidths: cfg.TierBandwidths}).Validate(); err != nil {
+		return nil, fmt.Errorf("EstimatorConfig.TierBandwidths: %w", err)
+	}
 	e := &Estimator{limits: cfg.Limits, fitOpts: cfg.Fit, maxRepl: cfg.MaxReplicas, explore: cfg.Explore,
-		types: map[string]*typeState{}, typeLim: map[string]Limits{}, plans: cfg.Plans}
+		types: map[string]*typeState{}, typeLim: map[string]Limits{}, plans: cfg.Plans,
+		tierBW: slices.Clone(cfg.TierBandwidths)}
 	for _, typ := range slices.Sorted(maps.Keys(cfg.TypeLimits)) {
 		l := cfg.TypeLimits[typ]
 		if err := checkTypeKey(typ); err != nil {

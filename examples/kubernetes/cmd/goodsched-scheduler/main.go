@@ -127,6 +127,7 @@ func run(args []string, stderr io.Writer) error {
 	servingOn := fs.Bool("serving", false, "scale the Deployments annotated "+host.AnnotationService+" from their pods' vLLM metrics and give their replicas GPUs before training (needs deploy/rbac.yaml's deployments rules)")
 	servingURL := fs.String("serving-metrics-url", host.DefaultMetricsURL, "with -serving: a service pod's metrics URL ({ip}, {pod}, {namespace} are replaced); "+host.AnnotationMetricsURL+" overrides it per Deployment")
 	queuesCM := fs.String("queues-configmap", "", "namespace/name of the ConfigMap with the tenants' queues and quotas (key "+host.QueuesConfigKey+"; empty = no queues)")
+	topologyCM := fs.String("topology-configmap", "", "namespace/name of the ConfigMap with the network tiers as node-label levels (key "+host.TopologyConfigKey+", a Kueue Topology; empty = no topology)")
 	var rep reportFlags
 	rep.register(fs)
 	var cf carbonFlags
@@ -192,7 +193,7 @@ func run(args []string, stderr io.Writer) error {
 		Scheduler: scheduler.Config{Policy: pol}, Models: models,
 		Identity: *identity, LeaderElection: *leaderElect, LeaseNamespace: *leaseNS, LeaseName: *leaseName,
 		BindWorkers: *workers, ToleratedTaints: taints, Logger: log, QueuesConfigMap: *queuesCM,
-		Carbon: forecaster, CarbonZone: cf.zone, Serving: servingCfg,
+		Carbon: forecaster, CarbonZone: cf.zone, Serving: servingCfg, TopologyConfigMap: *topologyCM,
 	})
 	if err != nil {
 		return err

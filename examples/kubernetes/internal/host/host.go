@@ -142,6 +142,13 @@ type Config struct {
 	// AnnotationService, scaled from their pods' vLLM metrics (see
 	// ServingConfig); nil = none (Deployments are not watched).
 	Serving *ServingConfig
+	// TopologyConfigMap, "namespace/name", is the ConfigMap whose
+	// TopologyConfigKey holds the network tiers as node-label levels
+	// (TopologyConfig, Kueue's Topology shape); "" = no topology. With it
+	// the scheduler places through scheduler/topoplace and honours
+	// AnnotationTopologyRequired and AnnotationTopologyPreferred (see
+	// topology.go). It is watched: a change applies from the next round.
+	TopologyConfigMap string
 }
 
 // Host runs goodsched's rounds against a Kubernetes API server. Its
@@ -179,6 +186,9 @@ type Host struct {
 	queues *queueWatch
 	// svc follows Config.Serving's services (nil without it).
 	svc *servingState
+	// topo follows Config.TopologyConfigMap and is the scheduler's Placer
+	// (nil without it); guarded by roundMu.
+	topo *topologyWatch
 }
 
 // hostState is what a Host remembers between rounds. It is rebuilt from
@@ -307,6 +317,13 @@ func New(cfg Config) (*Host, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	var topo *topologyWatch
+	if cfg.TopologyConfigMap != "" {
+		var err error
+		if topo, err = newTopologyWatch(&cfg); err != nil {
+			return nil, err
+		}
+	}
 	s, err := scheduler.New(cfg.Scheduler)
 	if err != nil {
 		return nil, fmt.Errorf("%w: Scheduler: %w", ErrConfig, err)
@@ -393,6 +410,12 @@ func New(cfg Config) (*Host, error) {
 			return nil, err
 		}
 	}
+	if topo != nil {
+		h.topo = topo
+		if err := topo.watch(h); err != nil {
+			return nil, err
+		}
+	}
 	h.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: cfg.Client.EventsV1()})
 	h.recorder = h.broadcaster.NewRecorder(scheme.Scheme, "goodsched-scheduler")
 	return h, nil
@@ -415,6 +438,9 @@ func (h *Host) Start(ctx context.Context) error {
 		}
 		if h.queues != nil {
 			h.queues.factory.Start(ctx.Done())
+		}
+		if h.topo != nil {
+			h.topo.factory.Start(ctx.Done())
 		}
 		if err := h.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 			h.startErr = fmt.Errorf("host: events: %w", err)

@@ -150,7 +150,14 @@ func (h *Host) assemble(r *Round) (*assembly, error) {
 		opts.queueOf = qc.QueueOf
 	}
 	opts.serviceOf, opts.services = h.servicePods(nodes, pods)
+	if h.topo != nil {
+		h.topo.round(h, nodes)
+		opts.topologyOf = h.topo.check
+	}
 	snap := buildSnapshot(nodes, pods, jobs, opts, as)
+	if h.topo != nil {
+		h.topo.setJobs(snap, len(as.deleting) > 0)
+	}
 	h.noteRefusals(snap.refused)
 
 	for _, sk := range snap.skipped {

@@ -123,6 +123,9 @@ type snapshotOptions struct {
 	// services reads each one (serving.go); nil = none.
 	serviceOf map[types.UID]JobKey
 	services  map[JobKey]*serviceUnit
+	// topologyOf checks a job's topology annotations for its GPUs per
+	// pod; nil = no topology (the annotations are ignored).
+	topologyOf func(ann map[string]string, perPod int) error
 }
 
 // assumed overlays what the host did that the informers may not show yet.
@@ -608,6 +611,9 @@ func unitSpec(ann map[string]string, namespace string, labels map[string]string,
 		errs = append(errs, qerr)
 	}
 	errs = append(errs, checkPerPod(sp, perPod))
+	if opt.topologyOf != nil {
+		errs = append(errs, opt.topologyOf(ann, perPod))
+	}
 	return sp, errors.Join(errs...)
 }
 
