@@ -68,6 +68,9 @@ func (p Planner) Provision(ctx context.Context, in scheduler.Input, states []ene
 		breakEven = time.Duration(max(extraJ, 0) / dw * float64(time.Second))
 		breakEvenSusp = time.Duration(max(extraSuspJ, 0) / dw * float64(time.Second))
 	}
+	if p.OffAfter > 0 {
+		breakEven, breakEvenSusp = p.OffAfter, p.OffAfter
+	}
 	hold := cmp.Or(p.Hold, time.Hour)
 	for t, ti := range types {
 		per := max(ti.perNode, 1)

@@ -69,6 +69,12 @@
 //	                    with the offline-optimal node states (provision.Oracle,
 //	                    knowing the future; a lower bound for provisioning it;
 //	                    one device type, identical nodes)
+//	-learn-from LIST    add a policy named learned: goodput-carbon provisioned
+//	                    by the Planner with thresholds (Hold, OffAfter) fitted
+//	                    to provision.Oracle's node states on goodput-carbon's
+//	                    -provision runs from these start times (e.g.
+//	                    2022-01-10,2022-04-11,2022-07-11; provision.Learn);
+//	                    evaluate on a -start it did not learn from
 //	-topology gb200|FILE  network tiers above the node: "gb200" is 32 NVL72
 //	                    racks (576 nodes × 4 GPUs) under 8 IB leaves and a
 //	                    spine, with the workloads merged and their GPU counts
@@ -150,6 +156,7 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/energy"
 	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/provision"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
 )
@@ -178,6 +185,10 @@ type options struct {
 	provision bool
 	// oracle is -oracle: add the oracle row.
 	oracle bool
+	// learnFrom is -learn-from: the training starts of the learned row;
+	// learned the rule fitted on them.
+	learnFrom string
+	learned   provision.Rule
 	// topology is -topology: "" (none), "gb200" or a topology file.
 	topology string
 	// Per-device speed (variability.go) and placers (placers.go).
@@ -222,6 +233,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.tenants, "tenants", "", "vc (the trace's 11 largest virtual clusters as queues, quotas by GPU-time share) or a quotas file (JSON): run static, shared and borrow side by side")
 	fl.BoolVar(&o.provision, "provision", false, "goodput-carbon powers nodes down (suspend, off) that its jobs' carbon plans do not need (package provision); other policies keep every node on")
 	fl.BoolVar(&o.oracle, "oracle", false, "add a policy named oracle: goodput-carbon's schedule with the offline-optimal node states (provision.Oracle, a lower bound)")
+	fl.StringVar(&o.learnFrom, "learn-from", "", "comma-separated start times (e.g. 2022-01-10,2022-04-11,2022-07-11): add a policy named learned, goodput-carbon provisioned with thresholds fitted to the oracle on those weeks (provision.Learn)")
 	fl.StringVar(&o.variability, "variability", "", "per-GPU variability measurements: a directory laid out as PAL's artifact (profiles.json + aggregated CSVs), one aggregated CSV, or a PerfVar table")
 	fl.Float64Var(&o.localityPenalty, "locality-penalty", 1, "how many times longer the steps of a gang spanning nodes take (1 = none)")
 	fl.StringVar(&o.slowdowns, "slowdowns", "", "interference episodes: CSV node,start,end,factor (seconds from the workload's start)")
@@ -336,6 +348,10 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := checkOracle(o, cluster, &names); err != nil {
 		return err
 	}
+	learnFrom, err := checkLearn(o, grid, cluster, reg, &names)
+	if err != nil {
+		return err
+	}
 	vary, err := variabilityConfig(o, cluster)
 	if err != nil {
 		return err
@@ -387,6 +403,11 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	ten, err := setupTenancy(o, names, workloads, cluster)
 	if err != nil {
 		return err
+	}
+	if len(learnFrom) > 0 {
+		if o.learned, err = learnRule(ctx, o, grid, learnFrom, cluster, apps, workloads, stderr); err != nil {
+			return err
+		}
 	}
 
 	// One config per (policy, workload); all run in parallel.

@@ -8,6 +8,7 @@ import (
 	"github.com/goodsched/goodsched/carbon"
 	"github.com/goodsched/goodsched/energy"
 	"github.com/goodsched/goodsched/provision"
+	"github.com/goodsched/goodsched/scheduler/sim"
 )
 
 // oracleName is the row -oracle adds.
@@ -49,51 +50,11 @@ func oracleSummary(o options, g gridSettings, cluster accel.Cluster, base summar
 	s := base
 	s.Name = oracleName
 	s.results, s.busyKg = nil, 0
-	power := energy.PowerModel{PUE: o.pue}
-	typ := cluster.Types()[0]
-	pw, err := power.Power(typ)
-	if err != nil {
-		return s, err
-	}
-	per := len(cluster.Nodes[0].Devices)
-	step := o.interval
-	if step == 0 {
-		step = time.Minute // sim's default round, goodput-carbon's
-	}
 	var kwh, kg float64
 	for _, r := range base.results {
-		end := time.Duration(0)
-		for _, j := range r.Jobs {
-			end = max(end, j.Submit+j.Isolated+o.slack)
-		}
-		if k := len(r.Utilization); k > 0 {
-			end = max(end, r.Utilization[k-1].Time)
-		}
-		slots := int((end + step - 1) / step)
-		in := provision.OracleInput{Nodes: len(cluster.Nodes), Step: step, OnWatts: float64(per) * pw.IdleWatts, PUE: o.pue,
-			Need: make([]int, slots), IntensityGPerKWh: make([]float64, slots)}
-		busy := make([]int, slots)
-		for _, u := range r.Utilization {
-			if k := int(u.Time / step); k < slots {
-				busy[k] = u.Busy
-			}
-		}
-		busyJ, busyG, activeG := 0.0, 0.0, 0.0
-		for k := range slots {
-			at := g.start.Add(time.Duration(k) * step)
-			i, ok := g.series.Index(at)
-			if !ok {
-				return s, fmt.Errorf("oracle: %v is outside the -carbon series", at)
-			}
-			ci := g.series.Values[i]
-			in.IntensityGPerKWh[k] = ci
-			in.Need[k] = (busy[k] + per - 1) / per
-			// A busy device draws active watts instead of the idle
-			// watts OnWatts charges it.
-			j := float64(busy[k]) * (pw.ActiveWatts - pw.IdleWatts) * step.Seconds()
-			busyJ += j
-			busyG += j * max(o.pue, 1) / carbon.JoulesPerKWh * ci
-			activeG += float64(busy[k]) * pw.ActiveWatts * step.Seconds() * max(o.pue, 1) / carbon.JoulesPerKWh * ci
+		in, busyJ, busyG, activeG, err := oracleInput(o, g.series, g.start, cluster, r)
+		if err != nil {
+			return s, err
 		}
 		res, err := provision.Oracle(in)
 		if err != nil {
@@ -124,4 +85,57 @@ func withOracle(o options, g gridSettings, cluster accel.Cluster, sums []summary
 		}
 	}
 	return sums, nil
+}
+
+// oracleInput is provision.Oracle's problem for one run r that started
+// at start: its busy devices in each round, packed onto as few nodes as
+// possible, over the run's rounds to the latest deadline, at the series'
+// intensity. busyJ is the busy devices' joules beyond the idle watts
+// OnWatts charges, busyG their grams, activeG the busy devices' grams at
+// active watts.
+func oracleInput(o options, series carbon.Series, start time.Time, cluster accel.Cluster, r sim.Result) (in provision.OracleInput, busyJ, busyG, activeG float64, err error) {
+	power := energy.PowerModel{PUE: o.pue}
+	typ := cluster.Types()[0]
+	pw, err := power.Power(typ)
+	if err != nil {
+		return in, 0, 0, 0, err
+	}
+	per := len(cluster.Nodes[0].Devices)
+	step := o.interval
+	if step == 0 {
+		step = time.Minute // sim's default round, goodput-carbon's
+	}
+	end := time.Duration(0)
+	for _, j := range r.Jobs {
+		end = max(end, j.Submit+j.Isolated+o.slack)
+	}
+	if k := len(r.Utilization); k > 0 {
+		end = max(end, r.Utilization[k-1].Time)
+	}
+	slots := int((end + step - 1) / step)
+	in = provision.OracleInput{Nodes: len(cluster.Nodes), Step: step, OnWatts: float64(per) * pw.IdleWatts, PUE: o.pue,
+		Need: make([]int, slots), IntensityGPerKWh: make([]float64, slots)}
+	busy := make([]int, slots)
+	for _, u := range r.Utilization {
+		if k := int(u.Time / step); k < slots {
+			busy[k] = u.Busy
+		}
+	}
+	for k := range slots {
+		at := start.Add(time.Duration(k) * step)
+		i, ok := series.Index(at)
+		if !ok {
+			return in, 0, 0, 0, fmt.Errorf("oracle: %v is outside the -carbon series", at)
+		}
+		ci := series.Values[i]
+		in.IntensityGPerKWh[k] = ci
+		in.Need[k] = (busy[k] + per - 1) / per
+		// A busy device draws active watts instead of the idle
+		// watts OnWatts charges it.
+		j := float64(busy[k]) * (pw.ActiveWatts - pw.IdleWatts) * step.Seconds()
+		busyJ += j
+		busyG += j * max(o.pue, 1) / carbon.JoulesPerKWh * ci
+		activeG += float64(busy[k]) * pw.ActiveWatts * step.Seconds() * max(o.pue, 1) / carbon.JoulesPerKWh * ci
+	}
+	return in, busyJ, busyG, activeG, nil
 }

@@ -45,7 +45,17 @@ func TestRunProvision(t *testing.T) {
 	if or, c := withOracle["oracle"], withOracle["goodput-carbon"]; or == nil || !(or["carbon_kg"] <= c["carbon_kg"]+1e-12) || or["avg_jct_s"] != c["avg_jct_s"] || or["deadline_misses"] != 0 {
 		t.Errorf("oracle %v, goodput-carbon %v", or, c)
 	}
+	// -learn-from adds the learned row: goodput-carbon provisioned with
+	// thresholds fitted on another week, missing no deadline and leaving
+	// the other rows alone.
+	learned := carbonOf("-learn-from", "2022-01-10")
+	if c := learned["learned"]; c == nil || c["deadline_misses"] != 0 || !(c["carbon_kg"] > 0) || learned["goodput"]["carbon_kg"] != off["goodput"]["carbon_kg"] {
+		t.Errorf("learned %v, goodput %v", c, learned["goodput"])
+	}
 	for _, args := range [][]string{
+		{"-learn-from", "2022-01-10"},
+		{"-learn-from", "2031-01-10", "-carbon", "embedded", "-slack", "24h"},
+		{"-learn-from", "yesterday", "-carbon", "embedded", "-slack", "24h"},
 		{"-oracle"},
 		{"-oracle", "-carbon", "embedded", "-slack", "24h", "-cluster", "1x4:t4,1x8:a100"},
 		{"-provision"},
