@@ -23,9 +23,9 @@ import (
 //     then off (the fastest to bring back), each by cluster order;
 //   - a node going down is suspended, or powered off when the plans next
 //     need it (the first slot whose n(s) reaches it) later than the
-//     break-even time of off over suspended, or not within the forecast;
-//     a suspended node that will not be needed for that long is powered
-//     off.
+//     break-even time of off over suspended (or OffAfter, when set), or
+//     not within the forecast; a suspended node that will not be needed
+//     for that long is powered off.
 //
 // Nodes whose devices have all failed keep their state. It implements
 // sim.Provisioner.

@@ -75,6 +75,10 @@
 //	                    -provision runs from these start times (e.g.
 //	                    2022-01-10,2022-04-11,2022-07-11; provision.Learn);
 //	                    evaluate on a -start it did not learn from
+//	-learn-holdout LIST each start time held out in turn: the learned policy
+//	                    fitted on the other starts' -provision runs, against
+//	                    the oracle on the held-out one (needs -carbon, -slack;
+//	                    -json prints learned_holdout)
 //	-topology gb200|FILE  network tiers above the node: "gb200" is 32 NVL72
 //	                    racks (576 nodes × 4 GPUs) under 8 IB leaves and a
 //	                    spine, with the workloads merged and their GPU counts
@@ -189,6 +193,8 @@ type options struct {
 	// learned the rule fitted on them.
 	learnFrom string
 	learned   provision.Rule
+	// learnHoldout is -learn-holdout: starts each held out in turn.
+	learnHoldout string
 	// topology is -topology: "" (none), "gb200" or a topology file.
 	topology string
 	// Per-device speed (variability.go) and placers (placers.go).
@@ -234,6 +240,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.BoolVar(&o.provision, "provision", false, "goodput-carbon powers nodes down (suspend, off) that its jobs' carbon plans do not need (package provision); other policies keep every node on")
 	fl.BoolVar(&o.oracle, "oracle", false, "add a policy named oracle: goodput-carbon's schedule with the offline-optimal node states (provision.Oracle, a lower bound)")
 	fl.StringVar(&o.learnFrom, "learn-from", "", "comma-separated start times (e.g. 2022-01-10,2022-04-11,2022-07-11): add a policy named learned, goodput-carbon provisioned with thresholds fitted to the oracle on those weeks (provision.Learn)")
+	fl.StringVar(&o.learnHoldout, "learn-holdout", "", "comma-separated start times: for each, goodput-carbon provisioned with thresholds learned (provision.Learn) from the others' -provision runs against the oracle; prints learned_holdout")
 	fl.StringVar(&o.variability, "variability", "", "per-GPU variability measurements: a directory laid out as PAL's artifact (profiles.json + aggregated CSVs), one aggregated CSV, or a PerfVar table")
 	fl.Float64Var(&o.localityPenalty, "locality-penalty", 1, "how many times longer the steps of a gang spanning nodes take (1 = none)")
 	fl.StringVar(&o.slowdowns, "slowdowns", "", "interference episodes: CSV node,start,end,factor (seconds from the workload's start)")
@@ -348,6 +355,13 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := checkOracle(o, cluster, &names); err != nil {
 		return err
 	}
+	if o.learnHoldout != "" && o.learnFrom == "" {
+		o.learnFrom = o.learnHoldout // the same checks
+		if _, err := checkLearn(o, grid, cluster, reg, &names); err != nil {
+			return usage("%s", strings.Replace(strings.TrimPrefix(err.Error(), errUsage.Error()+": "), "-learn-from", "-learn-holdout", 1))
+		}
+		o.learnFrom = ""
+	}
 	learnFrom, err := checkLearn(o, grid, cluster, reg, &names)
 	if err != nil {
 		return err
@@ -399,6 +413,9 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	if o.serve != "" {
 		return simulateServing(ctx, o, names, reg, cluster, apps, workloads, stdout, stderr)
+	}
+	if o.learnHoldout != "" {
+		return simulateHoldout(ctx, o, grid, cluster, apps, workloads, stdout, stderr)
 	}
 	ten, err := setupTenancy(o, names, workloads, cluster)
 	if err != nil {
