@@ -75,6 +75,11 @@
 //	                    -provision runs from these start times (e.g.
 //	                    2022-01-10,2022-04-11,2022-07-11; provision.Learn);
 //	                    evaluate on a -start it did not learn from
+//	-joint-bound        add a row joint-bound: each job's device time (the
+//	                    least goodput or goodput-carbon spent on it) re-timed
+//	                    into the cleanest hours of its window at active watts,
+//	                    no idle device (location.Oracle, exact): a bound for
+//	                    re-planning jobs and nodes together
 //	-learn-holdout LIST each start time held out in turn: the learned policy
 //	                    fitted on the other starts' -provision runs, against
 //	                    the oracle on the held-out one (needs -carbon, -slack;
@@ -195,6 +200,8 @@ type options struct {
 	learned   provision.Rule
 	// learnHoldout is -learn-holdout: starts each held out in turn.
 	learnHoldout string
+	// jointBound is -joint-bound: add the joint-bound row.
+	jointBound bool
 	// topology is -topology: "" (none), "gb200" or a topology file.
 	topology string
 	// Per-device speed (variability.go) and placers (placers.go).
@@ -241,6 +248,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.BoolVar(&o.oracle, "oracle", false, "add a policy named oracle: goodput-carbon's schedule with the offline-optimal node states (provision.Oracle, a lower bound)")
 	fl.StringVar(&o.learnFrom, "learn-from", "", "comma-separated start times (e.g. 2022-01-10,2022-04-11,2022-07-11): add a policy named learned, goodput-carbon provisioned with thresholds fitted to the oracle on those weeks (provision.Learn)")
 	fl.StringVar(&o.learnHoldout, "learn-holdout", "", "comma-separated start times: for each, goodput-carbon provisioned with thresholds learned (provision.Learn) from the others' -provision runs against the oracle; prints learned_holdout")
+	fl.BoolVar(&o.jointBound, "joint-bound", false, "add a row joint-bound: the least device time goodput or goodput-carbon spent on each job, re-timed into the cleanest hours of its window with perfect provisioning (location.Oracle); a bound for jointly re-planning jobs and nodes")
 	fl.StringVar(&o.variability, "variability", "", "per-GPU variability measurements: a directory laid out as PAL's artifact (profiles.json + aggregated CSVs), one aggregated CSV, or a PerfVar table")
 	fl.Float64Var(&o.localityPenalty, "locality-penalty", 1, "how many times longer the steps of a gang spanning nodes take (1 = none)")
 	fl.StringVar(&o.slowdowns, "slowdowns", "", "interference episodes: CSV node,start,end,factor (seconds from the workload's start)")
@@ -361,6 +369,14 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			return usage("%s", strings.Replace(strings.TrimPrefix(err.Error(), errUsage.Error()+": "), "-learn-from", "-learn-holdout", 1))
 		}
 		o.learnFrom = ""
+	}
+	if o.jointBound {
+		if o.carbon == "" || o.slack <= 0 || len(cluster.Types()) != 1 {
+			return usage("-joint-bound needs -carbon, -slack and one device type")
+		}
+		if !containsName(names, provisioned) {
+			names = append(names, provisioned)
+		}
 	}
 	learnFrom, err := checkLearn(o, grid, cluster, reg, &names)
 	if err != nil {
@@ -553,6 +569,9 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(dir, "carbon-tradeoff.svg"))
 	}
 	if sums, err = withOracle(o, grid, cluster, sums); err != nil {
+		return err
+	}
+	if sums, err = withJointBound(o, grid, cluster, sums); err != nil {
 		return err
 	}
 	if o.json {

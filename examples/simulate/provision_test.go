@@ -45,6 +45,13 @@ func TestRunProvision(t *testing.T) {
 	if or, c := withOracle["oracle"], withOracle["goodput-carbon"]; or == nil || !(or["carbon_kg"] <= c["carbon_kg"]+1e-12) || or["avg_jct_s"] != c["avg_jct_s"] || or["deadline_misses"] != 0 {
 		t.Errorf("oracle %v, goodput-carbon %v", or, c)
 	}
+	// -joint-bound adds its row: the same device time re-timed with no
+	// idle device emits no more than the oracle's provisioning of the
+	// schedule.
+	bound := carbonOf("-provision", "-oracle", "-joint-bound")
+	if b, or := bound["joint-bound"], bound["oracle"]; b == nil || !(b["carbon_kg"] > 0) || !(b["carbon_kg"] <= or["carbon_kg"]*(1+1e-9)) {
+		t.Errorf("joint-bound %v, oracle %v", b, or)
+	}
 	// -learn-from adds the learned row: goodput-carbon provisioned with
 	// thresholds fitted on another week, missing no deadline and leaving
 	// the other rows alone.
@@ -75,6 +82,7 @@ func TestRunProvision(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{
+		{"-joint-bound"},
 		{"-learn-holdout", "2022-01-10,2022-04-11"},
 		{"-learn-holdout", "2022-01-10", "-carbon", "embedded", "-slack", "24h"},
 		{"-learn-from", "2022-01-10"},
