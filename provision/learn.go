@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -20,6 +21,9 @@ import (
 //   - OffAfter: a node going down, or already suspended, is powered off
 //     rather than suspended when the demand will not reach it within
 //     OffAfter (Planner.OffAfter).
+//
+// Zero values read as the Planner's defaults (an hour; the break-even
+// times of the node figures), so the zero Rule is the default Planner's.
 type Rule struct {
 	Hold, OffAfter time.Duration
 }
@@ -83,8 +87,11 @@ func replay(in OracleInput, r Rule, nx nextNeed) OracleResult {
 	}
 	n, S := in.Nodes, len(in.Need)
 	sec := in.Step.Seconds()
-	holdSlots := max(1, int((r.Hold+in.Step-1)/in.Step))
-	offSlots := int(min(r.OffAfter/in.Step, time.Duration(S+1)))
+	hold := cmp.Or(r.Hold, time.Hour)
+	holdSlots := max(1, int((hold+in.Step-1)/in.Step))
+	offDown, offSusp := offAfter(np, r.OffAfter)
+	slotsOf := func(d time.Duration) int { return int(min(d/in.Step, time.Duration(S+1))) }
+	downSlots, suspSlots := slotsOf(offDown), slotsOf(offSusp)
 	res := OracleResult{On: make([]int, S), Suspended: make([]int, S)}
 	on, susp := n, 0
 	for s := range S {
@@ -106,7 +113,7 @@ func replay(in OracleInput, r Rule, nx nextNeed) OracleResult {
 		rank := target
 		down := max(on-target, 0)
 		for range down { // on → suspended or off
-			if far(nx, rank, s, offSlots) {
+			if far(nx, rank, s, downSlots) {
 				joules += np.Shutdown.Joules
 			} else {
 				joules += np.Suspend.Joules
@@ -115,7 +122,7 @@ func replay(in OracleInput, r Rule, nx nextNeed) OracleResult {
 			rank++
 		}
 		for range susp { // suspended → off when not needed soon
-			if far(nx, rank, s, offSlots) {
+			if far(nx, rank, s, suspSlots) {
 				joules += np.Shutdown.Joules
 				moved++
 			} else {

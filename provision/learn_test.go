@@ -22,7 +22,21 @@ func nodeReplay(in OracleInput, r Rule) (carbonG float64, on, susp []int) {
 	}
 	n, S := in.Nodes, len(in.Need)
 	state := make([]energy.NodeState, n)
-	holdSlots := max(1, int((r.Hold+in.Step-1)/in.Step))
+	hold := r.Hold
+	if hold == 0 {
+		hold = time.Hour
+	}
+	holdSlots := max(1, int((hold+in.Step-1)/in.Step))
+	// Break-even times, from the figures (off over suspended, off over
+	// staying suspended), unless OffAfter is set.
+	offOn, offSusp := r.OffAfter, r.OffAfter
+	if r.OffAfter == 0 {
+		offOn, offSusp = time.Duration(1<<62-1), time.Duration(1<<62-1)
+		if dw := np.SuspendedWatts - np.OffWatts; dw > 0 {
+			offOn = time.Duration(max(np.Shutdown.Joules+np.Boot.Joules-np.Suspend.Joules-np.Resume.Joules, 0) / dw * 1e9)
+			offSusp = time.Duration(max(np.Shutdown.Joules+np.Boot.Joules-np.Resume.Joules, 0) / dw * 1e9)
+		}
+	}
 	for s := range S {
 		keep := 0
 		for k := s; k < min(S, s+holdSlots); k++ {
@@ -44,10 +58,14 @@ func nodeReplay(in OracleInput, r Rule) (carbonG float64, on, susp []int) {
 		for rank, i := range order {
 			prev := state[i]
 			next := prev
+			limit := offOn
+			if prev == energy.Suspended {
+				limit = offSusp
+			}
 			farOff := true
 			for k := s + 1; k < S; k++ {
 				if in.Need[k] > rank {
-					farOff = time.Duration(k-s)*in.Step > r.OffAfter
+					farOff = time.Duration(k-s)*in.Step > limit
 					break
 				}
 			}
@@ -98,6 +116,9 @@ func TestReplayAgainstNodesAndOracle(t *testing.T) {
 			in.IntensityGPerKWh = append(in.IntensityGPerKWh, 50+500*rng.Float64())
 		}
 		r := Rule{Hold: time.Duration(rng.IntN(240)) * time.Minute, OffAfter: time.Duration(rng.IntN(600)) * time.Minute}
+		if trial%5 == 0 {
+			r = Rule{} // the default Planner's: an hour, break-even times
+		}
 		got, err := Replay(in, r)
 		if err != nil {
 			t.Fatal(err)
