@@ -65,6 +65,11 @@
 //   - provision: which nodes stay on, suspended or off in each slot
 //     (CarbonFlex's provisioning), from the carbon-aware plans of the
 //     jobs in a scheduler.Input; energy charges each state and change.
+//     Its Oracle is the exact least-carbon node states, and Learn fits the
+//     Planner's thresholds to the oracle on past weeks.
+//   - location: which region of several grids each delay-tolerant job
+//     runs in (with a migration cost), and an exact min-cost-flow oracle;
+//     it imports carbon only.
 //   - Above the scheduler, policies and tools built on the exported Round:
 //     scheduler/baselines (FIFO, Tiresias and Optimus), scheduler/genetic
 //     (Pollux's genetic search, the reference Pollux is checked against),

@@ -23,9 +23,9 @@ import (
 //     then off (the fastest to bring back), each by cluster order;
 //   - a node going down is suspended, or powered off when the plans next
 //     need it (the first slot whose n(s) reaches it) later than the
-//     break-even time of off over suspended, or not within the forecast;
-//     a suspended node that will not be needed for that long is powered
-//     off.
+//     break-even time of off over suspended (or OffAfter, when set), or
+//     not within the forecast; a suspended node that will not be needed
+//     for that long is powered off.
 //
 // Nodes whose devices have all failed keep their state. It implements
 // sim.Provisioner.
@@ -59,15 +59,7 @@ func (p Planner) Provision(ctx context.Context, in scheduler.Input, states []ene
 	if np == (energy.NodePower{}) {
 		np = energy.DefaultNodePower
 	}
-	// Off pays over suspended after this long down.
-	extraJ := np.Shutdown.Joules + np.Boot.Joules - np.Suspend.Joules - np.Resume.Joules
-	// Off pays over staying suspended after this long down.
-	extraSuspJ := np.Shutdown.Joules + np.Boot.Joules - np.Resume.Joules
-	breakEven, breakEvenSusp := time.Duration(1<<62-1), time.Duration(1<<62-1)
-	if dw := np.SuspendedWatts - np.OffWatts; dw > 0 {
-		breakEven = time.Duration(max(extraJ, 0) / dw * float64(time.Second))
-		breakEvenSusp = time.Duration(max(extraSuspJ, 0) / dw * float64(time.Second))
-	}
+	breakEven, breakEvenSusp := offAfter(np, p.OffAfter)
 	hold := cmp.Or(p.Hold, time.Hour)
 	for t, ti := range types {
 		per := max(ti.perNode, 1)
@@ -141,4 +133,24 @@ func (p Planner) Provision(ctx context.Context, in scheduler.Input, states []ene
 		}
 	}
 	return out, nil
+}
+
+// offAfter returns how long a node going down, and a suspended one, must
+// be unneeded before powering it off pays: off, when set, or the
+// break-even times of np (off over suspended; off over staying
+// suspended); "never" when off draws no less than suspended.
+func offAfter(np energy.NodePower, off time.Duration) (down, suspended time.Duration) {
+	if off > 0 {
+		return off, off
+	}
+	// Off pays over suspended after this long down.
+	extraJ := np.Shutdown.Joules + np.Boot.Joules - np.Suspend.Joules - np.Resume.Joules
+	// Off pays over staying suspended after this long down.
+	extraSuspJ := np.Shutdown.Joules + np.Boot.Joules - np.Resume.Joules
+	down, suspended = time.Duration(1<<62-1), time.Duration(1<<62-1)
+	if dw := np.SuspendedWatts - np.OffWatts; dw > 0 {
+		down = time.Duration(max(extraJ, 0) / dw * float64(time.Second))
+		suspended = time.Duration(max(extraSuspJ, 0) / dw * float64(time.Second))
+	}
+	return down, suspended
 }

@@ -1,7 +1,6 @@
 package provision
 
 import (
-	"fmt"
 	"math"
 	"time"
 
@@ -58,27 +57,10 @@ type OracleResult struct {
 // it is a lower bound: an offline optimum that knows the whole future.
 // Bad input fails with ErrInvalid.
 func Oracle(in OracleInput) (OracleResult, error) {
+	if err := checkOracleInput(in, true); err != nil {
+		return OracleResult{}, err
+	}
 	n := in.Nodes
-	if n < 1 || n > MaxOracleNodes {
-		return OracleResult{}, fmt.Errorf("%w: OracleInput.Nodes %d: want 1..%d", ErrInvalid, n, MaxOracleNodes)
-	}
-	if len(in.Need) != len(in.IntensityGPerKWh) || len(in.Need) == 0 {
-		return OracleResult{}, fmt.Errorf("%w: OracleInput: %d needs for %d intensities (want as many, at least one)", ErrInvalid, len(in.Need), len(in.IntensityGPerKWh))
-	}
-	if in.Step <= 0 || !(in.OnWatts >= 0) || math.IsInf(in.OnWatts, 0) || (in.PUE != 0 && !(in.PUE >= 1)) || math.IsInf(in.PUE, 0) {
-		return OracleResult{}, fmt.Errorf("%w: OracleInput: Step %v, OnWatts %v, PUE %v", ErrInvalid, in.Step, in.OnWatts, in.PUE)
-	}
-	if err := in.Power.Validate(); err != nil {
-		return OracleResult{}, fmt.Errorf("%w: OracleInput.Power: %w", ErrInvalid, err)
-	}
-	for s, k := range in.Need {
-		if k < 0 || k > n {
-			return OracleResult{}, fmt.Errorf("%w: OracleInput.Need[%d] = %d: want 0..%d", ErrInvalid, s, k, n)
-		}
-		if c := in.IntensityGPerKWh[s]; !(c >= 0) || math.IsInf(c, 0) {
-			return OracleResult{}, fmt.Errorf("%w: OracleInput.IntensityGPerKWh[%d] = %v", ErrInvalid, s, c)
-		}
-	}
 	np := in.Power
 	if np == (energy.NodePower{}) {
 		np = energy.DefaultNodePower

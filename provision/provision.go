@@ -39,6 +39,12 @@ type Planner struct {
 	// need it at some time within Hold from now; 0 = 1 h, negative is
 	// an error.
 	Hold time.Duration
+	// OffAfter: a node going down, or suspended, is powered off when the
+	// plans will not need it for longer than OffAfter, and suspended
+	// otherwise; 0 = the break-even times of Power.Nodes' figures (off
+	// over suspended for a node going down, off over staying suspended
+	// for a suspended one); negative is an error. Learn fits it.
+	OffAfter time.Duration
 }
 
 var _ interface {
@@ -55,6 +61,9 @@ func (p Planner) Validate() error {
 	}
 	if p.Hold < 0 {
 		return fmt.Errorf("%w: Planner.Hold %v is negative", ErrInvalid, p.Hold)
+	}
+	if p.OffAfter < 0 {
+		return fmt.Errorf("%w: Planner.OffAfter %v is negative", ErrInvalid, p.OffAfter)
 	}
 	if err := p.Power.Validate(); err != nil {
 		return fmt.Errorf("%w: Planner.Power: %w", ErrInvalid, err)

@@ -69,6 +69,21 @@
 //	                    with the offline-optimal node states (provision.Oracle,
 //	                    knowing the future; a lower bound for provisioning it;
 //	                    one device type, identical nodes)
+//	-learn-from LIST    add a policy named learned: goodput-carbon provisioned
+//	                    by the Planner with thresholds (Hold, OffAfter) fitted
+//	                    to provision.Oracle's node states on goodput-carbon's
+//	                    -provision runs from these start times (e.g.
+//	                    2022-01-10,2022-04-11,2022-07-11; provision.Learn);
+//	                    evaluate on a -start it did not learn from
+//	-joint-bound        add a row joint-bound: each job's device time (the
+//	                    least goodput or goodput-carbon spent on it) re-timed
+//	                    into the cleanest hours of its window at active watts,
+//	                    no idle device (location.Oracle, exact): a bound for
+//	                    re-planning jobs and nodes together
+//	-learn-holdout LIST each start time held out in turn: the learned policy
+//	                    fitted on the other starts' -provision runs, against
+//	                    the oracle on the held-out one (needs -carbon, -slack;
+//	                    -json prints learned_holdout)
 //	-topology gb200|FILE  network tiers above the node: "gb200" is 32 NVL72
 //	                    racks (576 nodes × 4 GPUs) under 8 IB leaves and a
 //	                    spine, with the workloads merged and their GPU counts
@@ -153,6 +168,7 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/energy"
 	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/provision"
 	"github.com/goodsched/goodsched/scheduler/sim"
 	"github.com/goodsched/goodsched/scheduler/sim/polluxdata"
 )
@@ -181,6 +197,14 @@ type options struct {
 	provision bool
 	// oracle is -oracle: add the oracle row.
 	oracle bool
+	// learnFrom is -learn-from: the training starts of the learned row;
+	// learned the rule fitted on them.
+	learnFrom string
+	learned   provision.Rule
+	// learnHoldout is -learn-holdout: starts each held out in turn.
+	learnHoldout string
+	// jointBound is -joint-bound: add the joint-bound row.
+	jointBound bool
 	// topology is -topology: "" (none), "gb200" or a topology file.
 	topology string
 	// Per-device speed (variability.go) and placers (placers.go).
@@ -226,6 +250,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.tenants, "tenants", "", "vc (the trace's 11 largest virtual clusters as queues, quotas by GPU-time share) or a quotas file (JSON): run static, shared and borrow side by side")
 	fl.BoolVar(&o.provision, "provision", false, "goodput-carbon powers nodes down (suspend, off) that its jobs' carbon plans do not need (package provision); other policies keep every node on")
 	fl.BoolVar(&o.oracle, "oracle", false, "add a policy named oracle: goodput-carbon's schedule with the offline-optimal node states (provision.Oracle, a lower bound)")
+	fl.StringVar(&o.learnFrom, "learn-from", "", "comma-separated start times (e.g. 2022-01-10,2022-04-11,2022-07-11): add a policy named learned, goodput-carbon provisioned with thresholds fitted to the oracle on those weeks (provision.Learn)")
+	fl.StringVar(&o.learnHoldout, "learn-holdout", "", "comma-separated start times: for each, goodput-carbon provisioned with thresholds learned (provision.Learn) from the others' -provision runs against the oracle; prints learned_holdout")
+	fl.BoolVar(&o.jointBound, "joint-bound", false, "add a row joint-bound: the least device time goodput or goodput-carbon spent on each job, re-timed into the cleanest hours of its window with perfect provisioning (location.Oracle); a bound for jointly re-planning jobs and nodes")
 	fl.StringVar(&o.variability, "variability", "", "per-GPU variability measurements: a directory laid out as PAL's artifact (profiles.json + aggregated CSVs), one aggregated CSV, or a PerfVar table")
 	fl.Float64Var(&o.localityPenalty, "locality-penalty", 1, "how many times longer the steps of a gang spanning nodes take (1 = none)")
 	fl.StringVar(&o.slowdowns, "slowdowns", "", "interference episodes: CSV node,start,end,factor (seconds from the workload's start)")
@@ -341,6 +368,25 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := checkOracle(o, cluster, &names); err != nil {
 		return err
 	}
+	if o.learnHoldout != "" && o.learnFrom == "" {
+		o.learnFrom = o.learnHoldout // the same checks
+		if _, err := checkLearn(o, grid, cluster, reg, &names); err != nil {
+			return usage("%s", strings.Replace(strings.TrimPrefix(err.Error(), errUsage.Error()+": "), "-learn-from", "-learn-holdout", 1))
+		}
+		o.learnFrom = ""
+	}
+	if o.jointBound {
+		if o.carbon == "" || o.slack <= 0 || len(cluster.Types()) != 1 {
+			return usage("-joint-bound needs -carbon, -slack and one device type")
+		}
+		if !containsName(names, provisioned) {
+			names = append(names, provisioned)
+		}
+	}
+	learnFrom, err := checkLearn(o, grid, cluster, reg, &names)
+	if err != nil {
+		return err
+	}
 	vary, err := variabilityConfig(o, cluster)
 	if err != nil {
 		return err
@@ -389,9 +435,17 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if o.serve != "" {
 		return simulateServing(ctx, o, names, reg, cluster, apps, workloads, stdout, stderr)
 	}
+	if o.learnHoldout != "" {
+		return simulateHoldout(ctx, o, grid, cluster, apps, workloads, stdout, stderr)
+	}
 	ten, err := setupTenancy(o, names, workloads, cluster)
 	if err != nil {
 		return err
+	}
+	if len(learnFrom) > 0 {
+		if o.learned, err = learnRule(ctx, o, grid, learnFrom, cluster, apps, workloads, stderr); err != nil {
+			return err
+		}
 	}
 
 	// One config per (policy, workload); all run in parallel.
@@ -520,6 +574,9 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(dir, "carbon-tradeoff.svg"))
 	}
 	if sums, err = withOracle(o, grid, cluster, sums); err != nil {
+		return err
+	}
+	if sums, err = withJointBound(o, grid, cluster, sums); err != nil {
 		return err
 	}
 	if o.json {

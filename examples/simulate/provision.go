@@ -25,8 +25,12 @@ func checkProvision(o options) error {
 }
 
 // provisionerFor returns the run's Provisioner: package provision's
-// Planner for goodput-carbon under -provision, nil otherwise.
+// Planner for goodput-carbon under -provision, the Planner with the
+// learned rule for the learned row, nil otherwise.
 func provisionerFor(o options, policy string, power energy.PowerModel) sim.Provisioner {
+	if policy == learnedName {
+		return o.learned.Planner(provision.Planner{Power: power})
+	}
 	if !o.provision || policy != provisioned {
 		return nil
 	}

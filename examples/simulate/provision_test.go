@@ -45,7 +45,49 @@ func TestRunProvision(t *testing.T) {
 	if or, c := withOracle["oracle"], withOracle["goodput-carbon"]; or == nil || !(or["carbon_kg"] <= c["carbon_kg"]+1e-12) || or["avg_jct_s"] != c["avg_jct_s"] || or["deadline_misses"] != 0 {
 		t.Errorf("oracle %v, goodput-carbon %v", or, c)
 	}
+	// -joint-bound adds its row: the same device time re-timed with no
+	// idle device emits no more than the oracle's provisioning of the
+	// schedule.
+	bound := carbonOf("-provision", "-oracle", "-joint-bound")
+	if b, or := bound["joint-bound"], bound["oracle"]; b == nil || !(b["carbon_kg"] > 0) || !(b["carbon_kg"] <= or["carbon_kg"]*(1+1e-9)) {
+		t.Errorf("joint-bound %v, oracle %v", b, or)
+	}
+	// -learn-from adds the learned row: goodput-carbon provisioned with
+	// thresholds fitted on another week, missing no deadline and leaving
+	// the other rows alone.
+	learned := carbonOf("-learn-from", "2022-01-10")
+	if c := learned["learned"]; c == nil || c["deadline_misses"] != 0 || !(c["carbon_kg"] > 0) || learned["goodput"]["carbon_kg"] != off["goodput"]["carbon_kg"] {
+		t.Errorf("learned %v, goodput %v", c, learned["goodput"])
+	}
+	// -learn-holdout: each start held out in turn, learned from the
+	// other; the learned policy misses nothing and its carbon is reported
+	// against the oracle of the held-out week.
+	var out, errb bytes.Buffer
+	args := []string{"-workload", wl, "-cluster", "2x4:t4", "-carbon", "embedded", "-slack", "12h", "-learn-holdout", "2022-01-10,2022-04-11", "-json"}
+	if code := run(context.Background(), args, &out, &errb); code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+	}
+	var hold struct {
+		Rows []holdoutWeek `json:"learned_holdout"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &hold); err != nil {
+		t.Fatal(err)
+	}
+	if len(hold.Rows) != 2 || hold.Rows[0].LearnedFrom[0] != "2022-04-11" || hold.Rows[1].LearnedFrom[0] != "2022-01-10" {
+		t.Fatalf("%+v", hold.Rows)
+	}
+	for _, r := range hold.Rows {
+		if r.LearnedMisses != 0 || !(r.OracleKg > 0) || r.LearnedOverOracle != r.LearnedKg/r.OracleKg-1 || r.Hold == "" {
+			t.Errorf("%+v", r)
+		}
+	}
 	for _, args := range [][]string{
+		{"-joint-bound"},
+		{"-learn-holdout", "2022-01-10,2022-04-11"},
+		{"-learn-holdout", "2022-01-10", "-carbon", "embedded", "-slack", "24h"},
+		{"-learn-from", "2022-01-10"},
+		{"-learn-from", "2031-01-10", "-carbon", "embedded", "-slack", "24h"},
+		{"-learn-from", "yesterday", "-carbon", "embedded", "-slack", "24h"},
 		{"-oracle"},
 		{"-oracle", "-carbon", "embedded", "-slack", "24h", "-cluster", "1x4:t4,1x8:a100"},
 		{"-provision"},
