@@ -3,6 +3,7 @@ package unrelated
 import (
 	"bytes"
 	"errors"
+	"math"
 	"math/rand"
 	"reflect"
 	"strings"
@@ -90,6 +91,43 @@ func TestCandidatesFeasible(t *testing.T) {
 		}
 		if err := s.Step(acts[rng.Intn(len(acts))]); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestMarginalCostMatchesEvaluate checks the marginal cost the features
+// read against Evaluate: appending job j to machine k at the start adds
+// exactly marginalCost to the cost of the instance's initial occupations.
+func TestMarginalCostMatchesEvaluate(t *testing.T) {
+	for seed := int64(1); seed <= 30; seed++ {
+		in := Random(rand.New(rand.NewSource(seed)), 4, 3)
+		s, err := Start(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		makespan := 0.0
+		for _, r := range s.Ready {
+			makespan = max(makespan, r)
+		}
+		empty := Instance{Machines: in.Machines}
+		base, err := empty.Evaluate(Schedule{Sequences: make([][]int, len(in.Machines))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, job := range in.Jobs {
+			one := Instance{Machines: in.Machines, Jobs: []Job{job}}
+			for k := range in.Machines {
+				seqs := make([][]int, len(in.Machines))
+				seqs[k] = []int{0}
+				c, err := one.Evaluate(Schedule{Sequences: seqs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := c.Total() - base.Total()
+				if got := marginalCost(s, j, k, makespan); math.Abs(got-want) > 1e-9 {
+					t.Fatalf("seed %d, job %d on machine %d: marginal cost %v, Evaluate says %v", seed, j, k, got, want)
+				}
+			}
 		}
 	}
 }
