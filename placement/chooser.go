@@ -274,7 +274,7 @@ func (p *Chooser) check(s *State, r *Request, types []int32) ([]int32, error) {
 
 // limit is the largest gang of type t the request's constraints allow on
 // the empty, healthy cluster.
-func (ix *index) limit(t int32, r *Request) int {
+func (ix *shape) limit(t int32, r *Request) int {
 	if r.singleNode() {
 		l := ix.maxNode[t]
 		if r.SameIsland {

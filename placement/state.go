@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
-	"sync"
-	"unsafe"
 
 	"github.com/google/btree"
 
@@ -54,7 +52,7 @@ type freeKey struct {
 // btree.BTreeG.Clone does); after it returns, the two States are
 // independent and may be used by different goroutines.
 type State struct {
-	ix    *index
+	ix    *shape
 	cow   *cowToken
 	nodes usageTrie // node usage by node number
 	jobs  *btree.BTreeG[jobUse]
@@ -77,152 +75,11 @@ func lessFree(a, b freeKey) bool {
 // until it is re-placed; see Fault); they may not share a device, name an
 // unknown device, or repeat a job.
 func NewState(c accel.Cluster, current []Assignment) (*State, error) {
-	ix, err := buildIndex(c)
+	ix, err := buildShape(c)
 	if err != nil {
 		return nil, err
 	}
 	return newState(ix, current)
-}
-
-// Index is a cluster validated and indexed once, from which States with
-// different current assignments are built without indexing the cluster
-// again (a host that places round after round on the same cluster keeps
-// one). It is immutable, but for what it builds on first use (the values
-// clients keep with it, Derived, and the State of no job NewState starts
-// from): safe for concurrent use.
-type Index struct {
-	ix  *index
-	key snapshotKey
-	// derived holds the values clients derived from the index (Derived).
-	derived sync.Map
-}
-
-// NewIndex validates and indexes the cluster (the errors NewState gives
-// for the cluster).
-func NewIndex(c accel.Cluster) (*Index, error) {
-	ix, err := buildIndex(c)
-	if err != nil {
-		return nil, err
-	}
-	return &Index{ix: ix, key: keyOf(&c)}, nil
-}
-
-// Indexes reports whether x is the index of c: c has the nodes (names,
-// order, links) and devices (ID, node, index, type, health, NUMA node, MIG
-// mode) of the snapshot x was built from, so it validates and indexes
-// alike; readings such as power or utilisation may differ. A host that
-// keeps the index of its last snapshot checks each new one with it
-// instead of indexing again. It does not allocate.
-func (x *Index) Indexes(c *accel.Cluster) bool {
-	return x != nil && x.ix != nil && x.key.matches(c)
-}
-
-// snapshotKey is what validation and indexing read of a cluster.
-type snapshotKey struct {
-	names []string
-	links [][]accel.Link
-	devs  [][]deviceKey
-}
-
-// deviceKey is what a snapshot's key keeps of a device (devKey);
-// snapshotKey.matches compares the same fields one by one, so a field
-// added here must be added there too.
-type deviceKey struct {
-	id, node string
-	typ      accel.TypeKey
-	index    int
-	numa     int
-	healthy  bool
-	mig      bool
-}
-
-func devKey(d *accel.Device) deviceKey {
-	return deviceKey{d.ID, d.Node, d.Type, d.Index, d.NUMANode, d.Healthy, d.MIGEnabled}
-}
-
-func keyOf(c *accel.Cluster) snapshotKey {
-	k := snapshotKey{names: make([]string, len(c.Nodes)), links: make([][]accel.Link, len(c.Nodes)), devs: make([][]deviceKey, len(c.Nodes))}
-	for i, n := range c.Nodes {
-		k.names[i] = n.Name
-		k.links[i] = slices.Clone(n.Links)
-		ds := make([]deviceKey, len(n.Devices))
-		for j := range n.Devices {
-			ds[j] = devKey(&n.Devices[j])
-		}
-		k.devs[i] = ds
-	}
-	return k
-}
-
-func (k *snapshotKey) matches(c *accel.Cluster) bool {
-	if len(c.Nodes) != len(k.names) {
-		return false
-	}
-	for i := range c.Nodes {
-		n, kd := &c.Nodes[i], k.devs[i]
-		if n.Name != k.names[i] || len(n.Devices) != len(kd) || !slices.Equal(n.Links, k.links[i]) {
-			return false
-		}
-		// devKey(d) == kd[j], without copying d's key out: the fields
-		// that are not strings first.
-		for j := range kd {
-			d, dk := &n.Devices[j], &kd[j]
-			if dk.index != d.Index || dk.numa != d.NUMANode || dk.healthy != d.Healthy || dk.mig != d.MIGEnabled ||
-				!sameString(dk.id, d.ID) || !sameString(dk.node, d.Node) || !sameString(string(dk.typ), string(d.Type)) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// sameString is a == b, answered without comparing bytes when a and b
-// are the same string (the same bytes at the same address: a host that
-// hands in the same snapshot round after round shares its strings with
-// the key).
-func sameString(a, b string) bool {
-	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
-}
-
-// Derived returns the value kept with x under key, calling build to make
-// it on first use; later calls with an equal key return that first value,
-// without calling build. It lets a client that derives its own read-only
-// structure from the cluster (a policy's view of its nodes, say) build it
-// once per index rather than once per round. key must be comparable; as
-// with context.Context values, a client should use a key of an unexported
-// type of its own so that keys of different clients never collide.
-// build may run more than once when several goroutines ask at the same
-// time; one result is kept and returned to all of them. The value must
-// then be treated as immutable, since every holder of x shares it. It
-// returns build() on a nil or zero Index.
-func (x *Index) Derived(key any, build func() any) any {
-	if x == nil || x.ix == nil {
-		return build()
-	}
-	if v, ok := x.derived.Load(key); ok {
-		return v
-	}
-	v, _ := x.derived.LoadOrStore(key, build())
-	return v
-}
-
-// NewState is NewState on the indexed cluster: the same State, and the
-// same errors for the current assignments. When they hold few of the
-// devices (a cluster mostly idle), it costs what they touch rather than
-// the cluster's size: the State starts as a copy-on-write clone of the
-// index's State of no job.
-func (x *Index) NewState(current []Assignment) (*State, error) {
-	if x == nil || x.ix == nil {
-		return nil, errNoState
-	}
-	held := 0
-	for i := range current {
-		held += len(current[i].Devices)
-	}
-	if held*sparseShare > len(x.ix.devs) {
-		return newState(x.ix, current)
-	}
-	return x.ix.fromEmpty(current)
 }
 
 // sparseShare: Index.NewState starts from the State of no job when the
@@ -234,7 +91,7 @@ func (x *Index) NewState(current []Assignment) (*State, error) {
 const sparseShare = 2
 
 // newState builds a State on ix with the current assignments.
-func newState(ix *index, current []Assignment) (*State, error) {
+func newState(ix *shape, current []Assignment) (*State, error) {
 	s := &State{
 		ix:        ix,
 		cow:       new(cowToken),
@@ -319,7 +176,7 @@ func newState(ix *index, current []Assignment) (*State, error) {
 // fromEmpty is newState(ix, current) built from a clone of ix's State of
 // no job: only the nodes the current assignments touch are copied and
 // re-indexed.
-func (ix *index) fromEmpty(current []Assignment) (*State, error) {
+func (ix *shape) fromEmpty(current []Assignment) (*State, error) {
 	ix.emptyOnce.Do(func() { ix.empty, _ = newState(ix, nil) }) // no assignment: no error
 	ix.emptyMu.Lock()
 	s := ix.empty.Clone()
@@ -874,7 +731,7 @@ func (s *State) applyJob(old, nw jobUse, add, remove []int32) {
 
 // forNodes calls f once per distinct node of devs (sorted device numbers
 // are grouped by node).
-func forNodes(ix *index, devs []int32, f func(n int32)) {
+func forNodes(ix *shape, devs []int32, f func(n int32)) {
 	last := int32(-1)
 	for _, g := range devs {
 		if n := ix.devs[g].node; n != last {
@@ -884,7 +741,7 @@ func forNodes(ix *index, devs []int32, f func(n int32)) {
 	}
 }
 
-func countNodes(ix *index, devs []int32) int32 {
+func countNodes(ix *shape, devs []int32) int32 {
 	var k int32
 	forNodes(ix, devs, func(int32) { k++ })
 	return k
@@ -953,136 +810,6 @@ func (s *State) Fragmentation() []Fragmentation {
 		out[t] = f
 	}
 	return out
-}
-
-// DeviceInfo is what an Index knows of one device of its snapshot.
-type DeviceInfo struct {
-	// ID, Node, Type and Index are the device's accel.Device fields.
-	ID    string
-	Node  string
-	Type  accel.TypeKey
-	Index int
-	// Healthy is the device's health in the snapshot.
-	Healthy bool
-	// Offered is false for a MIG-enabled parent, which is never placed.
-	Offered bool
-}
-
-// Usable reports whether the device may be given out: healthy and offered.
-func (d DeviceInfo) Usable() bool { return d.Healthy && d.Offered }
-
-// Types returns the device types of the cluster, sorted; a type's position
-// in it is its TypeIndex.
-func (x *Index) Types() []accel.TypeKey {
-	if x == nil || x.ix == nil {
-		return nil
-	}
-	return slices.Clone(x.ix.types)
-}
-
-// TypeIndex returns the position of type t in Types, and false for a type
-// the cluster does not have.
-func (x *Index) TypeIndex(t accel.TypeKey) (int, bool) {
-	if x == nil || x.ix == nil {
-		return 0, false
-	}
-	n, ok := x.ix.typeNum[t]
-	return int(n), ok
-}
-
-// Usable returns how many devices of type t are usable (healthy in the
-// snapshot and offered), the most on one node, and on how many nodes; zeros
-// for a type the cluster does not have.
-func (x *Index) Usable(t accel.TypeKey) (total, perNode, nodes int) {
-	n, ok := x.TypeIndex(t)
-	if !ok {
-		return 0, 0, 0
-	}
-	return x.ix.usable[n], x.ix.usableNode[n], x.ix.usableNodes[n]
-}
-
-// Device returns what the index knows of the device with the given ID.
-func (x *Index) Device(id string) (DeviceInfo, bool) {
-	if x == nil || x.ix == nil {
-		return DeviceInfo{}, false
-	}
-	g, ok := x.ix.devByID[id]
-	if !ok {
-		return DeviceInfo{}, false
-	}
-	return x.ix.info(g), true
-}
-
-// Nodes returns the number of nodes; nodes are numbered 0..Nodes()-1 in
-// name order.
-func (x *Index) Nodes() int {
-	if x == nil || x.ix == nil {
-		return 0
-	}
-	return len(x.ix.nodes)
-}
-
-// Node returns node n's name and devices, per type (in Types order) by
-// device index; "" and nil for n outside 0..Nodes()-1.
-func (x *Index) Node(n int) (string, []DeviceInfo) {
-	if n < 0 || n >= x.Nodes() {
-		return "", nil
-	}
-	node := &x.ix.nodes[n]
-	devs := make([]DeviceInfo, 0, node.ndev)
-	for _, t := range x.ix.types {
-		if s := node.slotOf[x.ix.typeNum[t]]; s >= 0 {
-			for _, g := range node.slots[s].devs {
-				devs = append(devs, x.ix.info(g))
-			}
-		}
-	}
-	return node.name, devs
-}
-
-// info describes device number g.
-func (ix *index) info(g int32) DeviceInfo {
-	d := &ix.devs[g]
-	n := &ix.nodes[d.node]
-	sl := &n.slots[d.slot]
-	return DeviceInfo{ID: d.id, Node: n.name, Type: ix.types[d.typ], Index: d.index,
-		Healthy: ix.healthy[g], Offered: sl.offer&(1<<d.bit) != 0}
-}
-
-// NodesOf returns how many nodes the devices with the given IDs span
-// (unknown IDs count together as one more node).
-func (x *Index) NodesOf(ids []string) int {
-	if x == nil || x.ix == nil {
-		return 0
-	}
-	var buf [16]int32
-	nodes := buf[:0]
-	var seen map[int32]bool // beyond 16 nodes
-	prev := int32(-1)
-	for _, id := range ids {
-		n := int32(-1)
-		if g, ok := x.ix.lookup(id, prev); ok {
-			n, prev = x.ix.devs[g].node, g
-		} else {
-			prev = -1
-		}
-		switch {
-		case seen != nil:
-			seen[n] = true
-		case !slices.Contains(nodes, n):
-			nodes = append(nodes, n)
-			if len(nodes) == len(buf) {
-				seen = make(map[int32]bool, len(ids))
-				for _, m := range nodes {
-					seen[m] = true
-				}
-			}
-		}
-	}
-	if seen != nil {
-		return len(seen)
-	}
-	return len(nodes)
 }
 
 // sameDevicesScan is the longest list SameDevices and subsetIDs compare

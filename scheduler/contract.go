@@ -177,7 +177,8 @@ type Policy interface {
 // Validator is an optional interface of a Policy or Placer whose
 // settings can be wrong: New calls Validate and fails with its error.
 type Validator interface {
-	// Validate checks the settings; errors wrap ErrInvalid.
+	// Validate checks the settings; New wraps an error that is not
+	// already an ErrInvalid with it (placement.RoundPlacer's, say).
 	Validate() error
 }
 

@@ -12,7 +12,8 @@ import (
 )
 
 // Placer is a topology-aware placement.Placer. The zero Strategy is
-// LeastLoss. It ignores Target.Shares (a gang of several types) and
+// LeastLoss. A gang of several types reaches it as the scheduler splits
+// it, one part per type (placement.GangPart). It ignores
 // PlaceInput.AllowInterference (it never co-locates jobs on a device, and
 // does not keep distributed jobs apart on nodes). Placer is a value safe
 // for concurrent use when its functions are.
