@@ -190,6 +190,12 @@ type Search struct {
 	undoBuf          []undo
 	skipBuf, takeBuf []shrink
 	donors           donorVisit
+	// eagerTakeOut makes tryTransfer take the donors out of their heap
+	// at every donor moving to another type, not only where movesSurely
+	// cannot tell that the move fits; tests set it to compare the two,
+	// and read keptIn, how many such donors were left in place.
+	eagerTakeOut bool
+	keptIn       int
 	// noPolishBound makes polish replay every try; tests set it to
 	// compare with the bounded polish.
 	noPolishBound bool
