@@ -904,6 +904,7 @@ func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 		return 0, false
 	}
 	// Shortcuts for the common cases; the rest is simulated.
+	moving := false // onto t from another type, and found no room there
 	switch {
 	case oldC > 0 && oldT == t && c < oldC:
 		if len(old) == 1 {
@@ -974,6 +975,11 @@ func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 			// and with nothing to release it would leave s as it is.
 			return 0, false
 		}
+		// A job of another type: taking it off its bins leaves those of
+		// t as they are, so re-placing it fails too, and of
+		// replaceFails's tests (the counts just read) only its bins
+		// being full is left to ask.
+		moving = true
 	}
 	// What apply does here (oldC > 0: a waiting job was answered above;
 	// a clean growth reaches here only when countNew, and so pack, found
@@ -981,7 +987,7 @@ func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 	// apply, take it off its devices, pack afresh and put it back, so
 	// that the bins' bucket order moves exactly as apply moves it, but
 	// without keeping the trial placement.
-	if !e.fullReplace && e.replaceFails(s, i, t, c) {
+	if !e.fullReplace && (moving && fullBins(s, i) || !moving && e.replaceFails(s, i, t, c)) {
 		// Nothing moves: its bins are full, so taking it off lists them
 		// at the ends of their buckets and putting it back takes them
 		// out again, leaving every bucket as it was; the failed pack
@@ -1000,6 +1006,16 @@ func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 	}
 	e.assign(s, i, oldT, oldC, old)
 	return len(p), p != nil
+}
+
+// fullBins reports whether every bin job i holds is full.
+func fullBins(s *state, i int) bool {
+	for _, sl := range s.place[i] {
+		if s.bfree[sl.bin] != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // replaceFails reports, without changing s, that re-placing job i from
