@@ -574,6 +574,29 @@ func (e *Search) shrinkWide(s *state, i, c int) bool {
 	return true
 }
 
+// slotChunk is how many slots newSlots allocates at once.
+const slotChunk = 4096
+
+// newSlots returns a copy of p that no other list shares, carved from a
+// chunk of slots allocated at once: apply makes a new list for every
+// trial move of the exchange search (the old one stays in the undo log),
+// and most are dropped right after. Lists are never changed once
+// assigned, nor grown in place (their capacity is their length), so
+// lists carved from one chunk never touch.
+func (e *Search) newSlots(p []slot) []slot {
+	n := len(p)
+	if n > len(e.slotBuf) {
+		if n > slotChunk/16 {
+			return slices.Clone(p)
+		}
+		e.slotBuf = make([]slot, slotChunk)
+	}
+	q := e.slotBuf[:n:n]
+	e.slotBuf = e.slotBuf[n:]
+	copy(q, p)
+	return q
+}
+
 // eligible reports whether bin b may take part of a distributed gang.
 func (e *Search) eligible(s *state, b int) bool {
 	return !e.interference || s.bdist[b] == 0
@@ -753,7 +776,7 @@ func (e *Search) apply(s *state, i, t, c int) bool {
 			if e.isWide(s, i) && s.wide.free[i] == 0 && s.wide.sorted[i] && e.shrinkWide(s, i, c) {
 				return true
 			}
-			p := slices.Clone(old)
+			p := e.newSlots(old)
 			slices.SortStableFunc(p, func(a, b slot) int { return a.k - b.k })
 			drop := oldC - c
 			for k := range p {
@@ -810,7 +833,7 @@ func (e *Search) apply(s *state, i, t, c int) bool {
 	}
 	e.release(s, i)
 	if p := e.pack(s, t, c, nil); p != nil {
-		e.assign(s, i, t, c, slices.Clone(p))
+		e.assign(s, i, t, c, e.newSlots(p))
 		return true
 	}
 	if oldC > 0 {

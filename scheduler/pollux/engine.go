@@ -186,6 +186,8 @@ type Search struct {
 	// inPlace, how many growths growInPlace made.
 	plainGrow bool
 	inPlace   int
+	// slotBuf is what is left of newSlots's chunk.
+	slotBuf []slot
 	// undoBuf, skipBuf and takeBuf are tryTransfer's scratch lists.
 	undoBuf          []undo
 	skipBuf, takeBuf []shrink
