@@ -574,6 +574,29 @@ func (e *Search) shrinkWide(s *state, i, c int) bool {
 	return true
 }
 
+// slotChunk is how many slots newSlots allocates at once.
+const slotChunk = 4096
+
+// newSlots returns a copy of p that no other list shares, carved from a
+// chunk of slots allocated at once: apply makes a new list for every
+// trial move of the exchange search (the old one stays in the undo log),
+// and most are dropped right after. Lists are never changed once
+// assigned, nor grown in place (their capacity is their length), so
+// lists carved from one chunk never touch.
+func (e *Search) newSlots(p []slot) []slot {
+	n := len(p)
+	if n > len(e.slotBuf) {
+		if n > slotChunk/16 {
+			return slices.Clone(p)
+		}
+		e.slotBuf = make([]slot, slotChunk)
+	}
+	q := e.slotBuf[:n:n]
+	e.slotBuf = e.slotBuf[n:]
+	copy(q, p)
+	return q
+}
+
 // eligible reports whether bin b may take part of a distributed gang.
 func (e *Search) eligible(s *state, b int) bool {
 	return !e.interference || s.bdist[b] == 0
@@ -753,7 +776,7 @@ func (e *Search) apply(s *state, i, t, c int) bool {
 			if e.isWide(s, i) && s.wide.free[i] == 0 && s.wide.sorted[i] && e.shrinkWide(s, i, c) {
 				return true
 			}
-			p := slices.Clone(old)
+			p := e.newSlots(old)
 			slices.SortStableFunc(p, func(a, b slot) int { return a.k - b.k })
 			drop := oldC - c
 			for k := range p {
@@ -810,7 +833,7 @@ func (e *Search) apply(s *state, i, t, c int) bool {
 	}
 	e.release(s, i)
 	if p := e.pack(s, t, c, nil); p != nil {
-		e.assign(s, i, t, c, slices.Clone(p))
+		e.assign(s, i, t, c, e.newSlots(p))
 		return true
 	}
 	if oldC > 0 {
@@ -904,6 +927,7 @@ func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 		return 0, false
 	}
 	// Shortcuts for the common cases; the rest is simulated.
+	moving := false // onto t from another type, and found no room there
 	switch {
 	case oldC > 0 && oldT == t && c < oldC:
 		if len(old) == 1 {
@@ -974,6 +998,11 @@ func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 			// and with nothing to release it would leave s as it is.
 			return 0, false
 		}
+		// A job of another type: taking it off its bins leaves those of
+		// t as they are, so re-placing it fails too, and of
+		// replaceFails's tests (the counts just read) only its bins
+		// being full is left to ask.
+		moving = true
 	}
 	// What apply does here (oldC > 0: a waiting job was answered above;
 	// a clean growth reaches here only when countNew, and so pack, found
@@ -981,7 +1010,7 @@ func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 	// apply, take it off its devices, pack afresh and put it back, so
 	// that the bins' bucket order moves exactly as apply moves it, but
 	// without keeping the trial placement.
-	if !e.fullReplace && e.replaceFails(s, i, t, c) {
+	if !e.fullReplace && (moving && fullBins(s, i) || !moving && e.replaceFails(s, i, t, c)) {
 		// Nothing moves: its bins are full, so taking it off lists them
 		// at the ends of their buckets and putting it back takes them
 		// out again, leaving every bucket as it was; the failed pack
@@ -1000,6 +1029,16 @@ func (e *Search) probe(s *state, i, t, c int) (int, bool) {
 	}
 	e.assign(s, i, oldT, oldC, old)
 	return len(p), p != nil
+}
+
+// fullBins reports whether every bin job i holds is full.
+func fullBins(s *state, i int) bool {
+	for _, sl := range s.place[i] {
+		if s.bfree[sl.bin] != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // replaceFails reports, without changing s, that re-placing job i from

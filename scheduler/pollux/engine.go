@@ -192,10 +192,18 @@ type Search struct {
 	// inPlace, how many growths growInPlace made.
 	plainGrow bool
 	inPlace   int
+	// slotBuf is what is left of newSlots's chunk.
+	slotBuf []slot
 	// undoBuf, skipBuf and takeBuf are tryTransfer's scratch lists.
 	undoBuf          []undo
 	skipBuf, takeBuf []shrink
 	donors           donorVisit
+	// eagerTakeOut makes tryTransfer take the donors out of their heap
+	// at every donor moving to another type, not only where movesSurely
+	// cannot tell that the move fits; tests set it to compare the two,
+	// and read keptIn, how many such donors were left in place.
+	eagerTakeOut bool
+	keptIn       int
 	// noPolishBound makes polish replay every try; tests set it to
 	// compare with the bounded polish.
 	noPolishBound bool

@@ -265,11 +265,13 @@ func (e *Search) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 	// The donors come out cheapest first. Most exchanges are rejected
 	// after a few donors, and popping them only to push them back costs
 	// more than the rest of the trial, so they are first visited in place
-	// (d.walk); only a donor that may fail to move (onto another type) is
-	// worth taking out of h, and then every donor visited so far leaves
-	// h, as if popped (d.out). Either way the donors come in the same
-	// order and h ends holding the same entries: a donor left in h keeps
-	// a valid entry exactly when a popped one would have been pushed back.
+	// (d.walk); only a donor that may fail to move (onto another type,
+	// where movesSurely cannot tell that it fits) is worth taking out of
+	// h, as its failure pushes a new entry, and then every donor visited
+	// so far leaves h, as if popped (d.out). Either way the donors come
+	// in the same order and h ends holding the same entries: a donor left
+	// in h keeps a valid entry exactly when a popped one would have been
+	// pushed back.
 	d := &e.donors
 	d.walk.reset(*h)
 	d.seen, d.out = d.seen[:0], false
@@ -306,7 +308,11 @@ func (e *Search) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 			break
 		}
 		if dn.t != t && !d.out {
-			d.takeOut(h)
+			if e.eagerTakeOut || !e.movesSurely(s, dn.job, dn.t, dn.c) {
+				d.takeOut(h)
+			} else {
+				e.keptIn++
+			}
 		}
 		u0 := e.jobUtil(s, dn.job)
 		old := undo{dn.job, s.typ[dn.job], s.cnt[dn.job], s.place[dn.job]}
@@ -364,6 +370,27 @@ func (e *Search) tryTransfer(s *state, m move, h *shrinkHeap, stamp []int, push 
 		}
 	}
 	return false
+}
+
+// movesSurely reports, leaving s as it is, that apply(s, i, t, c) moving
+// running job i onto c devices of another type t cannot fail: the group
+// caps allow it and pack finds room on t, which taking i off the bins of
+// its own type does not change (a bin of t with c free devices, or c free
+// devices on the bins of t a gang may spread over, as countNew counts
+// them). False says only that it may fail.
+func (e *Search) movesSurely(s *state, i, t, c int) bool {
+	if s.cnt[i] <= 0 || s.typ[i] == t || c <= 0 || c > s.free[t] || !e.capOK(s, i, t, c) {
+		return false
+	}
+	if dmax := e.lay.maxCap[t]; c <= dmax {
+		for f := c; f <= dmax; f++ {
+			if len(s.bucket[t][2*f]) > 0 || len(s.bucket[t][2*f+1]) > 0 {
+				return true
+			}
+		}
+	}
+	_, ok := e.countNew(s, t, c, nil)
+	return ok
 }
 
 // donorVisit is tryTransfer's scratch for visiting donors in place.

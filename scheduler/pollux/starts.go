@@ -75,7 +75,7 @@ func (e *Search) worker() *Search {
 	return &Search{prob: &p, types: e.types, cap: e.cap, perNode: e.perNode, total: e.total, byID: e.byID,
 		p: e.p, geo: e.geo, interference: e.interference, jobs: e.jobs, look: e.look, lay: e.lay, fast: e.fast,
 		cur: e.cur, curOK: e.curOK, empty: e.empty, wideSlots: e.wideSlots, plainGrow: e.plainGrow,
-		noPolishBound: e.noPolishBound, fullReplace: e.fullReplace, caps: e.caps, floors: e.floors}
+		noPolishBound: e.noPolishBound, fullReplace: e.fullReplace, eagerTakeOut: e.eagerTakeOut, caps: e.caps, floors: e.floors}
 }
 
 // absorb takes what worker w learnt into e once w is done: its first bad
@@ -89,4 +89,5 @@ func (e *Search) absorb(w *Search) {
 		}
 	}
 	e.shortcuts += w.shortcuts
+	e.keptIn += w.keptIn
 }
