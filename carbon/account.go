@@ -219,7 +219,7 @@ func Emissions(intervals []EnergyInterval, ci Series, opts AccountOptions) (Repo
 
 // Intervals returns the plan's energy per slot, for Emissions against the
 // true intensity (the plan's own CarbonG uses the forecast).
-func (s Schedule) Intervals() []EnergyInterval {
+func (s Plan) Intervals() []EnergyInterval {
 	out := make([]EnergyInterval, 0, len(s.Slots))
 	for _, sl := range s.Slots {
 		if sl.EnergyJoules > 0 {

@@ -86,10 +86,10 @@ func TestEnergyFromCounters(t *testing.T) {
 	}
 }
 
-func TestScheduleIntervalsMatchPlanCarbon(t *testing.T) {
+func TestPlanIntervalsMatchScheduleCarbon(t *testing.T) {
 	s := week(t)
 	c := nbody10k(t)
-	pl, err := Plan(s, c, c.WorkPerSecond[7]*3600*10, s.Start.Add(48*time.Hour), PlanOptions{PUE: 1.2})
+	pl, err := Schedule(s, c, c.WorkPerSecond[7]*3600*10, s.Start.Add(48*time.Hour), ScheduleOptions{PUE: 1.2})
 	if err != nil {
 		t.Fatal(err)
 	}

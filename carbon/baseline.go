@@ -11,7 +11,7 @@ import (
 )
 
 // fixed builds a problem that only allows scale (and suspension).
-func fixed(forecast Series, c Curve, scale int, work float64, deadline time.Time, opts PlanOptions) (*problem, error) {
+func fixed(forecast Series, c Curve, scale int, work float64, deadline time.Time, opts ScheduleOptions) (*problem, error) {
 	if scale < 1 || scale > c.MaxScale() {
 		return nil, fmt.Errorf("%w: scale %d outside 1..%d", ErrInvalid, scale, c.MaxScale())
 	}
@@ -39,38 +39,38 @@ func (p *problem) fill(order []int) []alloc {
 	return a
 }
 
-// PlanNow is the carbon-agnostic baseline: run at scale from the first
+// ScheduleNow is the carbon-agnostic baseline: run at scale from the first
 // slot until the work is done.
-func PlanNow(forecast Series, c Curve, scale int, work float64, deadline time.Time, opts PlanOptions) (Schedule, error) {
+func ScheduleNow(forecast Series, c Curve, scale int, work float64, deadline time.Time, opts ScheduleOptions) (Plan, error) {
 	p, err := fixed(forecast, c, scale, work, deadline, opts)
 	if err != nil {
-		return Schedule{}, err
+		return Plan{}, err
 	}
 	order := make([]int, len(p.ci))
 	for i := range order {
 		order[i] = i
 	}
-	return p.schedule(p.fill(order)), nil
+	return p.plan(p.fill(order)), nil
 }
 
-// PlanLowest is suspend-resume at a fixed scale (Let's Wait Awhile's
+// ScheduleLowest is suspend-resume at a fixed scale (Let's Wait Awhile's
 // interruptible jobs): run in the lowest-intensity slots, the last of them
 // fractional; ties go to the earlier slot.
-func PlanLowest(forecast Series, c Curve, scale int, work float64, deadline time.Time, opts PlanOptions) (Schedule, error) {
+func ScheduleLowest(forecast Series, c Curve, scale int, work float64, deadline time.Time, opts ScheduleOptions) (Plan, error) {
 	p, err := fixed(forecast, c, scale, work, deadline, opts)
 	if err != nil {
-		return Schedule{}, err
+		return Plan{}, err
 	}
-	return p.schedule(p.fill(sortedSlots(p.ci))), nil
+	return p.plan(p.fill(sortedSlots(p.ci))), nil
 }
 
-// PlanWindow is the best contiguous window at a fixed scale, for jobs that
+// ScheduleWindow is the best contiguous window at a fixed scale, for jobs that
 // cannot be interrupted: the start slot whose run has the least carbon;
 // ties go to the earlier start.
-func PlanWindow(forecast Series, c Curve, scale int, work float64, deadline time.Time, opts PlanOptions) (Schedule, error) {
+func ScheduleWindow(forecast Series, c Curve, scale int, work float64, deadline time.Time, opts ScheduleOptions) (Plan, error) {
 	p, err := fixed(forecast, c, scale, work, deadline, opts)
 	if err != nil {
-		return Schedule{}, err
+		return Plan{}, err
 	}
 	n := len(p.ci)
 	w := p.work[1]
@@ -104,33 +104,33 @@ func PlanWindow(forecast Series, c Curve, scale int, work float64, deadline time
 	for t := best; t < best+span; t++ {
 		order = append(order, t)
 	}
-	return p.schedule(p.fill(order)), nil
+	return p.plan(p.fill(order)), nil
 }
 
-// PlanStatic is the best static scale: PlanLowest at every scale from
+// ScheduleStatic is the best static scale: ScheduleLowest at every scale from
 // opts.MinScale to opts.MaxScale, keeping the one with the least carbon
 // (ties to the lower scale). It returns that plan and its scale. Scales
 // that cannot meet the deadline are skipped; if none can, the error is the
 // one of the largest scale.
-func PlanStatic(forecast Series, c Curve, work float64, deadline time.Time, opts PlanOptions) (Schedule, int, error) {
+func ScheduleStatic(forecast Series, c Curve, work float64, deadline time.Time, opts ScheduleOptions) (Plan, int, error) {
 	if err := c.Validate(); err != nil {
-		return Schedule{}, 0, err
+		return Plan{}, 0, err
 	}
 	lo, hi := max(opts.MinScale, 1), opts.MaxScale
 	if hi == 0 {
 		hi = c.MaxScale()
 	}
 	if lo > hi || hi > c.MaxScale() {
-		return Schedule{}, 0, fmt.Errorf("%w: PlanOptions.MinScale %d, MaxScale %d for a curve of %d levels", ErrInvalid, opts.MinScale, opts.MaxScale, c.MaxScale())
+		return Plan{}, 0, fmt.Errorf("%w: ScheduleOptions.MinScale %d, MaxScale %d for a curve of %d levels", ErrInvalid, opts.MinScale, opts.MaxScale, c.MaxScale())
 	}
-	var best Schedule
+	var best Plan
 	bestScale := 0
 	var lastErr error
 	for k := lo; k <= hi; k++ {
-		s, err := PlanLowest(forecast, c, k, work, deadline, opts)
+		s, err := ScheduleLowest(forecast, c, k, work, deadline, opts)
 		if err != nil {
 			if !errors.Is(err, ErrInfeasible) {
-				return Schedule{}, 0, err
+				return Plan{}, 0, err
 			}
 			lastErr = err
 			continue
@@ -140,7 +140,7 @@ func PlanStatic(forecast Series, c Curve, work float64, deadline time.Time, opts
 		}
 	}
 	if bestScale == 0 {
-		return Schedule{}, 0, lastErr
+		return Plan{}, 0, lastErr
 	}
 	return best, bestScale, nil
 }
@@ -149,9 +149,9 @@ func PlanStatic(forecast Series, c Curve, work float64, deadline time.Time, opts
 // which a slot's time may be split among any scales in [MinScale,
 // MaxScale] (and suspension), solved as a linear program with gonum's
 // simplex. It ignores change costs. For a concave curve it equals the
-// exact optimum of Plan's problem; otherwise it bounds it from below. It
+// exact optimum of Schedule's problem; otherwise it bounds it from below. It
 // is meant for verification on instances of up to a few hundred slots.
-func LowerBound(forecast Series, c Curve, work float64, deadline time.Time, opts PlanOptions) (g float64, err error) {
+func LowerBound(forecast Series, c Curve, work float64, deadline time.Time, opts ScheduleOptions) (g float64, err error) {
 	p, err := newProblem(forecast, c, work, deadline, opts)
 	if err != nil {
 		return 0, err

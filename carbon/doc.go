@@ -29,9 +29,9 @@
 //  3. Describe the job as a Curve (work per second and watts per scale),
 //     from a CarbonScaler profile (ReadProfile) or a speedup curve
 //     (CurveFromSpeedup), and its remaining work in the curve's units.
-//  4. Plan: Plan is CarbonScaler's marginal planner (greedy by work per
+//  4. Schedule: Schedule is CarbonScaler's marginal planner (greedy by work per
 //     gram, exact for concave curves, dynamic programming otherwise);
-//     PlanWindow, PlanLowest, PlanStatic and PlanNow are the
+//     ScheduleWindow, ScheduleLowest, ScheduleStatic and ScheduleNow are the
 //     non-interruptible, suspend-resume, best-static-scale and
 //     carbon-agnostic baselines; LowerBound is an LP bound for checking.
 //     An impossible deadline returns an *InfeasibleError that says how
@@ -42,7 +42,7 @@
 //     use. The scheduler package reads both: hand it the forecast as
 //     scheduler.Input.Carbon and the envelope's current cap as
 //     scheduler.Input.Envelope, and scheduler/carbonaware's policy plans
-//     each delay-tolerant job with a deadline (Plan, on the job's goodput
+//     each delay-tolerant job with a deadline (Schedule, on the job's goodput
 //     speedup curve) and caps it per round, any policy (Pollux's goodput
 //     objective by default) deciding among the jobs that run;
 //     energy.PowerModel.Account
@@ -54,7 +54,7 @@
 //
 // All functions are pure: values in, values out; no goroutines, no clock
 // (except Cache with a TTL, which reads Cache.Now), randomness only from
-// explicit seeds. Series, Curve, Schedule and Envelope are plain values;
+// explicit seeds. Series, Curve, Plan and Envelope are plain values;
 // Cache is the only type with internal state and it is safe for
 // concurrent use.
 package carbon

@@ -115,7 +115,7 @@ func (p *problem) dpFractional() ([]alloc, error) {
 	n, L := len(p.ci), len(p.levels)
 	delta, Q := p.quanta(int64(n) * 2)
 	if int64(n)*int64(Q+1)*2 > maxDPCells {
-		return nil, fmt.Errorf("%w: DP table of %d slots × %d quanta is too large; lower PlanOptions.Resolution", ErrInvalid, n, Q+1)
+		return nil, fmt.Errorf("%w: DP table of %d slots × %d quanta is too large; lower ScheduleOptions.Resolution", ErrInvalid, n, Q+1)
 	}
 	qk := make([]int, L)
 	for j := range L {
@@ -199,7 +199,7 @@ func (p *problem) dpChanges() ([][]alloc, error) {
 	n, L := len(p.ci), len(p.levels)
 	delta, Q := p.quanta(int64(n) * int64(L))
 	if int64(n)*int64(L)*int64(Q+1) > maxDPCells {
-		return nil, fmt.Errorf("%w: DP table of %d slots × %d scales × %d quanta is too large; lower PlanOptions.Resolution", ErrInvalid, n, L, Q+1)
+		return nil, fmt.Errorf("%w: DP table of %d slots × %d scales × %d quanta is too large; lower ScheduleOptions.Resolution", ErrInvalid, n, L, Q+1)
 	}
 	qk := make([]int, L)
 	for j := range L {

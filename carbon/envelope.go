@@ -33,9 +33,9 @@ func (e Envelope) At(t time.Time) (int, bool) {
 	return e.Devices[i], true
 }
 
-// EnvelopeOf turns a job's Schedule into an envelope of devicesPerScale
+// EnvelopeOf turns a job's Plan into an envelope of devicesPerScale
 // devices per unit of scale (for example 8 GPUs per node).
-func EnvelopeOf(s Schedule, devicesPerScale int) (Envelope, error) {
+func EnvelopeOf(s Plan, devicesPerScale int) (Envelope, error) {
 	if devicesPerScale < 1 {
 		return Envelope{}, fmt.Errorf("%w: devicesPerScale %d", ErrInvalid, devicesPerScale)
 	}
@@ -66,15 +66,15 @@ type ClusterDemand struct {
 // least forecast carbon, keeping at least MinDevices in every slot. Each
 // device is taken to add the same work and power (elastic work spread
 // over many jobs); the result rounds each slot up to whole devices.
-func ClusterEnvelope(forecast Series, d ClusterDemand, deadline time.Time, opts PlanOptions) (Envelope, Schedule, error) {
+func ClusterEnvelope(forecast Series, d ClusterDemand, deadline time.Time, opts ScheduleOptions) (Envelope, Plan, error) {
 	if d.MaxDevices < 1 || d.MaxDevices > 1_000_000 || d.MinDevices < 0 || d.MinDevices > d.MaxDevices {
-		return Envelope{}, Schedule{}, fmt.Errorf("%w: ClusterDemand.MinDevices %d, MaxDevices %d", ErrInvalid, d.MinDevices, d.MaxDevices)
+		return Envelope{}, Plan{}, fmt.Errorf("%w: ClusterDemand.MinDevices %d, MaxDevices %d", ErrInvalid, d.MinDevices, d.MaxDevices)
 	}
 	if !(d.WattsPerDevice > 0) || math.IsInf(d.WattsPerDevice, 0) {
-		return Envelope{}, Schedule{}, fmt.Errorf("%w: ClusterDemand.WattsPerDevice %v", ErrInvalid, d.WattsPerDevice)
+		return Envelope{}, Plan{}, fmt.Errorf("%w: ClusterDemand.WattsPerDevice %v", ErrInvalid, d.WattsPerDevice)
 	}
 	if !(d.DeviceSeconds > 0) || math.IsInf(d.DeviceSeconds, 0) {
-		return Envelope{}, Schedule{}, fmt.Errorf("%w: ClusterDemand.DeviceSeconds %v", ErrInvalid, d.DeviceSeconds)
+		return Envelope{}, Plan{}, fmt.Errorf("%w: ClusterDemand.DeviceSeconds %v", ErrInvalid, d.DeviceSeconds)
 	}
 	// A linear curve: one work unit per device-second.
 	c := Curve{WorkPerSecond: make([]float64, d.MaxDevices+1), Watts: make([]float64, d.MaxDevices+1)}
@@ -88,7 +88,7 @@ func ClusterEnvelope(forecast Series, d ClusterDemand, deadline time.Time, opts 
 	// The floor is planned first; the rest goes where carbon is lowest.
 	p, err := newProblem(forecast, c, d.DeviceSeconds, deadline, opts)
 	if err != nil {
-		return Envelope{}, Schedule{}, err
+		return Envelope{}, Plan{}, err
 	}
 	floor := float64(d.MinDevices) * p.sec * float64(len(p.ci))
 	var a []alloc
@@ -100,7 +100,7 @@ func ClusterEnvelope(forecast Series, d ClusterDemand, deadline time.Time, opts 
 		keep := len(p.levels) - d.MinDevices
 		extra.work, extra.kwh, extra.levels = p.work[:keep], p.kwh[:keep], p.levels[:keep]
 		if a, err = extra.greedy(extra.allLevels()); err != nil {
-			return Envelope{}, Schedule{}, err
+			return Envelope{}, Plan{}, err
 		}
 	}
 	for t := range a {
@@ -113,7 +113,7 @@ func ClusterEnvelope(forecast Series, d ClusterDemand, deadline time.Time, opts 
 			}
 		}
 	}
-	s := p.schedule(a)
+	s := p.plan(a)
 	s.Method, s.Concave = Greedy, true
 	e, _ := EnvelopeOf(s, 1)
 	return e, s, nil

@@ -40,8 +40,8 @@ func Example() {
 	work := curve.WorkPerSecond[4] * 6 * 3600
 	deadline := start.Add(48 * time.Hour)
 
-	agnostic, _ := carbon.PlanNow(series, curve, 4, work, deadline, carbon.PlanOptions{})
-	plan, err := carbon.Plan(series, curve, work, deadline, carbon.PlanOptions{PUE: 1.1})
+	agnostic, _ := carbon.ScheduleNow(series, curve, 4, work, deadline, carbon.ScheduleOptions{})
+	plan, err := carbon.Schedule(series, curve, work, deadline, carbon.ScheduleOptions{PUE: 1.1})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -52,7 +52,7 @@ func Example() {
 	fmt.Printf("carbon: agnostic %.0f g, planned %.0f g (%.0f%% less)\n", agnosticPUE, plan.CarbonG, 100*(1-plan.CarbonG/agnosticPUE))
 
 	// An impossible deadline says how much work fits.
-	_, err = carbon.Plan(series, curve, work, start.Add(4*time.Hour), carbon.PlanOptions{})
+	_, err = carbon.Schedule(series, curve, work, start.Add(4*time.Hour), carbon.ScheduleOptions{})
 	fmt.Println(err)
 	// Output:
 	// method greedy, concave true

@@ -156,7 +156,7 @@ func TestReplanSimulate(t *testing.T) {
 	work := c.WorkPerSecond[7] * 3600 * 24
 	deadline := s.Start.Add(72 * time.Hour)
 	p, _ := NewPerfect(s)
-	once, err := Plan(s, c, work, deadline, PlanOptions{})
+	once, err := Schedule(s, c, work, deadline, ScheduleOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,12 +190,12 @@ func FuzzPlan(f *testing.F) {
 		}
 		s := hourly(ci...)
 		minS := 1 + int(b[1])%levels
-		opts := PlanOptions{MinScale: minS, Method: Method(method % 3), ChangeCostG: float64(b[2] % 3)}
+		opts := ScheduleOptions{MinScale: minS, Method: Method(method % 3), ChangeCostG: float64(b[2] % 3)}
 		if len(ci) > 12 && opts.Method != Greedy {
 			opts.Resolution = 200
 		}
 		work := frac * float64(len(ci)) * c.WorkPerSecond[levels] * 3600
-		pl, err := Plan(s, c, work, s.End(), opts)
+		pl, err := Schedule(s, c, work, s.End(), opts)
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrInfeasible) {
 				t.Fatalf("unexpected error %v", err)

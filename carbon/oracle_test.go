@@ -11,7 +11,7 @@ import (
 
 // The brute-force oracle for plans with change costs (issue 16): small
 // instances, every whole-scale vector enumerated, and every way of ending
-// one slot early that Plan's trim can produce. At this size it gives the
+// one slot early that Schedule's trim can produce. At this size it gives the
 // optimum a MILP over the same plans would.
 
 // ccInstance is one planning instance.
@@ -24,14 +24,14 @@ type ccInstance struct {
 	initial    int
 }
 
-func (in ccInstance) opts(m Method) PlanOptions {
-	return PlanOptions{MinScale: in.minS, MaxScale: in.maxS, ChangeCostG: in.cc, InitialScale: in.initial, Method: m}
+func (in ccInstance) opts(m Method) ScheduleOptions {
+	return ScheduleOptions{MinScale: in.minS, MaxScale: in.maxS, ChangeCostG: in.cc, InitialScale: in.initial, Method: m}
 }
 
 func (in ccInstance) series() Series { return hourly(in.ci...) }
 
 // objective is a schedule's carbon plus its change cost.
-func objective(s Schedule) float64 { return s.CarbonG + s.ChangeCostG }
+func objective(s Plan) float64 { return s.CarbonG + s.ChangeCostG }
 
 // ccOracle returns the whole-scale optimum (carbon + change cost over
 // every vector of whole scales doing at least the work) and the trimmed
@@ -119,9 +119,9 @@ func randCCInstance(r *rand.Rand) ccInstance {
 }
 
 // checkCCPlan checks a plan's work, scales and accounting.
-func checkCCPlan(t *testing.T, it int, in ccInstance, s Schedule) {
+func checkCCPlan(t *testing.T, it int, in ccInstance, s Plan) {
 	t.Helper()
-	checkSchedule(t, s, in.c, in.minS, in.maxS, in.work, len(in.ci))
+	checkPlan(t, s, in.c, in.minS, in.maxS, in.work, len(in.ci))
 	if _, c := changes(s.Slots, in.initial, in.cc); !near(c, s.ChangeCostG, 1e-9) {
 		t.Fatalf("instance %d: change cost %v, recomputed %v", it, s.ChangeCostG, c)
 	}
@@ -144,7 +144,7 @@ func TestChangeCostOracle(t *testing.T) {
 		in := randCCInstance(r)
 		whole, trimmed := ccOracle(in)
 		for _, m := range []Method{Auto, DP} {
-			s, err := Plan(in.series(), in.c, in.work, in.series().End(), in.opts(m))
+			s, err := Schedule(in.series(), in.c, in.work, in.series().End(), in.opts(m))
 			if err != nil {
 				t.Fatalf("instance %d: %v", it, err)
 			}
@@ -231,7 +231,7 @@ func TestChangeCostTable(t *testing.T) {
 				t.Fatalf("oracle: whole %v, trimmed %v; by hand %v, %v", whole, trimmed, tc.whole, tc.want)
 			}
 			for _, m := range []Method{Auto, DP} {
-				s, err := Plan(tc.in.series(), tc.in.c, tc.in.work, tc.in.series().End(), tc.in.opts(m))
+				s, err := Schedule(tc.in.series(), tc.in.c, tc.in.work, tc.in.series().End(), tc.in.opts(m))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -257,15 +257,15 @@ func TestAutoReturnsTheBetterPlan(t *testing.T) {
 			in.cc = 0
 		}
 		s := in.series()
-		auto, err := Plan(s, in.c, in.work, s.End(), in.opts(Auto))
+		auto, err := Schedule(s, in.c, in.work, s.End(), in.opts(Auto))
 		if err != nil {
 			t.Fatal(err)
 		}
-		gr, err := Plan(s, in.c, in.work, s.End(), in.opts(Greedy))
+		gr, err := Schedule(s, in.c, in.work, s.End(), in.opts(Greedy))
 		if err != nil {
 			t.Fatal(err)
 		}
-		dp, err := Plan(s, in.c, in.work, s.End(), in.opts(DP))
+		dp, err := Schedule(s, in.c, in.work, s.End(), in.opts(DP))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,12 +282,12 @@ func TestAutoReturnsTheBetterPlan(t *testing.T) {
 	s := Series{Start: t0, Step: time.Hour, Values: []float64{100, 100, 300, 300}, Unit: GPerKWh, Signal: Average, Zone: "Z"}
 	for _, work := range []float64{3600 * 10.5, 3600 * 0.37, 3600 * 21.3} {
 		for _, res := range []int{10, 50, 2000} {
-			opts := PlanOptions{Resolution: res}
-			auto, _ := Plan(s, c, work, s.End(), opts)
+			opts := ScheduleOptions{Resolution: res}
+			auto, _ := Schedule(s, c, work, s.End(), opts)
 			opts.Method = Greedy
-			gr, _ := Plan(s, c, work, s.End(), opts)
+			gr, _ := Schedule(s, c, work, s.End(), opts)
 			opts.Method = DP
-			dp, _ := Plan(s, c, work, s.End(), opts)
+			dp, _ := Schedule(s, c, work, s.End(), opts)
 			if auto.CarbonG > min(gr.CarbonG, dp.CarbonG)*(1+1e-12) {
 				t.Errorf("work %v, resolution %d: Auto %v, greedy %v, DP %v", work, res, auto.CarbonG, gr.CarbonG, dp.CarbonG)
 			}
@@ -308,7 +308,7 @@ func TestResolutionShortJob(t *testing.T) {
 	work := 138046.87334776312
 	exact := bruteForce(s.Values, c, 1, 4, work)
 	for _, res := range []int{50, 500, 5000, 50000} {
-		p, err := newProblem(s, c, work, s.End(), PlanOptions{Resolution: res, Method: DP})
+		p, err := newProblem(s, c, work, s.End(), ScheduleOptions{Resolution: res, Method: DP})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,11 +319,11 @@ func TestResolutionShortJob(t *testing.T) {
 	prev := math.Inf(1)
 	var gaps []float64
 	for _, res := range []int{20, 200, 2000, 20000} {
-		got, err := Plan(s, c, work, s.End(), PlanOptions{Resolution: res, Method: DP})
+		got, err := Schedule(s, c, work, s.End(), ScheduleOptions{Resolution: res, Method: DP})
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkSchedule(t, got, c, 1, 4, work, len(s.Values))
+		checkPlan(t, got, c, 1, 4, work, len(s.Values))
 		gap := got.CarbonG/exact - 1
 		gaps = append(gaps, gap)
 		if gap < -1e-9 || gap > prev+1e-12 {
@@ -347,14 +347,14 @@ func TestDefaultResolutionFitsTable(t *testing.T) {
 	c := randConcave(r, 6)
 	s := randSeries(r, 1500)
 	work := c.WorkPerSecond[6] * 3600 * 0.3
-	opts := PlanOptions{ChangeCostG: 1, Method: DP}
-	got, err := Plan(s, c, work, s.End(), opts)
+	opts := ScheduleOptions{ChangeCostG: 1, Method: DP}
+	got, err := Schedule(s, c, work, s.End(), opts)
 	if err != nil {
 		t.Fatalf("default Resolution: %v", err)
 	}
-	checkSchedule(t, got, c, 1, 6, work, len(s.Values))
+	checkPlan(t, got, c, 1, 6, work, len(s.Values))
 	opts.Resolution = 2000
-	if _, err := Plan(s, c, work, s.End(), opts); !errors.Is(err, ErrInvalid) {
+	if _, err := Schedule(s, c, work, s.End(), opts); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("explicit Resolution 2000 over 1500 slots × 7 scales: %v, want ErrInvalid", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Method selects how Plan solves the allocation.
+// Method selects how Schedule solves the allocation.
 type Method int
 
 // Methods.
@@ -21,7 +21,7 @@ const (
 	// Greedy is CarbonScaler's marginal allocation: repeatedly add the
 	// (slot, next scale) step with the most work per gram, over the scales
 	// on the lower convex hull of the curve's energy against work. Exact
-	// for concave curves without change costs; otherwise Schedule.BoundG
+	// for concave curves without change costs; otherwise Plan.BoundG
 	// says how far from optimal it can be.
 	Greedy
 	// DP is dynamic programming over slots and quantised work (and scale,
@@ -40,9 +40,9 @@ func (m Method) String() string {
 	return "auto"
 }
 
-// PlanOptions tune the planners. The zero value is valid: scales 1 to
+// ScheduleOptions tune the planners. The zero value is valid: scales 1 to
 // the curve's maximum, PUE 1, no change cost, Auto method.
-type PlanOptions struct {
+type ScheduleOptions struct {
 	// MinScale is the smallest scale at which the job may run (it may
 	// also be suspended, scale 0). Zero means 1.
 	MinScale int
@@ -97,9 +97,9 @@ type Slot struct {
 	CarbonG float64
 }
 
-// Schedule is a plan: one Slot per slot from the forecast's start to the
-// deadline. It is a plain value.
-type Schedule struct {
+// Plan is what Schedule and its baselines return: one Slot per slot from
+// the forecast's start to the deadline. It is a plain value.
+type Plan struct {
 	// Start and Step locate the slots.
 	Start time.Time
 	Step  time.Duration
@@ -112,7 +112,7 @@ type Schedule struct {
 	// CarbonG is the forecast emissions, PUE included.
 	CarbonG float64
 	// ChangeCostG is the total change cost charged under
-	// PlanOptions.ChangeCostG (not included in CarbonG).
+	// ScheduleOptions.ChangeCostG (not included in CarbonG).
 	ChangeCostG float64
 	// Changes counts scale changes while running, resumes and starts.
 	Changes int
@@ -129,7 +129,7 @@ type Schedule struct {
 
 // Finish returns the end of the last slot with work, or Start when the
 // plan does nothing.
-func (s Schedule) Finish() time.Time {
+func (s Plan) Finish() time.Time {
 	for i := len(s.Slots) - 1; i >= 0; i-- {
 		if s.Slots[i].Scale > 0 {
 			return s.Slots[i].Start.Add(s.Step)
@@ -139,7 +139,7 @@ func (s Schedule) Finish() time.Time {
 }
 
 // Scales returns the provisioned scale of each slot.
-func (s Schedule) Scales() []int {
+func (s Plan) Scales() []int {
 	out := make([]int, len(s.Slots))
 	for i, sl := range s.Slots {
 		out[i] = sl.Scale
@@ -158,11 +158,11 @@ type problem struct {
 	work   []float64 // work per slot at each allowed scale
 	kwh    []float64 // facility kWh per slot at each allowed scale (PUE in)
 	need   float64
-	opts   PlanOptions
+	opts   ScheduleOptions
 	pue    float64
 }
 
-func newProblem(forecast Series, c Curve, work float64, deadline time.Time, opts PlanOptions) (*problem, error) {
+func newProblem(forecast Series, c Curve, work float64, deadline time.Time, opts ScheduleOptions) (*problem, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -180,26 +180,26 @@ func newProblem(forecast Series, c Curve, work float64, deadline time.Time, opts
 		maxS = c.MaxScale()
 	}
 	if minS < 1 || maxS > c.MaxScale() || minS > maxS {
-		return nil, fmt.Errorf("%w: PlanOptions.MinScale %d, MaxScale %d for a curve of %d levels", ErrInvalid, opts.MinScale, opts.MaxScale, c.MaxScale())
+		return nil, fmt.Errorf("%w: ScheduleOptions.MinScale %d, MaxScale %d for a curve of %d levels", ErrInvalid, opts.MinScale, opts.MaxScale, c.MaxScale())
 	}
 	if opts.InitialScale < 0 {
-		return nil, fmt.Errorf("%w: PlanOptions.InitialScale %d", ErrInvalid, opts.InitialScale)
+		return nil, fmt.Errorf("%w: ScheduleOptions.InitialScale %d", ErrInvalid, opts.InitialScale)
 	}
 	pue := opts.PUE
 	if pue == 0 {
 		pue = 1
 	}
 	if math.IsNaN(pue) || math.IsInf(pue, 0) || pue < 1 {
-		return nil, fmt.Errorf("%w: PlanOptions.PUE %v must be at least 1", ErrInvalid, opts.PUE)
+		return nil, fmt.Errorf("%w: ScheduleOptions.PUE %v must be at least 1", ErrInvalid, opts.PUE)
 	}
 	if math.IsNaN(opts.ChangeCostG) || math.IsInf(opts.ChangeCostG, 0) || opts.ChangeCostG < 0 {
-		return nil, fmt.Errorf("%w: PlanOptions.ChangeCostG %v", ErrInvalid, opts.ChangeCostG)
+		return nil, fmt.Errorf("%w: ScheduleOptions.ChangeCostG %v", ErrInvalid, opts.ChangeCostG)
 	}
 	if opts.Method < Auto || opts.Method > DP {
-		return nil, fmt.Errorf("%w: PlanOptions.Method %d", ErrInvalid, opts.Method)
+		return nil, fmt.Errorf("%w: ScheduleOptions.Method %d", ErrInvalid, opts.Method)
 	}
 	if opts.Resolution < 0 || opts.Resolution > 1_000_000 {
-		return nil, fmt.Errorf("%w: PlanOptions.Resolution %d", ErrInvalid, opts.Resolution)
+		return nil, fmt.Errorf("%w: ScheduleOptions.Resolution %d", ErrInvalid, opts.Resolution)
 	}
 	ci, err := forecast.gramsPerKWh()
 	if err != nil {
@@ -248,7 +248,7 @@ func (x alloc) lower() int {
 	return x.j - 1
 }
 
-// Plan is the marginal planner of CarbonScaler: it decides the scale of an
+// Schedule is the marginal planner of CarbonScaler: it decides the scale of an
 // elastic job in each slot of forecast, from forecast.Start until the
 // deadline (whole slots only), so that the job does work units of work at
 // the least forecast carbon. With a concave curve and no change cost the
@@ -256,10 +256,10 @@ func (x alloc) lower() int {
 // Auto falls back to DP. The forecast must be in a unit convertible to
 // g/kWh. An impossible deadline returns an *InfeasibleError (wrapping
 // ErrInfeasible) that says how much work fits.
-func Plan(forecast Series, c Curve, work float64, deadline time.Time, opts PlanOptions) (Schedule, error) {
+func Schedule(forecast Series, c Curve, work float64, deadline time.Time, opts ScheduleOptions) (Plan, error) {
 	p, err := newProblem(forecast, c, work, deadline, opts)
 	if err != nil {
-		return Schedule{}, err
+		return Plan{}, err
 	}
 	concave := c.Concave(p.levels[1], p.levels[len(p.levels)-1])
 	tol := opts.Tolerance
@@ -267,19 +267,19 @@ func Plan(forecast Series, c Curve, work float64, deadline time.Time, opts PlanO
 		tol = 0.001
 	}
 	if math.IsNaN(tol) {
-		return Schedule{}, fmt.Errorf("%w: PlanOptions.Tolerance is NaN", ErrInvalid)
+		return Plan{}, fmt.Errorf("%w: ScheduleOptions.Tolerance is NaN", ErrInvalid)
 	}
 	m := opts.Method
 	if m == Auto && tol < 0 {
 		m = DP
 	}
-	var greedy Schedule
+	var greedy Plan
 	if m == Greedy || m == Auto {
 		a, bound, err := p.hullGreedy()
 		if err != nil {
-			return Schedule{}, err
+			return Plan{}, err
 		}
-		greedy = p.schedule(a)
+		greedy = p.plan(a)
 		greedy.Method, greedy.Concave, greedy.BoundG = Greedy, concave, bound
 		if m == Greedy || (opts.ChangeCostG == 0 && greedy.CarbonG <= bound*(1+tol)) {
 			return greedy, nil
@@ -287,9 +287,9 @@ func Plan(forecast Series, c Curve, work float64, deadline time.Time, opts PlanO
 	}
 	a, err := p.dp()
 	if err != nil {
-		return Schedule{}, err
+		return Plan{}, err
 	}
-	s := p.schedule(a)
+	s := p.plan(a)
 	s.Method, s.Concave = DP, concave
 	if m == Auto && greedy.CarbonG+greedy.ChangeCostG < s.CarbonG+s.ChangeCostG {
 		// DP's quantised plan can lose to the greedy plan already at hand.
@@ -315,9 +315,9 @@ func (p *problem) slotKWh(x alloc) float64 {
 	return p.kwh[lo] + x.f*(p.kwh[x.j]-p.kwh[lo])
 }
 
-// schedule turns allocations into a Schedule.
-func (p *problem) schedule(a []alloc) Schedule {
-	s := Schedule{Start: p.start, Step: p.step, Slots: make([]Slot, len(a))}
+// plan turns allocations into a Plan.
+func (p *problem) plan(a []alloc) Plan {
+	s := Plan{Start: p.start, Step: p.step, Slots: make([]Slot, len(a))}
 	for t, x := range a {
 		sl := Slot{Start: p.start.Add(time.Duration(t) * p.step), IntensityGPerKWh: p.ci[t], Fraction: 1}
 		if x.j > 0 {

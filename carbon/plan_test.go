@@ -52,7 +52,7 @@ func randSeries(r *rand.Rand, n int) Series {
 	return hourly(v...)
 }
 
-// bruteForce is the exact optimum of Plan's problem (whole scales per
+// bruteForce is the exact optimum of Schedule's problem (whole scales per
 // slot, at most one slot part way between neighbouring scales) by
 // enumerating every whole-scale vector and shaving the overshoot in one
 // slot.
@@ -91,7 +91,7 @@ func bruteForce(ci []float64, c Curve, minS, maxS int, work float64) float64 {
 	}
 }
 
-func checkSchedule(t *testing.T, s Schedule, c Curve, minS, maxS int, work float64, n int) {
+func checkPlan(t *testing.T, s Plan, c Curve, minS, maxS int, work float64, n int) {
 	t.Helper()
 	if len(s.Slots) != n {
 		t.Fatalf("%d slots, want %d", len(s.Slots), n)
@@ -132,16 +132,16 @@ func TestMarginalIsExactOnConcave(t *testing.T) {
 		s := randSeries(r, n)
 		fits := float64(n) * c.WorkPerSecond[maxS] * 3600
 		work := fits * (0.02 + 0.96*r.Float64())
-		opts := PlanOptions{MinScale: minS, MaxScale: maxS}
+		opts := ScheduleOptions{MinScale: minS, MaxScale: maxS}
 		deadline := s.End()
-		got, err := Plan(s, c, work, deadline, opts)
+		got, err := Schedule(s, c, work, deadline, opts)
 		if err != nil {
 			t.Fatalf("%d: %v", it, err)
 		}
 		if got.Method != Greedy || !got.Concave || !near(got.BoundG, got.CarbonG, 1e-9) {
 			t.Fatalf("%d: method %v concave %v", it, got.Method, got.Concave)
 		}
-		checkSchedule(t, got, c, minS, maxS, work, n)
+		checkPlan(t, got, c, minS, maxS, work, n)
 		lb, err := LowerBound(s, c, work, deadline, opts)
 		if err != nil {
 			t.Fatalf("%d: LP: %v", it, err)
@@ -150,11 +150,11 @@ func TestMarginalIsExactOnConcave(t *testing.T) {
 			t.Fatalf("%d: n=%d levels=%d min=%d max=%d: greedy %v, LP optimum %v", it, n, levels, minS, maxS, got.CarbonG, lb)
 		}
 		if it%10 == 0 {
-			dp, err := Plan(s, c, work, deadline, PlanOptions{MinScale: minS, MaxScale: maxS, Method: DP})
+			dp, err := Schedule(s, c, work, deadline, ScheduleOptions{MinScale: minS, MaxScale: maxS, Method: DP})
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkSchedule(t, dp, c, minS, maxS, work, n)
+			checkPlan(t, dp, c, minS, maxS, work, n)
 			if g := dp.CarbonG/lb - 1; g > 0.01 || g < -1e-7 {
 				t.Fatalf("%d: DP %v vs LP optimum %v", it, dp.CarbonG, lb)
 			}
@@ -186,19 +186,19 @@ func TestFallbackWithinOnePercent(t *testing.T) {
 		s := randSeries(r, n)
 		fits := float64(n) * c.WorkPerSecond[maxS] * 3600
 		work := fits * (0.02 + 0.96*r.Float64())
-		opts := PlanOptions{MinScale: minS, MaxScale: maxS}
-		got, err := Plan(s, c, work, s.End(), opts)
+		opts := ScheduleOptions{MinScale: minS, MaxScale: maxS}
+		got, err := Schedule(s, c, work, s.End(), opts)
 		if err != nil {
 			t.Fatalf("%d: %v", it, err)
 		}
-		checkSchedule(t, got, c, minS, maxS, work, n)
+		checkPlan(t, got, c, minS, maxS, work, n)
 		bf := bruteForce(s.Values, c, minS, maxS, work)
 		gap := got.CarbonG/bf - 1
 		worst = math.Max(worst, gap)
 		if gap > 0.01 || gap < -1e-7 {
 			t.Fatalf("%d: method %v: plan %v vs exact %v (gap %.3f%%)", it, got.Method, got.CarbonG, bf, 100*gap)
 		}
-		dp, err := Plan(s, c, work, s.End(), PlanOptions{MinScale: minS, MaxScale: maxS, Method: DP})
+		dp, err := Schedule(s, c, work, s.End(), ScheduleOptions{MinScale: minS, MaxScale: maxS, Method: DP})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,23 +257,23 @@ func TestBaselinesOrder(t *testing.T) {
 	}
 	work := c.WorkPerSecond[7] * 24 * 3600
 	deadline := s.Start.Add(72 * time.Hour)
-	now, err := PlanNow(s, c, 7, work, deadline, PlanOptions{})
+	now, err := ScheduleNow(s, c, 7, work, deadline, ScheduleOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	low, err := PlanLowest(s, c, 7, work, deadline, PlanOptions{})
+	low, err := ScheduleLowest(s, c, 7, work, deadline, ScheduleOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	win, err := PlanWindow(s, c, 7, work, deadline, PlanOptions{})
+	win, err := ScheduleWindow(s, c, 7, work, deadline, ScheduleOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, k, err := PlanStatic(s, c, work, deadline, PlanOptions{})
+	st, k, err := ScheduleStatic(s, c, work, deadline, ScheduleOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := Plan(s, c, work, deadline, PlanOptions{})
+	pl, err := Schedule(s, c, work, deadline, ScheduleOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestBaselinesOrder(t *testing.T) {
 	if now.Finish() != s.Start.Add(24*time.Hour) {
 		t.Fatalf("agnostic finishes %v", now.Finish())
 	}
-	for _, x := range []Schedule{now, low, win, st, pl} {
+	for _, x := range []Plan{now, low, win, st, pl} {
 		if !near(x.Work, work, 1e-9) {
 			t.Fatalf("work %v want %v", x.Work, work)
 		}
@@ -295,7 +295,7 @@ func TestBaselinesOrder(t *testing.T) {
 func TestInfeasible(t *testing.T) {
 	c := nbody10k(t)
 	s := hourly(100, 100, 100)
-	_, err := Plan(s, c, c.WorkPerSecond[7]*3600*4, s.End(), PlanOptions{})
+	_, err := Schedule(s, c, c.WorkPerSecond[7]*3600*4, s.End(), ScheduleOptions{})
 	var ie *InfeasibleError
 	if !errors.As(err, &ie) || !errors.Is(err, ErrInfeasible) {
 		t.Fatalf("err %v", err)
@@ -303,13 +303,13 @@ func TestInfeasible(t *testing.T) {
 	if ie.Slots != 3 || !near(ie.Fits, c.WorkPerSecond[7]*3600*3, 1e-12) {
 		t.Fatalf("%+v", ie)
 	}
-	if _, err := Plan(s, c, 1, s.End().Add(time.Hour), PlanOptions{}); !errors.Is(err, ErrRange) {
+	if _, err := Schedule(s, c, 1, s.End().Add(time.Hour), ScheduleOptions{}); !errors.Is(err, ErrRange) {
 		t.Fatalf("deadline past forecast: %v", err)
 	}
-	if _, err := Plan(s, c, 1, s.End(), PlanOptions{MaxScale: 9}); !errors.Is(err, ErrInvalid) {
+	if _, err := Schedule(s, c, 1, s.End(), ScheduleOptions{MaxScale: 9}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("max scale: %v", err)
 	}
-	if _, err := Plan(Series{Start: t0, Step: time.Hour, Values: []float64{1}}, c, 1, t0.Add(time.Hour), PlanOptions{}); !errors.Is(err, ErrUnit) {
+	if _, err := Schedule(Series{Start: t0, Step: time.Hour, Values: []float64{1}}, c, 1, t0.Add(time.Hour), ScheduleOptions{}); !errors.Is(err, ErrUnit) {
 		t.Fatalf("unit: %v", err)
 	}
 }
@@ -319,22 +319,22 @@ func TestChangeCostReducesChanges(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	s := randSeries(r, 48)
 	work := c.WorkPerSecond[7] * 3600 * 12
-	free, err := Plan(s, c, work, s.End(), PlanOptions{})
+	free, err := Schedule(s, c, work, s.End(), ScheduleOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	costly, err := Plan(s, c, work, s.End(), PlanOptions{ChangeCostG: 50})
+	costly, err := Schedule(s, c, work, s.End(), ScheduleOptions{ChangeCostG: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if costly.Method != DP || costly.Changes >= free.Changes {
 		t.Fatalf("changes: free %d, costly %d (%v)", free.Changes, costly.Changes, costly.Method)
 	}
-	withCost := func(s Schedule) float64 { _, g := changes(s.Slots, 0, 50); return s.CarbonG + g }
+	withCost := func(s Plan) float64 { _, g := changes(s.Slots, 0, 50); return s.CarbonG + g }
 	if withCost(costly) > withCost(free)*1.01 {
 		t.Fatalf("DP with change cost %v worse than greedy %v", withCost(costly), withCost(free))
 	}
-	checkSchedule(t, costly, c, 1, 7, work, 48)
+	checkPlan(t, costly, c, 1, 7, work, 48)
 }
 
 func TestDeterministic(t *testing.T) {
@@ -342,8 +342,8 @@ func TestDeterministic(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	s := randSeries(r, 168)
 	work := c.WorkPerSecond[7] * 3600 * 30
-	a, _ := Plan(s, c, work, s.End(), PlanOptions{})
-	b, _ := Plan(s, c, work, s.End(), PlanOptions{})
+	a, _ := Schedule(s, c, work, s.End(), ScheduleOptions{})
+	b, _ := Schedule(s, c, work, s.End(), ScheduleOptions{})
 	for i := range a.Slots {
 		if a.Slots[i] != b.Slots[i] {
 			t.Fatalf("slot %d differs", i)
@@ -354,7 +354,7 @@ func TestDeterministic(t *testing.T) {
 func TestClusterEnvelope(t *testing.T) {
 	s := hourly(300, 100, 50, 200, 400, 80)
 	d := ClusterDemand{DeviceSeconds: 10 * 3600, MinDevices: 1, MaxDevices: 4, WattsPerDevice: 400}
-	e, sch, err := ClusterEnvelope(s, d, s.End(), PlanOptions{})
+	e, sch, err := ClusterEnvelope(s, d, s.End(), ScheduleOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func TestClusterEnvelope(t *testing.T) {
 	if _, ok := e.At(t0.Add(-time.Minute)); ok {
 		t.Fatal("At before start")
 	}
-	if _, _, err := ClusterEnvelope(s, ClusterDemand{DeviceSeconds: 100 * 3600, MaxDevices: 4, WattsPerDevice: 1}, s.End(), PlanOptions{}); !errors.Is(err, ErrInfeasible) {
+	if _, _, err := ClusterEnvelope(s, ClusterDemand{DeviceSeconds: 100 * 3600, MaxDevices: 4, WattsPerDevice: 1}, s.End(), ScheduleOptions{}); !errors.Is(err, ErrInfeasible) {
 		t.Fatalf("infeasible: %v", err)
 	}
 }
@@ -387,7 +387,7 @@ func TestAutoFallsBackToDP(t *testing.T) {
 	c := Curve{WorkPerSecond: []float64{0, 1, 10}, Watts: []float64{0, 10, 20}}
 	s := hourly(100, 100, 300, 300)
 	work := 3600 * 10.5
-	got, err := Plan(s, c, work, s.End(), PlanOptions{})
+	got, err := Schedule(s, c, work, s.End(), ScheduleOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +398,7 @@ func TestAutoFallsBackToDP(t *testing.T) {
 	if g := got.CarbonG/bf - 1; g > 0.01 || g < -1e-9 {
 		t.Fatalf("DP %v vs exact %v", got.CarbonG, bf)
 	}
-	gr, err := Plan(s, c, work, s.End(), PlanOptions{Method: Greedy})
+	gr, err := Schedule(s, c, work, s.End(), ScheduleOptions{Method: Greedy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,17 +414,17 @@ func TestFixedScalePlanners(t *testing.T) {
 	work := 2.5 * 3600 // 2.5 slots at scale 1
 	tests := []struct {
 		name  string
-		plan  func() (Schedule, error)
+		plan  func() (Plan, error)
 		frac  []float64 // Fraction×(Scale>0) per slot
 		carbG float64
 	}{
-		{"now", func() (Schedule, error) { return PlanNow(s, c, 1, work, s.End(), PlanOptions{}) },
+		{"now", func() (Plan, error) { return ScheduleNow(s, c, 1, work, s.End(), ScheduleOptions{}) },
 			[]float64{1, 1, 0.5, 0, 0, 0, 0}, 50 + 400 + 50},
-		{"lowest", func() (Schedule, error) { return PlanLowest(s, c, 1, work, s.End(), PlanOptions{}) },
+		{"lowest", func() (Plan, error) { return ScheduleLowest(s, c, 1, work, s.End(), ScheduleOptions{}) },
 			[]float64{0.5, 0, 0, 0, 1, 0, 1}, 10 + 20 + 25},
 		// Windows of 3 slots with the last half: [100,100,5]=205 at 2,
 		// [100,10,250]=360 at 3, [50,400,50]=500 at 0.
-		{"window", func() (Schedule, error) { return PlanWindow(s, c, 1, work, s.End(), PlanOptions{}) },
+		{"window", func() (Plan, error) { return ScheduleWindow(s, c, 1, work, s.End(), ScheduleOptions{}) },
 			[]float64{0, 0, 1, 1, 0.5, 0, 0}, 205},
 	}
 	for _, tc := range tests {
@@ -490,17 +490,17 @@ func TestManyScalesDP(t *testing.T) {
 	s := hourly(100, 50, 300)
 	work := 3600 * 180.0
 	for _, m := range []Method{Auto, DP} {
-		got, err := Plan(s, c, work, s.End(), PlanOptions{Method: m, Resolution: 300})
+		got, err := Schedule(s, c, work, s.End(), ScheduleOptions{Method: m, Resolution: 300})
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkSchedule(t, got, c, 1, 200, work, 3)
+		checkPlan(t, got, c, 1, 200, work, 3)
 	}
-	got, err := Plan(s, c, work, s.End(), PlanOptions{Method: DP, ChangeCostG: 1, Resolution: 100})
+	got, err := Schedule(s, c, work, s.End(), ScheduleOptions{Method: DP, ChangeCostG: 1, Resolution: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSchedule(t, got, c, 1, 200, work, 3)
+	checkPlan(t, got, c, 1, 200, work, 3)
 }
 
 // nextVector advances v, a vector of digits in [0, L), to the next one in

@@ -20,30 +20,30 @@ type Replanner struct {
 	Curve Curve
 	// Deadline is when the work must be done.
 	Deadline time.Time
-	// Options are passed to Plan; InitialScale is replaced by the
+	// Options are passed to Schedule; InitialScale is replaced by the
 	// currentScale argument of Next.
-	Options PlanOptions
+	Options ScheduleOptions
 }
 
 // Next plans the remaining work from now (call it at slot boundaries) and
 // returns the first slot of the new plan, which the host applies until the
 // next call, and the whole plan.
-func (r *Replanner) Next(ctx context.Context, now time.Time, remaining float64, currentScale int) (Slot, Schedule, error) {
+func (r *Replanner) Next(ctx context.Context, now time.Time, remaining float64, currentScale int) (Slot, Plan, error) {
 	if r.Forecaster == nil {
-		return Slot{}, Schedule{}, fmt.Errorf("%w: Replanner.Forecaster is nil", ErrInvalid)
+		return Slot{}, Plan{}, fmt.Errorf("%w: Replanner.Forecaster is nil", ErrInvalid)
 	}
 	if !r.Deadline.After(now) {
-		return Slot{}, Schedule{}, &InfeasibleError{Need: remaining}
+		return Slot{}, Plan{}, &InfeasibleError{Need: remaining}
 	}
 	f, err := r.Forecaster.Forecast(ctx, r.Zone, now, r.Deadline.Sub(now))
 	if err != nil {
-		return Slot{}, Schedule{}, err
+		return Slot{}, Plan{}, err
 	}
 	opts := r.Options
 	opts.InitialScale = currentScale
-	s, err := Plan(f, r.Curve, remaining, r.Deadline, opts)
+	s, err := Schedule(f, r.Curve, remaining, r.Deadline, opts)
 	if err != nil {
-		return Slot{}, Schedule{}, err
+		return Slot{}, Plan{}, err
 	}
 	return s.Slots[0], s, nil
 }
@@ -51,37 +51,37 @@ func (r *Replanner) Next(ctx context.Context, now time.Time, remaining float64, 
 // Simulate runs a Replanner slot by slot against the true intensity: at
 // each slot of truth from its start it re-plans the remaining work with
 // r.Forecaster, executes the first slot, and accounts its carbon with the
-// true intensity. The returned Schedule holds the executed slots with
+// true intensity. The returned Plan holds the executed slots with
 // true intensities and carbon; Method is the last plan's.
-func Simulate(ctx context.Context, truth Series, r *Replanner, work float64) (Schedule, error) {
+func Simulate(ctx context.Context, truth Series, r *Replanner, work float64) (Plan, error) {
 	if err := truth.Validate(); err != nil {
-		return Schedule{}, err
+		return Plan{}, err
 	}
 	g, err := truth.gramsPerKWh()
 	if err != nil {
-		return Schedule{}, err
+		return Plan{}, err
 	}
 	pue := r.Options.PUE
 	if pue == 0 {
 		pue = 1
 	}
-	out := Schedule{Start: truth.Start, Step: truth.Step}
+	out := Plan{Start: truth.Start, Step: truth.Step}
 	remaining := work
 	scale := r.Options.InitialScale
 	for t := 0; remaining > work*1e-9; t++ {
 		if err := ctx.Err(); err != nil {
-			return Schedule{}, err
+			return Plan{}, err
 		}
 		now := truth.TimeAt(t)
 		if t >= len(g) || !now.Before(r.Deadline) {
-			return Schedule{}, &InfeasibleError{Need: work, Fits: work - remaining, Slots: t}
+			return Plan{}, &InfeasibleError{Need: work, Fits: work - remaining, Slots: t}
 		}
 		sl, plan, err := r.Next(ctx, now, remaining, scale)
 		if err != nil {
-			return Schedule{}, fmt.Errorf("slot %d (%v): %w", t, now, err)
+			return Plan{}, fmt.Errorf("slot %d (%v): %w", t, now, err)
 		}
 		if plan.Step != truth.Step {
-			return Schedule{}, fmt.Errorf("%w: forecast step %v differs from the true series' %v", ErrIrregular, plan.Step, truth.Step)
+			return Plan{}, fmt.Errorf("%w: forecast step %v differs from the true series' %v", ErrIrregular, plan.Step, truth.Step)
 		}
 		out.Method, out.Concave = plan.Method, plan.Concave
 		sl.IntensityGPerKWh = g[t]

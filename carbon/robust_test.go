@@ -138,8 +138,8 @@ func FuzzPlanResolution(f *testing.F) {
 		if int64(r) != res {
 			r = math.MaxInt
 		}
-		opts := PlanOptions{Method: Method(method % 3), Resolution: r}
-		pl, err := Plan(s, c, work, s.End(), opts)
+		opts := ScheduleOptions{Method: Method(method % 3), Resolution: r}
+		pl, err := Schedule(s, c, work, s.End(), opts)
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrInfeasible) {
 				t.Fatalf("Resolution %d: error wraps no sentinel: %v", r, err)

@@ -47,7 +47,7 @@ func wholeOptimum(in ccInstance) float64 {
 }
 
 // TestChangeCostNeverAboveWholeScale: on 1,000 random instances with change
-// costs (1–8 hourly slots, curves up to scale 8, concave or not), Plan at
+// costs (1–8 hourly slots, curves up to scale 8, concave or not), Schedule at
 // the default Resolution never returns a plan (carbon + change cost) above
 // the best whole-scale plan, found by enumeration. DP rounds each scale's
 // work down to whole quanta and so missed whole-scale plans that fit by
@@ -76,7 +76,7 @@ func TestChangeCostNeverAboveWholeScale(t *testing.T) {
 		}
 		whole := wholeOptimum(in)
 		for _, m := range []Method{Auto, DP} {
-			s, err := Plan(in.series(), in.c, in.work, in.series().End(), in.opts(m))
+			s, err := Schedule(in.series(), in.c, in.work, in.series().End(), in.opts(m))
 			if err != nil {
 				t.Fatalf("instance %d: %v", it, err)
 			}
@@ -102,7 +102,7 @@ func TestChangeCostIssueInstance(t *testing.T) {
 			293.21398845027164, 352.0067645515634, 407.73007116563804, 456.0740867860548},
 	}
 	s := hourly(330.518, 351.435, 287.017, 243.689, 143.987, 86.886)
-	opts := PlanOptions{MinScale: 3, ChangeCostG: 13.71578205513432}
+	opts := ScheduleOptions{MinScale: 3, ChangeCostG: 13.71578205513432}
 	deadline := t0.Add(6 * time.Hour)
 	in := ccInstance{ci: s.Values, c: c, minS: 3, maxS: 8, work: 9463332.823148184, cc: opts.ChangeCostG}
 	whole := wholeOptimum(in)
@@ -111,7 +111,7 @@ func TestChangeCostIssueInstance(t *testing.T) {
 	}
 	for _, m := range []Method{Auto, DP} {
 		opts.Method = m
-		plan, err := Plan(s, c, in.work, deadline, opts)
+		plan, err := Schedule(s, c, in.work, deadline, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

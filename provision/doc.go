@@ -6,7 +6,7 @@
 // powered off (energy.NodeState) so that they stop drawing idle power.
 //
 // Planner plans every job as scheduler/carbonaware does (CarbonScaler's
-// marginal greedy, carbon.Plan, on the job's speedup curve from its
+// marginal greedy, carbon.Schedule, on the job's speedup curve from its
 // remaining work to its deadline over the forecast), adds up the devices
 // each plan runs in each slot per device type (Demand), and turns that
 // into nodes: enough on now for the plans and for every job that cannot

@@ -6,12 +6,12 @@ import (
 	"github.com/goodsched/goodsched/carbon"
 )
 
-// greedy is carbon.Plan's Greedy method (CarbonScaler's marginal
+// greedy is carbon.Schedule's Greedy method (CarbonScaler's marginal
 // allocation over the curve's concave hull, the one fractional slot mapped
 // back onto neighbouring scales) on buffers reused across the jobs of one
 // decision: the same plan, step for step and tie for tie, without
-// building a carbon.Schedule. TestGreedyMatchesPlan holds it to
-// carbon.Plan.
+// building a carbon.Plan. TestGreedyMatchesSchedule holds it to
+// carbon.Schedule.
 type greedy struct {
 	levels, hull []int
 	work, kwh    []float64

@@ -10,11 +10,11 @@ import (
 	"github.com/goodsched/goodsched/carbon"
 )
 
-// TestGreedyMatchesPlan: the reused-buffer greedy gives carbon.Plan's
+// TestGreedyMatchesSchedule: the reused-buffer greedy gives carbon.Schedule's
 // Greedy plan, slot for slot (Scale, Lower, Fraction), and agrees on
 // infeasibility, on 2,000 random curves (concave and not, with a minimum
 // scale), forecasts, horizons and amounts of work.
-func TestGreedyMatchesPlan(t *testing.T) {
+func TestGreedyMatchesSchedule(t *testing.T) {
 	rng := rand.New(rand.NewPCG(49, 2))
 	var g greedy
 	for trial := range 2000 {
@@ -45,21 +45,21 @@ func TestGreedyMatchesPlan(t *testing.T) {
 		work := sec * sp[len(sp)-1] * float64(n) * rng.Float64() * 1.1
 		pue := 1 + rng.Float64()*0.5
 		start := time.Date(2022, 1, 1, 0, 0, 0, 0, time.UTC)
-		s, err := carbon.Plan(carbon.Series{Start: start, Step: time.Hour, Values: ci, Unit: carbon.GPerKWh}, c, work,
-			start.Add(time.Duration(n)*time.Hour), carbon.PlanOptions{MinScale: minScale, PUE: pue, Method: carbon.Greedy})
+		s, err := carbon.Schedule(carbon.Series{Start: start, Step: time.Hour, Values: ci, Unit: carbon.GPerKWh}, c, work,
+			start.Add(time.Duration(n)*time.Hour), carbon.ScheduleOptions{MinScale: minScale, PUE: pue, Method: carbon.Greedy})
 		ok := g.plan(ci, n, sec, c, minScale, work, pue)
 		if err != nil {
 			if !errors.Is(err, carbon.ErrInfeasible) || ok {
-				t.Fatalf("trial %d: Plan %v, greedy ok %v", trial, err, ok)
+				t.Fatalf("trial %d: Schedule %v, greedy ok %v", trial, err, ok)
 			}
 			continue
 		}
 		if !ok {
-			t.Fatalf("trial %d: Plan found a plan, greedy did not", trial)
+			t.Fatalf("trial %d: Schedule found a plan, greedy did not", trial)
 		}
 		for i, sl := range s.Slots {
 			if sl.Scale != g.scale(i) || (sl.Scale > 0 && (sl.Lower != g.lower(i) || math.Abs(sl.Fraction-g.fraction(i)) > 1e-12)) {
-				t.Fatalf("trial %d slot %d: Plan %+v, greedy scale %d lower %d fraction %v", trial, i, sl, g.scale(i), g.lower(i), g.fraction(i))
+				t.Fatalf("trial %d slot %d: Schedule %+v, greedy scale %d lower %d fraction %v", trial, i, sl, g.scale(i), g.lower(i), g.fraction(i))
 			}
 		}
 	}

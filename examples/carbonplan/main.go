@@ -11,7 +11,7 @@
 //   - best static scale: suspend-resume at the best single scale;
 //   - energy-only elastic: the same planner on a flat forecast, which
 //     minimises energy rather than carbon, charged at the true intensity;
-//   - the marginal planner (carbon.Plan): scale per slot by marginal work
+//   - the marginal planner (carbon.Schedule): scale per slot by marginal work
 //     per gram;
 //   - with -verify, the exact optimum by dynamic programming and the LP
 //     lower bound;
@@ -222,7 +222,7 @@ type week struct {
 	LowerBoundG    *float64  `json:"lower_bound_g,omitempty"`
 	NoisyG         *float64  `json:"planner_noisy_forecast_g,omitempty"`
 
-	plan, agnostic carbon.Schedule
+	plan, agnostic carbon.Plan
 }
 
 // report is the -json output: grams averaged over the weeks.
@@ -262,19 +262,19 @@ func planWeek(s carbon.Series, c carbon.Curve, o options, start time.Time) (week
 	if err != nil {
 		return w, err
 	}
-	opts := carbon.PlanOptions{MinScale: o.minScale, MaxScale: maxS, PUE: o.pue}
-	if w.agnostic, err = carbon.PlanNow(f, c, maxS, work, deadline, opts); err != nil {
+	opts := carbon.ScheduleOptions{MinScale: o.minScale, MaxScale: maxS, PUE: o.pue}
+	if w.agnostic, err = carbon.ScheduleNow(f, c, maxS, work, deadline, opts); err != nil {
 		return w, err
 	}
-	sr, err := carbon.PlanLowest(f, c, maxS, work, deadline, opts)
+	sr, err := carbon.ScheduleLowest(f, c, maxS, work, deadline, opts)
 	if err != nil {
 		return w, err
 	}
-	st, k, err := carbon.PlanStatic(f, c, work, deadline, opts)
+	st, k, err := carbon.ScheduleStatic(f, c, work, deadline, opts)
 	if err != nil {
 		return w, err
 	}
-	if w.plan, err = carbon.Plan(f, c, work, deadline, opts); err != nil {
+	if w.plan, err = carbon.Schedule(f, c, work, deadline, opts); err != nil {
 		return w, err
 	}
 	w.AgnosticG, w.SuspendResumeG, w.StaticG, w.StaticScale = w.agnostic.CarbonG, sr.CarbonG, st.CarbonG, k
@@ -286,7 +286,7 @@ func planWeek(s carbon.Series, c carbon.Curve, o options, start time.Time) (week
 	for i := range flat.Values {
 		flat.Values[i] = mean
 	}
-	eo, err := carbon.Plan(flat, c, work, deadline, opts)
+	eo, err := carbon.Schedule(flat, c, work, deadline, opts)
 	if err != nil {
 		return w, err
 	}
@@ -299,7 +299,7 @@ func planWeek(s carbon.Series, c carbon.Curve, o options, start time.Time) (week
 	if o.verify {
 		v := opts
 		v.Method, v.Resolution = carbon.DP, o.resolution
-		dp, err := carbon.Plan(f, c, work, deadline, v)
+		dp, err := carbon.Schedule(f, c, work, deadline, v)
 		if err != nil {
 			return w, err
 		}

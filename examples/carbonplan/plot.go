@@ -52,7 +52,7 @@ func plotWeek(path string, s carbon.Series, w week, maxScale int) error {
 	bottom.Legend.YOffs = -vg.Millimeter
 	for k, sch := range []struct {
 		name string
-		s    carbon.Schedule
+		s    carbon.Plan
 	}{{"marginal planner", w.plan}, {"carbon-agnostic", w.agnostic}} {
 		var pts plotter.XYs
 		for i, sl := range sch.s.Slots {

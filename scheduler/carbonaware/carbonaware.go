@@ -32,7 +32,7 @@ import (
 // scale steps of one device, or of ⌈count/16⌉ devices for wide jobs, with
 // the power model's active-minus-idle watts per device (idle devices draw
 // their idle power whether the job runs or not); its work is
-// Job.RemainingWork × (1 + Headroom) device-seconds; carbon.Plan (the
+// Job.RemainingWork × (1 + Headroom) device-seconds; carbon.Schedule (the
 // CarbonScaler greedy) places that work in the forecast's slots from the
 // one holding Input.Now until Deadline − DeadlineMargin at the least
 // cost, where a slot's cost per kWh is
@@ -373,9 +373,9 @@ func (c Policy) planJob(r *scheduler.Round, j *scheduler.RoundJob, fc *forecast)
 	}
 	work := j.Job.RemainingWork * (1 + headroom)
 	dl := fc.start.Add(time.Duration(n) * fc.step)
-	var s carbon.Schedule
+	var s carbon.Plan
 	if n >= 1 {
-		s, err = carbon.Plan(fc.series(n), curve, work, dl, carbon.PlanOptions{MinScale: minScale, PUE: c.Power.PUE, Method: carbon.Greedy})
+		s, err = carbon.Schedule(fc.series(n), curve, work, dl, carbon.ScheduleOptions{MinScale: minScale, PUE: c.Power.PUE, Method: carbon.Greedy})
 	} else {
 		err = &carbon.InfeasibleError{Need: work}
 	}
