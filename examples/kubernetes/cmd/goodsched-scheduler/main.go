@@ -37,6 +37,7 @@ import (
 	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/carbonaware"
 	"github.com/goodsched/goodsched/scheduler/easyscale"
+	"github.com/goodsched/goodsched/variability"
 )
 
 // policies are the policies -policy names.
@@ -128,6 +129,8 @@ func run(args []string, stderr io.Writer) error {
 	servingURL := fs.String("serving-metrics-url", host.DefaultMetricsURL, "with -serving: a service pod's metrics URL ({ip}, {pod}, {namespace} are replaced); "+host.AnnotationMetricsURL+" overrides it per Deployment")
 	queuesCM := fs.String("queues-configmap", "", "namespace/name of the ConfigMap with the tenants' queues and quotas (key "+host.QueuesConfigKey+"; empty = no queues)")
 	topologyCM := fs.String("topology-configmap", "", "namespace/name of the ConfigMap with the network tiers as node-label levels (key "+host.TopologyConfigKey+", a Kueue Topology; empty = no topology)")
+	varEstimate := fs.Bool("variability-estimate", false, "learn each GPU's slowdown from the step times jobs send to the report endpoint (-report-addr), place by it and export goodsched_device_slowdown{node,gpu}")
+	varPenalty := fs.Float64("variability-locality-penalty", 1, "with -variability-estimate: how many times longer a gang's steps take when it spans nodes (≥ 1)")
 	var rep reportFlags
 	rep.register(fs)
 	var cf carbonFlags
@@ -187,6 +190,10 @@ func run(args []string, stderr io.Writer) error {
 	if *servingOn {
 		servingCfg = &host.ServingConfig{MetricsURL: *servingURL}
 	}
+	var varOpts *variability.Options
+	if *varEstimate {
+		varOpts = &variability.Options{LocalityPenalty: *varPenalty}
+	}
 	h, err := host.New(host.Config{
 		Client: cs, SchedulerName: *schedName, Namespace: *namespace,
 		Interval: *interval, MinInterval: *minInterval,
@@ -194,6 +201,7 @@ func run(args []string, stderr io.Writer) error {
 		Identity: *identity, LeaderElection: *leaderElect, LeaseNamespace: *leaseNS, LeaseName: *leaseName,
 		BindWorkers: *workers, ToleratedTaints: taints, Logger: log, QueuesConfigMap: *queuesCM,
 		Carbon: forecaster, CarbonZone: cf.zone, Serving: servingCfg, TopologyConfigMap: *topologyCM,
+		Variability: varOpts,
 	})
 	if err != nil {
 		return err

@@ -57,6 +57,12 @@ func (f *reportFlags) setup(ctx context.Context, cs kubernetes.Interface, log *s
 				return h.JobUID(job)
 			}
 			return "", false
+		},
+		Steps: func(job host.JobKey, steps []host.StepTime) error {
+			if h := leader.Load(); h != nil {
+				return h.ObserveSteps(job, steps)
+			}
+			return nil
 		}}
 	if f.perType {
 		cfg.TypeOf = report.GPUTypeOfNode

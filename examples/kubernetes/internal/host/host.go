@@ -30,6 +30,7 @@ import (
 
 	"github.com/goodsched/goodsched/carbon"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/variability"
 )
 
 // Defaults of Config's zero fields.
@@ -149,6 +150,10 @@ type Config struct {
 	// AnnotationTopologyRequired and AnnotationTopologyPreferred (see
 	// topology.go). It is watched: a change applies from the next round.
 	TopologyConfigMap string
+	// Variability turns on per-device slowdown estimation from the step
+	// times jobs report (see ObserveSteps and slowdown.go) with these
+	// estimator options; nil = off, every device runs at one speed.
+	Variability *variability.Options
 }
 
 // Host runs goodsched's rounds against a Kubernetes API server. Its
@@ -189,6 +194,8 @@ type Host struct {
 	// topo follows Config.TopologyConfigMap and is the scheduler's Placer
 	// (nil without it); guarded by roundMu.
 	topo *topologyWatch
+	// slow learns per-device slowdowns (nil without Config.Variability).
+	slow *slowdowns
 }
 
 // hostState is what a Host remembers between rounds. It is rebuilt from
@@ -342,6 +349,11 @@ func New(cfg Config) (*Host, error) {
 			rollback: map[types.UID]podRef{}, warned: map[JobKey]string{}, said: map[JobKey]string{},
 			refusedSeen: map[refusalKey]bool{}, forbidden: map[string]bool{}, used: map[JobKey]time.Duration{},
 			workers: map[types.UID]timedWorkers{}}}
+	if cfg.Variability != nil {
+		if h.slow, err = newSlowdowns(*cfg.Variability, reg, m.errors); err != nil {
+			return nil, err
+		}
+	}
 	h.factory = informers.NewSharedInformerFactory(cfg.Client, 0)
 	nodeInf := h.factory.Core().V1().Nodes()
 	podInf := h.factory.Core().V1().Pods()

@@ -44,7 +44,7 @@ func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodsched_evictions_total",
 			Help: "Pods evicted or deleted by the scheduler, by reason (preempt, shrink, move, node-lost, half-bound, rollback, extra)."}, []string{"reason"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodsched_errors_total",
-			Help: "Failed operations, by op (schedule, bind, evict, delete, patch, annotation, carbon)."}, []string{"op"}),
+			Help: "Failed operations, by op (schedule, bind, evict, delete, patch, annotation, carbon, slowdown)."}, []string{"op"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "goodsched_refused_total",
 			Help: "Pods of ours whose goodsched.io/devices annotation was not read, counted once per pod, by reason (annotation-too-long, binding-unverified, annotation-malformed)."}, []string{"reason"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "goodsched_leader",

@@ -197,6 +197,9 @@ func (h *Host) assemble(r *Round) (*assembly, error) {
 	a.in.Carbon = h.carbonForecast(now)
 	h.countUsed(snap.current, now)
 	a.in.Jobs = h.inputJobs(snap, a.byKey)
+	if h.slow != nil {
+		a.in.Speeds = h.slow.round(snap.cluster, snap.current)
+	}
 	return a, nil
 }
 

@@ -119,6 +119,11 @@ type Config struct {
 	// Service then reaches another replica). nil = always answer, for a
 	// single replica.
 	Leader func() bool
+	// Steps, if set, receives the step times of every report the endpoint
+	// accepted and stored (host.Host.ObserveSteps: per-device slowdown
+	// estimation); each is the mean optimizer step plus its accumulation
+	// passes. nil = none.
+	Steps func(job host.JobKey, steps []host.StepTime) error
 }
 
 // Server is the report endpoint and the ModelSource built on it. It is
@@ -485,6 +490,7 @@ func (s *Server) handle(r *http.Request) (client.Response, *httpError) {
 		if err := s.persist(ctx, job, mem.jobUID, &rep, typ); err != nil {
 			return client.Response{}, classify(err)
 		}
+		s.observeSteps(job, rep.Steps)
 	}
 	resp := s.response(job, rep.Current)
 	if rep.Reconfigure {
@@ -492,6 +498,19 @@ func (s *Server) handle(r *http.Request) (client.Response, *httpError) {
 		resp.Reconfigure = &rc
 	}
 	return resp, nil
+}
+
+// observeSteps hands an accepted report's step times to Config.Steps.
+func (s *Server) observeSteps(job host.JobKey, steps []client.Steps) {
+	if s.cfg.Steps == nil || len(steps) == 0 {
+		return
+	}
+	out := make([]host.StepTime, len(steps))
+	for i, st := range steps {
+		out[i] = host.StepTime{Replicas: st.Replicas, Local: st.Local, Accum: st.Accum,
+			Seconds: st.OptimSeconds + float64(st.Accum)*st.AccumSeconds}
+	}
+	_ = s.cfg.Steps(job, out) // the host counts and logs what it refuses
 }
 
 // PublishRound implements host.RoundSink: the round's Input and Plan
