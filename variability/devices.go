@@ -19,11 +19,3 @@ func (e *Estimator) AddDevices(c accel.Cluster) {
 		}
 	}
 }
-
-// Known reports whether the estimator knows device.
-func (e *Estimator) Known(device string) bool {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	_, ok := e.node[device]
-	return ok
-}
