@@ -19,8 +19,8 @@ import (
 // accepts) feed a variability.Estimator together with the devices the
 // job's pods held at the last round, as this host bound them; each round
 // passes the estimates to the scheduler as Input.Speeds, so that the
-// default placer gives the fastest devices to the most critical jobs and
-// the goodput policy sees a gang's slowdown.
+// default placer keeps gangs off slow devices and the goodput policy sees
+// a gang's slowdown.
 //
 // A job's base time for a configuration (replicas, per-GPU batch,
 // accumulation passes) is the fastest step it has reported in it, less
