@@ -19,7 +19,8 @@ import (
 // starts); the host's estimate of that node's GPUs becomes 2
 // (goodsched_device_slowdown), the gang moves to a fast node, and a new
 // gang is bound on the other fast node, not on the slow node, although
-// it is free.
+// it is free (without the estimates the placer picks n0, the first free
+// node, where the first gang lands and reports).
 func TestIntegrationVariabilityGangAvoidsSlowNode(t *testing.T) {
 	c := startCluster(t)
 	createNodes(t, c, gpuNode("n0", productA100, 2, true), gpuNode("n1", productA100, 2, true), gpuNode("n2", productA100, 2, true))
