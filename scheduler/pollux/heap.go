@@ -61,17 +61,20 @@ func (h heapOf[T]) down(i, n int) {
 	}
 }
 
-// heapWalk visits the elements of a heapOf in pop order without removing
-// them: the frontier of the heap's tree (the children of what it has
-// visited) is kept in a small heap of positions. Visiting k elements
-// costs O(k log k) and leaves the heap as it was.
-type heapWalk[T ordered[T]] struct {
-	h     heapOf[T]
+// heapWalk visits the elements of a shrinkHeap in pop order without
+// removing them: the frontier of the heap's tree (the children of what it
+// has visited) is kept in a small heap of positions. Visiting k elements
+// costs O(k log k) and leaves the heap as it was. It is written for
+// shrinks, not for any ordered type: a transfer trial walks many donors,
+// and a generic walk calls before through its dictionary, uninlined, on
+// every comparison.
+type heapWalk struct {
+	h     shrinkHeap
 	front []int // positions in h, heap-ordered by h's elements
 }
 
 // reset starts a walk of h.
-func (w *heapWalk[T]) reset(h heapOf[T]) {
+func (w *heapWalk) reset(h shrinkHeap) {
 	w.h, w.front = h, w.front[:0]
 	if len(h) > 0 {
 		w.front = append(w.front, 0)
@@ -80,7 +83,7 @@ func (w *heapWalk[T]) reset(h heapOf[T]) {
 
 // next returns the position in h of the next element in pop order, and
 // false when every element was visited.
-func (w *heapWalk[T]) next() (int, bool) {
+func (w *heapWalk) next() (int, bool) {
 	f := w.front
 	if len(f) == 0 {
 		return 0, false
@@ -100,7 +103,7 @@ func (w *heapWalk[T]) next() (int, bool) {
 	return at, true
 }
 
-func (w *heapWalk[T]) siftUp(f []int) {
+func (w *heapWalk) siftUp(f []int) {
 	j := len(f) - 1
 	for j > 0 {
 		i := (j - 1) / 2
@@ -112,7 +115,7 @@ func (w *heapWalk[T]) siftUp(f []int) {
 	}
 }
 
-func (w *heapWalk[T]) siftDown(f []int) {
+func (w *heapWalk) siftDown(f []int) {
 	i := 0
 	for {
 		j := 2*i + 1

@@ -67,7 +67,7 @@ func TestHeapWalkVisitsInPopOrder(t *testing.T) {
 			h.push(shrink{loss: float64(rng.IntN(5)), job: i})
 		}
 		before := slices.Clone(h)
-		var w heapWalk[shrink]
+		var w heapWalk
 		w.reset(h)
 		var walked []shrink
 		for {

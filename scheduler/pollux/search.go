@@ -395,7 +395,7 @@ func (e *Search) movesSurely(s *state, i, t, c int) bool {
 
 // donorVisit is tryTransfer's scratch for visiting donors in place.
 type donorVisit struct {
-	walk heapWalk[shrink]
+	walk heapWalk
 	seen []shrink // the entries visited so far, in order
 	out  bool     // seen was taken out of the heap: pop from now on
 }
