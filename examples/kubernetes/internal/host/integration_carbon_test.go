@@ -24,7 +24,10 @@ import (
 func TestIntegrationCarbonShiftsDelayTolerantJobs(t *testing.T) {
 	c := startCluster(t)
 	createNodes(t, c, gpuNode("n0", productA100, 4, true))
-	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	// The forecast starts at the hour the test runs: the Jobs' deadlines
+	// must follow their creation time, which the API server sets from the
+	// real clock (a fixed date here failed once the day passed 20:00).
+	t0 := time.Now().UTC().Truncate(time.Hour)
 	// Dirty (500 g/kWh) for hours 0–5 and 24–29 of the forecast, clean
 	// (50) for hours 6–23 and 30–47.
 	vals := make([]float64, 48)
