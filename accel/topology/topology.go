@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Sentinel errors; each error returned by this package wraps one of them
@@ -298,18 +299,8 @@ func (t *Topology) Domains(level string) ([]Domain, error) {
 			out = append(out, t.export(i))
 		}
 	}
-	slices.SortFunc(out, func(a, b Domain) int { return compareStrings(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b Domain) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Span says how far a set of nodes reaches up the tree.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/accel/topology"
@@ -51,7 +52,7 @@ func topologyFigure(clk clock, rng *rand.Rand, quick bool) (float64, error) {
 		n += size
 	}
 	tg = append(tg, placement.Target{Job: "gang", Type: "gb200", Count: gang})
-	slices.SortFunc(tg, func(a, b placement.Target) int { return compareStrings(a.Job, b.Job) })
+	slices.SortFunc(tg, func(a, b placement.Target) int { return strings.Compare(a.Job, b.Job) })
 	p := topoplace.Placer{Topology: top, Constraint: func(job string) topoplace.Constraint {
 		if job == "gang" {
 			return topoplace.Constraint{Required: "block"}
@@ -77,16 +78,6 @@ func topologyFigure(clk clock, rng *rand.Rand, quick bool) (float64, error) {
 	}
 	slices.Sort(times)
 	return times[(len(times)*99+99)/100-1], nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // fabricGB200 builds nodes × 4 GB200 GPUs ("n00000/0"), racks of perRack

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/goodsched/goodsched/placement"
@@ -67,16 +68,6 @@ func (e *engine) observeTiers() {
 			r.Waiting = append(r.Waiting, j.spec.Replicas)
 		}
 	}
-	slices.SortFunc(r.Current, func(a, b placement.Assignment) int { return compareJob(a.Job, b.Job) })
+	slices.SortFunc(r.Current, func(a, b placement.Assignment) int { return strings.Compare(a.Job, b.Job) })
 	t.Observe(r)
-}
-
-func compareJob(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

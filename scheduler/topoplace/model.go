@@ -2,6 +2,7 @@ package topoplace
 
 import (
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/goodsched/goodsched/accel/topology"
@@ -119,14 +120,14 @@ func buildModel(x *placement.Index, top *topology.Topology) *model {
 		m.kids[m.parent[v]] = append(m.kids[m.parent[v]], v)
 	}
 	for v := range m.kids {
-		slices.SortFunc(m.kids[v], func(a, b int32) int { return compare(m.name[a], m.name[b]) })
+		slices.SortFunc(m.kids[v], func(a, b int32) int { return strings.Compare(m.name[a], m.name[b]) })
 	}
 	m.atLvl = make([][]int32, nl+1)
 	for v := int32(0); v < m.root; v++ {
 		m.atLvl[m.depth[v]] = append(m.atLvl[m.depth[v]], v)
 	}
 	for d := range m.atLvl {
-		slices.SortFunc(m.atLvl[d], func(a, b int32) int { return compare(m.name[a], m.name[b]) })
+		slices.SortFunc(m.atLvl[d], func(a, b int32) int { return strings.Compare(m.name[a], m.name[b]) })
 	}
 	// Post-order of the domains and the root: deepest first is enough,
 	// since a parent is always at an outer depth.
@@ -135,16 +136,6 @@ func buildModel(x *placement.Index, top *topology.Topology) *model {
 	}
 	m.post = append(m.post, m.root)
 	return m
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // ancestorAt returns v's ancestor (or v) at depth d, or -1 when v hangs

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/goodsched/goodsched/placement"
 )
@@ -493,7 +494,7 @@ func (w *work) nodesUnder(v int32, capv []int32) []int32 {
 		}
 	}
 	walk(v)
-	slices.SortFunc(out, func(x, y int32) int { return compare(m.name[x], m.name[y]) })
+	slices.SortFunc(out, func(x, y int32) int { return strings.Compare(m.name[x], m.name[y]) })
 	return out
 }
 
