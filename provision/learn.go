@@ -77,14 +77,8 @@ func newNext(need []int, nodes int) nextNeed {
 }
 
 func replay(in OracleInput, r Rule, nx nextNeed) OracleResult {
-	np := in.Power
-	if np == (energy.NodePower{}) {
-		np = energy.DefaultNodePower
-	}
-	pue := in.PUE
-	if pue == 0 {
-		pue = 1
-	}
+	np := cmp.Or(in.Power, energy.DefaultNodePower)
+	pue := cmp.Or(in.PUE, 1)
 	n, S := in.Nodes, len(in.Need)
 	sec := in.Step.Seconds()
 	hold := cmp.Or(r.Hold, time.Hour)

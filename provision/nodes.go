@@ -55,10 +55,7 @@ func (p Planner) Provision(ctx context.Context, in scheduler.Input, states []ene
 			holds[id]++
 		}
 	}
-	np := p.Power.Nodes
-	if np == (energy.NodePower{}) {
-		np = energy.DefaultNodePower
-	}
+	np := cmp.Or(p.Power.Nodes, energy.DefaultNodePower)
 	breakEven, breakEvenSusp := offAfter(np, p.OffAfter)
 	hold := cmp.Or(p.Hold, time.Hour)
 	for t, ti := range types {

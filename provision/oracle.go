@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"cmp"
 	"math"
 	"time"
 
@@ -61,14 +62,8 @@ func Oracle(in OracleInput) (OracleResult, error) {
 		return OracleResult{}, err
 	}
 	n := in.Nodes
-	np := in.Power
-	if np == (energy.NodePower{}) {
-		np = energy.DefaultNodePower
-	}
-	pue := in.PUE
-	if pue == 0 {
-		pue = 1
-	}
+	np := cmp.Or(in.Power, energy.DefaultNodePower)
+	pue := cmp.Or(in.PUE, 1)
 	// States: index of (a on, b suspended), a+b ≤ n.
 	type st struct{ a, b int }
 	var states []st

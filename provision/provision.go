@@ -273,10 +273,7 @@ func (p Planner) planJob(g *greedy, j *scheduler.Job, types []typeInfo, allowed 
 	beyond := n > len(fc.ci)
 	n = min(n, len(fc.ci))
 	work := j.RemainingWork * (1 + headroom)
-	pue := p.Power.PUE
-	if pue == 0 {
-		pue = 1
-	}
+	pue := cmp.Or(p.Power.PUE, 1)
 	if n < 1 || !g.plan(fc.ci, n, fc.step.Seconds(), curve, minScale, work, pue) {
 		if beyond {
 			addAll(dev[best], max(j.MinReplicas, j.Requested, 1)) // not shifted: the policy runs it as Pollux would
