@@ -752,20 +752,7 @@ func (h *Host) bindAll(ctx context.Context, ups []*unitPlan, r *Round) {
 			return // the gang is rolled back anyway
 		}
 		p, s := up.bind[k].pod, up.slots[k]
-		b := &corev1.Binding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID,
-				Annotations: map[string]string{AnnotationDevices: formatDevices(s.devices),
-					AnnotationBinding: bindingMAC(h.key, p.UID, s.node, formatDevices(s.devices))}},
-			Target: corev1.ObjectReference{Kind: "Node", Name: s.node},
-		}
-		if s.share.count > 0 {
-			b.Annotations[AnnotationPodWorkers] = strconv.Itoa(s.share.count)
-			b.Annotations[AnnotationPodWorkerRanks] = s.share.ranks()
-		}
-		err := ctx.Err()
-		if err == nil {
-			err = h.cfg.Client.CoreV1().Pods(p.Namespace).Bind(ctx, b, metav1.CreateOptions{})
-		}
+		err := h.bind(ctx, p, s)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -1139,4 +1126,24 @@ func (h *Host) noteRefusals(rs []refusal) {
 		h.m.refused.WithLabelValues(r.reason).Inc()
 		h.log.Warn("annotation refused", "pod", r.pod.Namespace+"/"+r.pod.Name, "reason", r.reason, "err", r.err)
 	}
+}
+
+// bind binds pod p to s's node with the signed devices annotation (and,
+// for a W-job's pod, its share of the logical workers); it does nothing
+// but return ctx's error once ctx is done.
+func (h *Host) bind(ctx context.Context, p *corev1.Pod, s bindRecord) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	devs := formatDevices(s.devices)
+	b := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID,
+			Annotations: map[string]string{AnnotationDevices: devs, AnnotationBinding: bindingMAC(h.key, p.UID, s.node, devs)}},
+		Target: corev1.ObjectReference{Kind: "Node", Name: s.node},
+	}
+	if s.share.count > 0 {
+		b.Annotations[AnnotationPodWorkers] = strconv.Itoa(s.share.count)
+		b.Annotations[AnnotationPodWorkerRanks] = s.share.ranks()
+	}
+	return h.cfg.Client.CoreV1().Pods(p.Namespace).Bind(ctx, b, metav1.CreateOptions{})
 }

@@ -674,16 +674,7 @@ func (h *Host) bindServices(ctx context.Context, a *assembly, r *Round) {
 	h.parallel(len(bs), func(i int) {
 		b := bs[i]
 		p, s := b.pod, b.slot
-		devs := formatDevices(s.devices)
-		binding := &corev1.Binding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID,
-				Annotations: map[string]string{AnnotationDevices: devs, AnnotationBinding: bindingMAC(h.key, p.UID, s.node, devs)}},
-			Target: corev1.ObjectReference{Kind: "Node", Name: s.node},
-		}
-		err := ctx.Err()
-		if err == nil {
-			err = h.cfg.Client.CoreV1().Pods(p.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
-		}
+		err := h.bind(ctx, p, s)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
