@@ -48,6 +48,16 @@ type ScheduleOptions struct {
 	MinScale int
 	// MaxScale is the largest scale. Zero means the curve's maximum.
 	MaxScale int
+	// SlotMaxScale, when set, bounds the scale slot by slot (slot t of
+	// the forecast from its start; slots past its end are bounded by
+	// MaxScale only): the share of a slot other work leaves the job, as a
+	// planner that fits many jobs into one cluster passes it. A bound
+	// below MinScale closes the slot. Greedy honours a bound exactly when
+	// it is one of the curve's hull scales (every scale of a concave
+	// curve), and otherwise uses the largest hull scale below it. Auto
+	// then plans with Greedy alone and its BoundG is zero (the hull bound
+	// is not one under slot bounds); DP is an error. Negative is an error.
+	SlotMaxScale []int
 	// PUE multiplies IT energy into facility energy. Zero means 1; below 1
 	// is an error.
 	PUE float64
@@ -198,6 +208,14 @@ func newProblem(forecast Series, c Curve, work float64, deadline time.Time, opts
 	if opts.Method < Auto || opts.Method > DP {
 		return nil, fmt.Errorf("%w: ScheduleOptions.Method %d", ErrInvalid, opts.Method)
 	}
+	for t, k := range opts.SlotMaxScale {
+		if k < 0 {
+			return nil, fmt.Errorf("%w: ScheduleOptions.SlotMaxScale[%d] %d is negative", ErrInvalid, t, k)
+		}
+	}
+	if opts.SlotMaxScale != nil && opts.Method == DP {
+		return nil, fmt.Errorf("%w: ScheduleOptions.SlotMaxScale needs Method Greedy or Auto", ErrInvalid)
+	}
 	if opts.Resolution < 0 || opts.Resolution > 1_000_000 {
 		return nil, fmt.Errorf("%w: ScheduleOptions.Resolution %d", ErrInvalid, opts.Resolution)
 	}
@@ -224,11 +242,25 @@ func newProblem(forecast Series, c Curve, work float64, deadline time.Time, opts
 		p.work = append(p.work, c.WorkPerSecond[k]*p.sec)
 		p.kwh = append(p.kwh, c.Watts[k]*p.sec/3.6e6*pue)
 	}
-	fits := float64(n) * p.work[len(p.work)-1]
+	fits := 0.0
+	for t := range n {
+		fits += p.work[p.top(t)]
+	}
 	if fits < work*(1-1e-12) {
 		return nil, &InfeasibleError{Need: work, Fits: fits, Slots: n}
 	}
 	return p, nil
+}
+
+// top is the index in p.levels of the largest scale slot t allows.
+func (p *problem) top(t int) int {
+	j := len(p.levels) - 1
+	if t < len(p.opts.SlotMaxScale) {
+		for j > 0 && p.levels[j] > p.opts.SlotMaxScale[t] {
+			j--
+		}
+	}
+	return j
 }
 
 // alloc is a slot's allocation as indices into problem.levels: upper
@@ -273,6 +305,9 @@ func Schedule(forecast Series, c Curve, work float64, deadline time.Time, opts S
 	if m == Auto && tol < 0 {
 		m = DP
 	}
+	if opts.SlotMaxScale != nil {
+		m = Greedy
+	}
 	var greedy Plan
 	if m == Greedy || m == Auto {
 		a, bound, err := p.hullGreedy()
@@ -281,6 +316,9 @@ func Schedule(forecast Series, c Curve, work float64, deadline time.Time, opts S
 		}
 		greedy = p.plan(a)
 		greedy.Method, greedy.Concave, greedy.BoundG = Greedy, concave, bound
+		if opts.SlotMaxScale != nil {
+			greedy.BoundG = 0
+		}
 		if m == Greedy || (opts.ChangeCostG == 0 && greedy.CarbonG <= bound*(1+tol)) {
 			return greedy, nil
 		}
@@ -373,7 +411,9 @@ func changes(slots []Slot, initial int, perDevice float64) (int, float64) {
 
 // hull returns the indices of the levels on the lower convex hull of
 // (work, energy), from level 0 up: the levels a cost-minimising plan would
-// use if time in a slot could be split among any scales.
+// use if time in a slot could be split among any scales. With
+// SlotMaxScale it keeps the levels on the hull's segments too, so that a
+// slot's bound can stop part way along one.
 func (p *problem) hull() []int {
 	h := []int{0}
 	for j := 1; j < len(p.levels); j++ {
@@ -385,8 +425,8 @@ func (p *problem) hull() []int {
 			// Drop b if it lies on or above the segment a -> j.
 			lhs := (p.kwh[b] - p.kwh[a]) * (p.work[j] - p.work[a])
 			rhs := (p.kwh[j] - p.kwh[a]) * (p.work[b] - p.work[a])
-			if lhs < rhs*(1-1e-12) {
-				break
+			if lhs < rhs*(1-1e-12) || (p.opts.SlotMaxScale != nil && lhs <= rhs*(1+1e-12)) {
+				break // b is below the segment (or on it, kept for slot bounds)
 			}
 			h = h[:len(h)-1]
 		}
@@ -453,8 +493,21 @@ func (p *problem) greedy(idx []int) ([]alloc, error) {
 		}
 		return dw / dk
 	}
+	// lim[t]: the last index of idx slot t allows.
+	lim := make([]int, n)
+	for t := range n {
+		lim[t] = L - 1
+		if t < len(p.opts.SlotMaxScale) {
+			for lim[t] > 0 && p.levels[idx[lim[t]]] > p.opts.SlotMaxScale[t] {
+				lim[t]--
+			}
+		}
+	}
 	h := slotHeap{key: make([]float64, n)}
 	for t := range n {
+		if lim[t] == 0 {
+			continue
+		}
 		h.key[t] = score(t)
 		h.items = append(h.items, t)
 	}
@@ -475,7 +528,7 @@ func (p *problem) greedy(idx []int) ([]alloc, error) {
 		}
 		a[t] = alloc{j: j, f: 1}
 		remaining -= dw
-		if j+1 < L {
+		if j+1 <= lim[t] {
 			h.key[t] = score(t)
 			h.push(t)
 		}

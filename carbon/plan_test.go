@@ -57,6 +57,12 @@ func randSeries(r *rand.Rand, n int) Series {
 // enumerating every whole-scale vector and shaving the overshoot in one
 // slot.
 func bruteForce(ci []float64, c Curve, minS, maxS int, work float64) float64 {
+	return bruteForceBounded(ci, c, minS, maxS, nil, work)
+}
+
+// bruteForceBounded is bruteForce with slot t at most at scale bound[t]
+// (ScheduleOptions.SlotMaxScale; nil: none).
+func bruteForceBounded(ci []float64, c Curve, minS, maxS int, bound []int, work float64) float64 {
 	levels := []int{0}
 	for k := minS; k <= maxS; k++ {
 		levels = append(levels, k)
@@ -72,7 +78,11 @@ func bruteForce(ci []float64, c Curve, minS, maxS int, work float64) float64 {
 			w += wk(j)
 			g += kwh(j) * ci[t]
 		}
-		if e := w - work; e >= -1e-9*work {
+		allowed := true
+		for t, j := range v {
+			allowed = allowed && (bound == nil || levels[j] <= bound[t])
+		}
+		if e := w - work; allowed && e >= -1e-9*work {
 			save := 0.0
 			for t, j := range v {
 				if j == 0 {
@@ -164,6 +174,69 @@ func TestMarginalIsExactOnConcave(t *testing.T) {
 			if !near(got.CarbonG, bf, 1e-7) {
 				t.Fatalf("%d: greedy %v, brute force %v", it, got.CarbonG, bf)
 			}
+		}
+	}
+}
+
+// TestSlotMaxScale: with a bound per slot, the greedy plan keeps every
+// slot within its bound and, on a concave curve, equals the exact
+// optimum under the bounds (brute force); bounds at the curve's maximum
+// change nothing; too tight bounds are infeasible; DP and negative
+// bounds are errors.
+func TestSlotMaxScale(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 49))
+	for it := range 300 {
+		n := 1 + r.IntN(6)
+		levels := 1 + r.IntN(4)
+		c := randConcave(r, levels)
+		s := randSeries(r, n)
+		bound := make([]int, n)
+		fits := 0.0
+		for i := range bound {
+			bound[i] = r.IntN(levels + 1)
+			fits += c.WorkPerSecond[bound[i]] * 3600
+		}
+		work := fits * (0.05 + 0.9*r.Float64())
+		if fits == 0 {
+			if _, err := Schedule(s, c, 1, s.End(), ScheduleOptions{SlotMaxScale: bound}); !errors.Is(err, ErrInfeasible) {
+				t.Fatalf("%d: all slots closed: %v, want ErrInfeasible", it, err)
+			}
+			continue
+		}
+		got, err := Schedule(s, c, work, s.End(), ScheduleOptions{SlotMaxScale: bound})
+		if err != nil {
+			t.Fatalf("%d: %v", it, err)
+		}
+		checkPlan(t, got, c, 1, levels, work, n)
+		for i, sl := range got.Slots {
+			if sl.Scale > bound[i] {
+				t.Fatalf("%d: slot %d at scale %d above its bound %d", it, i, sl.Scale, bound[i])
+			}
+		}
+		if got.Method != Greedy || got.BoundG != 0 {
+			t.Fatalf("%d: method %v, BoundG %v", it, got.Method, got.BoundG)
+		}
+		if bf := bruteForceBounded(s.Values, c, 1, levels, bound, work); !near(got.CarbonG, bf, 1e-7) {
+			t.Fatalf("%d: greedy %v, brute force %v (bounds %v)", it, got.CarbonG, bf, bound)
+		}
+		if _, err := Schedule(s, c, fits*1.01, s.End(), ScheduleOptions{SlotMaxScale: bound}); !errors.Is(err, ErrInfeasible) {
+			t.Fatalf("%d: more work than the bounds hold: %v, want ErrInfeasible", it, err)
+		}
+		full := make([]int, n)
+		for i := range full {
+			full[i] = levels
+		}
+		a, _ := Schedule(s, c, work, s.End(), ScheduleOptions{SlotMaxScale: full})
+		b, _ := Schedule(s, c, work, s.End(), ScheduleOptions{})
+		if !near(a.CarbonG, b.CarbonG, 1e-12) {
+			t.Fatalf("%d: bounds at the maximum: %v, none: %v", it, a.CarbonG, b.CarbonG)
+		}
+	}
+	s := hourly(100, 200)
+	c := randConcave(r, 2)
+	for _, o := range []ScheduleOptions{{SlotMaxScale: []int{1, 1}, Method: DP}, {SlotMaxScale: []int{-1, 1}}} {
+		if _, err := Schedule(s, c, 1, s.End(), o); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: %v, want ErrInvalid", o, err)
 		}
 	}
 }
