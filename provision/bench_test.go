@@ -67,12 +67,13 @@ func benchInput(nodes, jobs int, seed uint64) scheduler.Input {
 }
 
 // BenchmarkProvision1000Nodes: one decision for 1,000 nodes and 2,000
-// jobs (examples/benchmark reports it as provision_1000_nodes_ms; target
+// jobs, planned jointly as examples/simulate -provision plans them
+// (examples/benchmark reports it as provision_1000_nodes_ms; target
 // ≤ 20 ms).
 func BenchmarkProvision1000Nodes(b *testing.B) {
 	in := benchInput(1000, 2000, 1)
 	states := make([]energy.NodeState, len(in.Cluster.Nodes))
-	p := Planner{}
+	p := Planner{Joint: true}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := p.Provision(context.Background(), in, states); err != nil {

@@ -7,11 +7,13 @@
 //
 // Planner plans every job as scheduler/carbonaware does (CarbonScaler's
 // marginal greedy, carbon.Schedule, on the job's speedup curve from its
-// remaining work to its deadline over the forecast), adds up the devices
-// each plan runs in each slot per device type (Demand), and turns that
-// into nodes: enough on now for the plans and for every job that cannot
-// wait, never fewer than hold a running job, and a node that is on stays
-// on while the plans need it within Hold (hysteresis). A node going down
+// remaining work to its deadline over the forecast; with Joint, as
+// carbonaware.Policy.Joint, the jobs of over-booked slots again within
+// their shares of them), adds up the devices each plan runs in each slot
+// per device type (Demand), and turns that into nodes: enough on now for
+// the plans and for every job that cannot wait, never fewer than hold a
+// running job, and a node that is on stays on while the plans need it
+// within Hold (hysteresis). A node going down
 // is suspended, or powered off when the plans will not need it before
 // the break-even time of the two (energy.NodePower's figures).
 //
@@ -27,7 +29,8 @@
 //     carbon forecast) and the state every node is in or moving into.
 //  2. Start the transitions it asks for; offer the policy only the
 //     devices of nodes that are on and done moving.
-//  3. Schedule with scheduler/carbonaware.Policy (the plans agree).
+//  3. Schedule with scheduler/carbonaware.Policy, with the same Headroom,
+//     DeadlineMargin and Joint (the plans agree).
 //
 // scheduler/sim does all three with sim.Config.Provision. The package
 // imports accel, carbon, energy and scheduler only.

@@ -19,13 +19,15 @@ type greedy struct {
 	f            []float64
 	key          []float64
 	heap         []int
+	lim          []int
 }
 
 // plan plans work units of curve c from minScale (0 = 1) in the first n
-// slots of ci (g/kWh) of sec seconds each; it returns false when the work
-// does not fit. After it, scale(t) and lower(t) and fraction(t) give
+// slots of ci (g/kWh) of sec seconds each, slot t at most at scale
+// slotMax[t] when slotMax is set (carbon.ScheduleOptions.SlotMaxScale);
+// it returns false when the work does not fit. After it, scale(t) and lower(t) and fraction(t) give
 // slot t's plan as carbon.Slot's Scale, Lower and Fraction.
-func (g *greedy) plan(ci []float64, n int, sec float64, c carbon.Curve, minScale int, work, pue float64) bool {
+func (g *greedy) plan(ci []float64, n int, sec float64, c carbon.Curve, minScale int, work, pue float64, slotMax []int) bool {
 	minS := max(minScale, 1)
 	maxS := c.MaxScale()
 	g.levels = append(g.levels[:0], 0)
@@ -37,10 +39,21 @@ func (g *greedy) plan(ci []float64, n int, sec float64, c carbon.Curve, minScale
 		g.work = append(g.work, c.WorkPerSecond[k]*sec)
 		g.kwh = append(g.kwh, c.Watts[k]*sec/3.6e6*pue)
 	}
-	if float64(n)*g.work[len(g.work)-1] < work*(1-1e-12) {
+	fits := 0.0
+	for t := range n {
+		j := len(g.levels) - 1
+		if t < len(slotMax) {
+			for j > 0 && g.levels[j] > slotMax[t] {
+				j--
+			}
+		}
+		fits += g.work[j]
+	}
+	if fits < work*(1-1e-12) {
 		return false
 	}
-	// The concave hull, as carbon's.
+	// The concave hull, as carbon's (with the levels on its segments
+	// under slot bounds).
 	g.hull = append(g.hull[:0], 0)
 	for j := 1; j < len(g.levels); j++ {
 		if g.work[j] <= g.work[g.hull[len(g.hull)-1]] {
@@ -50,7 +63,7 @@ func (g *greedy) plan(ci []float64, n int, sec float64, c carbon.Curve, minScale
 			a, b := g.hull[len(g.hull)-2], g.hull[len(g.hull)-1]
 			lhs := (g.kwh[b] - g.kwh[a]) * (g.work[j] - g.work[a])
 			rhs := (g.kwh[j] - g.kwh[a]) * (g.work[b] - g.work[a])
-			if lhs < rhs*(1-1e-12) {
+			if lhs < rhs*(1-1e-12) || (slotMax != nil && lhs <= rhs*(1+1e-12)) {
 				break
 			}
 			g.hull = g.hull[:len(g.hull)-1]
@@ -73,8 +86,20 @@ func (g *greedy) plan(ci []float64, n int, sec float64, c carbon.Curve, minScale
 		}
 		return dw / dk
 	}
+	g.lim = resize(g.lim, n)
+	for t := range n {
+		g.lim[t] = L - 1
+		if t < len(slotMax) {
+			for g.lim[t] > 0 && g.levels[g.hull[g.lim[t]]] > slotMax[t] {
+				g.lim[t]--
+			}
+		}
+	}
 	g.heap = g.heap[:0]
 	for t := range n {
+		if g.lim[t] == 0 {
+			continue
+		}
 		g.key[t] = score(t)
 		g.heap = append(g.heap, t)
 	}
@@ -102,7 +127,7 @@ func (g *greedy) plan(ci []float64, n int, sec float64, c carbon.Curve, minScale
 		}
 		g.j[t], g.f[t] = j, 1
 		remaining -= dw
-		if j+1 < L {
+		if j+1 <= g.lim[t] {
 			g.key[t] = score(t)
 			g.heap = append(g.heap, t)
 			g.up(len(g.heap) - 1)

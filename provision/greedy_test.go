@@ -13,7 +13,8 @@ import (
 // TestGreedyMatchesSchedule: the reused-buffer greedy gives carbon.Schedule's
 // Greedy plan, slot for slot (Scale, Lower, Fraction), and agrees on
 // infeasibility, on 2,000 random curves (concave and not, with a minimum
-// scale), forecasts, horizons and amounts of work.
+// scale), forecasts, horizons, amounts of work and, in half the trials,
+// bounds per slot (carbon.ScheduleOptions.SlotMaxScale).
 func TestGreedyMatchesSchedule(t *testing.T) {
 	rng := rand.New(rand.NewPCG(49, 2))
 	var g greedy
@@ -44,10 +45,18 @@ func TestGreedyMatchesSchedule(t *testing.T) {
 		sec := 3600.0
 		work := sec * sp[len(sp)-1] * float64(n) * rng.Float64() * 1.1
 		pue := 1 + rng.Float64()*0.5
+		var bound []int
+		if rng.IntN(2) == 0 {
+			bound = make([]int, n)
+			for i := range bound {
+				bound[i] = rng.IntN(c.MaxScale() + 2)
+			}
+			work *= 0.5
+		}
 		start := time.Date(2022, 1, 1, 0, 0, 0, 0, time.UTC)
 		s, err := carbon.Schedule(carbon.Series{Start: start, Step: time.Hour, Values: ci, Unit: carbon.GPerKWh}, c, work,
-			start.Add(time.Duration(n)*time.Hour), carbon.ScheduleOptions{MinScale: minScale, PUE: pue, Method: carbon.Greedy})
-		ok := g.plan(ci, n, sec, c, minScale, work, pue)
+			start.Add(time.Duration(n)*time.Hour), carbon.ScheduleOptions{MinScale: minScale, PUE: pue, Method: carbon.Greedy, SlotMaxScale: bound})
+		ok := g.plan(ci, n, sec, c, minScale, work, pue, bound)
 		if err != nil {
 			if !errors.Is(err, carbon.ErrInfeasible) || ok {
 				t.Fatalf("trial %d: Schedule %v, greedy ok %v", trial, err, ok)

@@ -45,6 +45,11 @@ type Planner struct {
 	// over suspended for a node going down, off over staying suspended
 	// for a suspended one); negative is an error. Learn fits it.
 	OffAfter time.Duration
+	// Joint plans the deferrable jobs together, as
+	// carbonaware.Policy.Joint does (keep the two equal): the jobs of a
+	// slot whose plans ask for more devices of a type than are installed
+	// are planned again within their shares of it.
+	Joint bool
 }
 
 var _ interface {
@@ -90,12 +95,15 @@ const maxLevels = 16
 
 // typeInfo is what the planner knows of one device type.
 type typeInfo struct {
-	key      accel.TypeKey
-	devices  int // usable devices (healthy: not failed)
-	perNode  int
-	nodes    []int // cluster node indices whose first device is of this type
-	failed   []bool
-	wattsDev float64
+	key     accel.TypeKey
+	devices int // usable devices (healthy: not failed)
+	// installed counts failed devices too (a plan looks ahead, when
+	// they are back), as carbonaware's Joint capacity.
+	installed int
+	perNode   int
+	nodes     []int // cluster node indices whose first device is of this type
+	failed    []bool
+	wattsDev  float64
 }
 
 // Demand plans every job of in and adds up their devices per type and
@@ -145,6 +153,7 @@ func (p Planner) demand(in scheduler.Input, types []typeInfo, byKey map[accel.Ty
 	}
 	headroom := cmp.Or(p.Headroom, 0.25)
 	var g greedy
+	var deferred []int // deferrable jobs to plan
 	for i := range in.Jobs {
 		j := &in.Jobs[i]
 		h, running := held[j.ID]
@@ -165,11 +174,89 @@ func (p Planner) demand(in scheduler.Input, types []typeInfo, byKey map[accel.Ty
 			addAll(d.Devices[t], k)
 			continue
 		}
-		if err := p.planJob(&g, j, types, allowed, fc, headroom, d.Devices); err != nil {
-			return Demand{}, err
+		deferred = append(deferred, i)
+	}
+	plans := make([]jobPlan, len(deferred))
+	for k, i := range deferred {
+		j := &in.Jobs[i]
+		pl := &plans[k]
+		pl.job, pl.dev = j, make([]int, slots)
+		pl.t, pl.planned, _ = p.planJob(&g, j, types, allowedTypes(j, types, byKey), fc, headroom, pl.dev, nil)
+	}
+	if p.Joint {
+		p.share(&g, types, fc, headroom, plans, d.Devices)
+	}
+	for _, pl := range plans {
+		if pl.t >= 0 {
+			for s, v := range pl.dev {
+				d.Devices[pl.t][s] += v
+			}
 		}
 	}
 	return d, nil
+}
+
+// jobPlan is a deferrable job's devices per slot.
+type jobPlan struct {
+	job     *scheduler.Job
+	t       int // the type's index; < 0: none
+	planned bool
+	dev     []int
+}
+
+// share re-plans, as carbonaware.Policy.Joint does, every planned job in
+// a slot its type is over-booked in (base: the devices of the jobs that
+// are not deferred, per type and slot), bounded there to its devices
+// times the installed devices over the demand, rounded up; all against
+// the same totals. A job whose work does not fit in its shares keeps its
+// plan.
+func (p Planner) share(g *greedy, types []typeInfo, fc *forecast, headroom float64, plans []jobPlan, base [][]int) {
+	demand := make([][]int, len(base))
+	for t := range base {
+		demand[t] = slices.Clone(base[t])
+	}
+	for _, pl := range plans {
+		if pl.t >= 0 {
+			for s, v := range pl.dev {
+				demand[pl.t][s] += v
+			}
+		}
+	}
+	share := make([][]float64, len(types))
+	for t, v := range demand {
+		inst := types[t].installed
+		if inst == 0 || len(v) == 0 || slices.Max(v) <= inst {
+			continue
+		}
+		share[t] = make([]float64, len(v))
+		for s, k := range v {
+			share[t][s] = min(float64(inst)/float64(max(k, 1)), 1)
+		}
+	}
+	next := make([]int, len(fc.ci))
+	for k := range plans {
+		pl := &plans[k]
+		if !pl.planned || share[pl.t] == nil {
+			continue
+		}
+		bound := make([]int, len(pl.dev))
+		bounded := false
+		for s := range bound {
+			bound[s] = maxOf(pl.job, types[pl.t])
+			if q := share[pl.t][s]; q < 1 {
+				// A slot the plan leaves empty stays empty: bounding it
+				// changes nothing.
+				bound[s] = int(math.Ceil(float64(pl.dev[s]) * q))
+				bounded = bounded || pl.dev[s] > 0
+			}
+		}
+		if !bounded {
+			continue
+		}
+		if _, _, ok := p.planJob(g, pl.job, types, []int{pl.t}, fc, headroom, next, bound); ok {
+			pl.dev, next = next, pl.dev
+		}
+	}
 }
 
 func addAll(v []int, k int) {
@@ -229,13 +316,21 @@ func packed(k, perNode int) int {
 	return (k + max(perNode, 1) - 1) / max(perNode, 1)
 }
 
-// planJob adds deferrable job j's plan to dev; an impossible plan counts
-// the job as late.
-func (p Planner) planJob(g *greedy, j *scheduler.Job, types []typeInfo, allowed []int, fc *forecast, headroom float64, dev [][]int) error {
+// planJob writes deferrable job j's devices per slot into out (the
+// type: t; none: t < 0), at most bound[s] devices in slot s when bound is
+// set. An impossible plan counts the job as late (all it may use in
+// every slot), or, with a bound, leaves out alone and reports ok false.
+// planned reports a plan the Joint rationing may bound.
+func (p Planner) planJob(g *greedy, j *scheduler.Job, types []typeInfo, allowed []int, fc *forecast, headroom float64, out, bound []int) (t int, planned, ok bool) {
+	fill := func(t, k int) (int, bool, bool) {
+		for s := range out {
+			out[s] = k
+		}
+		return t, false, true
+	}
 	best, bestK, bestV := -1, 0, -1.0
 	if j.Speedup == nil {
-		addAll(dev[allowed[0]], max(j.MinReplicas, j.Requested, 1))
-		return nil
+		return fill(allowed[0], max(j.MinReplicas, j.Requested, 1))
 	}
 	for _, t := range allowed {
 		k := maxOf(j, types[t])
@@ -247,7 +342,7 @@ func (p Planner) planJob(g *greedy, j *scheduler.Job, types []typeInfo, allowed 
 		}
 	}
 	if best < 0 || bestV <= 0 {
-		return nil // cannot run anywhere
+		return fill(-1, 0) // cannot run anywhere
 	}
 	ti := types[best]
 	unit := (bestK + maxLevels - 1) / maxLevels
@@ -258,30 +353,34 @@ func (p Planner) planJob(g *greedy, j *scheduler.Job, types []typeInfo, allowed 
 	}
 	curve, err := carbon.CurveFromSpeedup(sp, 1, ti.wattsDev*float64(unit), 0)
 	if err != nil {
-		addAll(dev[best], max(j.MinReplicas, j.Requested, 1))
-		return nil
+		return fill(best, max(j.MinReplicas, j.Requested, 1))
 	}
 	minScale := (j.MinReplicas + unit - 1) / unit
 	if minScale > curve.MaxScale() {
-		return nil
+		return fill(-1, 0)
 	}
-	margin := p.DeadlineMargin
-	if margin == 0 {
-		margin = max(fc.step, j.Deadline.Sub(j.Submitted)/10)
-	}
-	n := int(j.Deadline.Add(-margin).Sub(fc.start) / fc.step)
+	n := int(p.due(j, fc.step).Sub(fc.start) / fc.step)
 	beyond := n > len(fc.ci)
 	n = min(n, len(fc.ci))
 	work := j.RemainingWork * (1 + headroom)
 	pue := cmp.Or(p.Power.PUE, 1)
-	if n < 1 || !g.plan(fc.ci, n, fc.step.Seconds(), curve, minScale, work, pue) {
-		if beyond {
-			addAll(dev[best], max(j.MinReplicas, j.Requested, 1)) // not shifted: the policy runs it as Pollux would
-			return nil
+	var slotMax []int
+	if bound != nil && n >= 1 {
+		slotMax = make([]int, n)
+		for s := range n {
+			slotMax[s] = bound[s] / unit
 		}
-		addAll(dev[best], bestK) // late: full goodput
-		return nil
 	}
+	if n < 1 || !g.plan(fc.ci, n, fc.step.Seconds(), curve, minScale, work, pue, slotMax) {
+		switch {
+		case bound != nil:
+			return best, true, false
+		case beyond:
+			return fill(best, max(j.MinReplicas, j.Requested, 1)) // not shifted: the policy runs it as Pollux would
+		}
+		return fill(best, bestK) // late: full goodput
+	}
+	clear(out)
 	elapsed := float64(fc.now.Sub(fc.start)) / float64(fc.step)
 	for sl := range n {
 		level := g.scale(sl)
@@ -289,10 +388,21 @@ func (p Planner) planJob(g *greedy, j *scheduler.Job, types []typeInfo, allowed 
 			level = g.lower(0)
 		}
 		if count := level * unit; count > 0 {
-			dev[best][sl] += min(max(count, j.MinReplicas), bestK)
+			out[sl] = min(max(count, j.MinReplicas), bestK)
 		}
 	}
-	return nil
+	return best, true, true
+}
+
+// due is when job j's plan must finish, as carbonaware's: its deadline
+// less DeadlineMargin, or one forecast step or a tenth of the job's
+// window, whichever is longer.
+func (p Planner) due(j *scheduler.Job, step time.Duration) time.Time {
+	margin := p.DeadlineMargin
+	if margin == 0 {
+		margin = max(step, j.Deadline.Sub(j.Submitted)/10)
+	}
+	return j.Deadline.Add(-margin)
 }
 
 // types groups the cluster's nodes by the type of their first device.
@@ -323,6 +433,7 @@ func (p Planner) types(c accel.Cluster) ([]typeInfo, map[accel.TypeKey]int, erro
 		}
 		ti.failed = append(ti.failed, healthy == 0)
 		ti.devices += healthy
+		ti.installed += len(node.Devices)
 		ti.perNode = max(ti.perNode, len(node.Devices))
 	}
 	return out, byKey, nil

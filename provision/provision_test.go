@@ -121,3 +121,27 @@ func TestValidate(t *testing.T) {
 		t.Errorf("wrong state count: %v", err)
 	}
 }
+
+// TestDemandJoint: the scenario of carbonaware's TestCarbonAwareJoint.
+// Two jobs of one hour of full-width work on one node of 4 T4,
+// intensities 200, 100, then 500: each alone wants the clean hour at 4
+// devices (8 there, none now); jointly each runs half of its work in
+// the clean hour and half now, 2 devices each.
+func TestDemandJoint(t *testing.T) {
+	cl, _ := accel.ParseSpec("1x4:t4")
+	work := 0.999 * 4 * 3600 / 1.25
+	in := scheduler.Input{Cluster: cl, Now: t0, Carbon: hourly(200, 100, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500),
+		Jobs: []scheduler.Job{flexible("a", work), flexible("b", work)}}
+	for _, tc := range []struct {
+		joint      bool
+		now, clean int
+	}{{false, 0, 8}, {true, 4, 4}} {
+		d, err := Planner{Joint: tc.joint}.Demand(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Devices[0]; got[0] != tc.now || got[1] != tc.clean || got[2] != 0 {
+			t.Errorf("joint %v: devices per slot %v, want %d, %d, 0, …", tc.joint, got, tc.now, tc.clean)
+		}
+	}
+}

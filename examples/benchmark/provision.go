@@ -16,7 +16,8 @@ import (
 )
 
 // provisionFigure times one provision.Planner decision (which nodes stay
-// on) for nodes nodes of 4 T4 and jobs jobs, the median of reps after a
+// on, the jobs planned jointly as examples/simulate -provision plans
+// them) for nodes nodes of 4 T4 and jobs jobs, the median of reps after a
 // warm-up, in ms: delay-tolerant jobs (nine in ten) with concave
 // speedups, deadlines 6 to 54 h ahead and up to 200 device-hours of work,
 // a third running on 1 to 4 devices of a node of their own, the rest
@@ -52,7 +53,7 @@ func provisionFigure(clk clock, rng *rand.Rand, nodes, jobs, reps int) (float64,
 		in.Jobs = append(in.Jobs, j)
 	}
 	states := make([]energy.NodeState, nodes)
-	p := provision.Planner{}
+	p := provision.Planner{Joint: true}
 	return medianMS(clk, reps+1, nil, func() error {
 		_, err := p.Provision(context.Background(), in, states)
 		return err

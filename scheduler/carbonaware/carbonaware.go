@@ -76,6 +76,20 @@ type Policy struct {
 	// longer, so that jobs planned into the same last clean hours have
 	// time to catch up; negative is an error.
 	DeadlineMargin time.Duration
+	// Joint plans the flexible jobs together instead of each as if it
+	// had the cluster to itself. When the plans ask for more devices of
+	// a type in some slot than the cluster has (counting what the running
+	// jobs that are not planned hold), every job planned into such a slot
+	// is bounded there to its share, its devices times the cluster's over
+	// the plans' (rounded up), and planned again
+	// (carbon.ScheduleOptions.SlotMaxScale): the work that does not fit in
+	// the clean hours moves, at the job's own best scales, to the next
+	// cleanest ones now, instead of every job counting on the clean hours
+	// and catching up together at full width before its deadline. A job
+	// whose work does not fit in its shares keeps its first plan. A
+	// provisioner that powers nodes for the plans must plan the same way
+	// (package provision's Planner.Joint).
+	Joint bool
 }
 
 var _ scheduler.Policy = Policy{}
@@ -215,7 +229,7 @@ func (c Policy) caps(r *scheduler.Round, jobs []scheduler.RoundJob) ([]jobCap, b
 		return caps, false, nil
 	}
 	some := false
-	var flexible []int // jobs that honour the envelope, by deadline
+	var flexible, planned []int // jobs that honour the envelope; jobs to plan
 	for i := range jobs {
 		j := &jobs[i]
 		if !j.Job.DelayTolerant || j.Job.Deadline.IsZero() || j.Pinned {
@@ -228,17 +242,28 @@ func (c Policy) caps(r *scheduler.Round, jobs []scheduler.RoundJob) ([]jobCap, b
 			continue
 		}
 		if fc != nil && j.Job.RemainingWork > 0 {
-			jc, err := c.planJob(r, j, fc)
+			planned = append(planned, i)
+		}
+		flexible = append(flexible, i)
+	}
+	if len(planned) > 0 {
+		probs := make([]*problem, len(planned))
+		for k, i := range planned {
+			pr, err := c.problem(r, &jobs[i], fc)
 			if err != nil {
 				return nil, false, err
 			}
+			probs[k] = pr
+		}
+		if err := c.solve(r, jobs, planned, probs, fc); err != nil {
+			return nil, false, err
+		}
+		for k, i := range planned {
+			jc := probs[k].verdict(&jobs[i], fc)
 			caps[i] = jc
 			some = some || jc.capped || jc.reason != scheduler.ReasonUnchanged || jc.note != ""
-			if jc.reason == scheduler.ReasonDeadline {
-				continue
-			}
 		}
-		flexible = append(flexible, i)
+		flexible = slices.DeleteFunc(flexible, func(i int) bool { return caps[i].reason == scheduler.ReasonDeadline })
 	}
 	if in.Envelope != nil && len(flexible) > 0 {
 		c.envelope(r, jobs, flexible, caps)
@@ -305,12 +330,28 @@ func (f *forecast) series(n int) carbon.Series {
 // several devices.
 const maxLevels = 16
 
-// planJob plans job j against fc and returns its cap for now.
-func (c Policy) planJob(r *scheduler.Round, j *scheduler.RoundJob, fc *forecast) (jobCap, error) {
-	var jc jobCap
+// problem is one flexible job's planning problem for the round, and its
+// plan.
+type problem struct {
+	ok       bool // false: not shifted (no usable type or curve)
+	best     accel.TypeKey
+	bestK    int // devices at the best type's largest count
+	unit     int // devices per scale step
+	minScale int
+	curve    carbon.Curve
+	work     float64
+	n        int // slots the plan may use
+	beyond   bool
+	dl       time.Time
+	plan     carbon.Plan
+	err      error // the last schedule's error (an *InfeasibleError, or nil)
+}
+
+// problem builds job j's planning problem against fc.
+func (c Policy) problem(r *scheduler.Round, j *scheduler.RoundJob, fc *forecast) (*problem, error) {
+	pr := &problem{}
 	// Best type: the highest speedup at the largest count it may use.
-	var best accel.TypeKey
-	bestK, bestV := 0, -1.0
+	bestV := -1.0
 	for _, t := range j.Types {
 		k := min(j.Max, fc.installed(r, t))
 		if k < j.Min || k < 1 {
@@ -318,100 +359,267 @@ func (c Policy) planJob(r *scheduler.Round, j *scheduler.RoundJob, fc *forecast)
 		}
 		v, err := r.Speedup(j.Job.ID, t, fc.packedNodes(r, t, k), k)
 		if err != nil {
-			return jc, err
+			return nil, err
 		}
 		if v > bestV {
-			best, bestK, bestV = t, k, v
+			pr.best, pr.bestK, bestV = t, k, v
 		}
 	}
-	if best == "" || bestV <= 0 {
-		return jc, nil // cannot run anywhere: the inner policy says why
+	if pr.best == "" || bestV <= 0 {
+		return pr, nil // cannot run anywhere: the inner policy says why
 	}
-	unit := (bestK + maxLevels - 1) / maxLevels
-	levels := bestK / unit
+	pr.unit = (pr.bestK + maxLevels - 1) / maxLevels
+	levels := pr.bestK / pr.unit
 	sp := make([]float64, levels)
 	for l := range sp {
-		k := (l + 1) * unit
-		v, err := r.Speedup(j.Job.ID, best, fc.packedNodes(r, best, k), k)
+		k := (l + 1) * pr.unit
+		v, err := r.Speedup(j.Job.ID, pr.best, fc.packedNodes(r, pr.best, k), k)
 		if err != nil {
-			return jc, err
+			return nil, err
 		}
 		sp[l] = v
 	}
-	pw, err := c.Power.Power(best)
+	pw, err := c.Power.Power(pr.best)
 	if err != nil {
-		return jc, err
+		return nil, err
 	}
 	watts := pw.ActiveWatts - pw.IdleWatts
 	if watts <= 0 {
 		watts = pw.ActiveWatts
 	}
-	curve, err := carbon.CurveFromSpeedup(sp, 1, watts*float64(unit), 0)
+	curve, err := carbon.CurveFromSpeedup(sp, 1, watts*float64(pr.unit), 0)
 	if err != nil {
-		return jc, nil // no work at any scale (a zero speedup): not shifted
+		return pr, nil // no work at any scale (a zero speedup): not shifted
 	}
-	minScale := (j.Min + unit - 1) / unit
-	if minScale > curve.MaxScale() {
-		return jc, nil
+	pr.curve = curve
+	pr.minScale = (j.Min + pr.unit - 1) / pr.unit
+	if pr.minScale > curve.MaxScale() {
+		return pr, nil
 	}
-	margin := c.DeadlineMargin
-	if margin == 0 {
-		// One step (the current slot is partly over), or a tenth of the
-		// job's window when that is longer: many jobs planned into the
-		// same last clean hours must not all count on the whole cluster.
-		margin = max(fc.step, j.Job.Deadline.Sub(j.Job.Submitted)/10)
-	}
-	deadline := j.Job.Deadline.Add(-margin)
-	n := int(deadline.Sub(fc.start) / fc.step)
-	beyond := false
-	if n > len(fc.ci) {
-		n, beyond = len(fc.ci), true
+	deadline := c.due(j.Job, fc.step)
+	pr.n = int(deadline.Sub(fc.start) / fc.step)
+	if pr.n > len(fc.ci) {
+		pr.n, pr.beyond = len(fc.ci), true
 	}
 	headroom := c.Headroom
 	if headroom == 0 {
 		headroom = 0.25
 	}
-	work := j.Job.RemainingWork * (1 + headroom)
-	dl := fc.start.Add(time.Duration(n) * fc.step)
-	var s carbon.Plan
-	if n >= 1 {
-		s, err = carbon.Schedule(fc.series(n), curve, work, dl, carbon.ScheduleOptions{MinScale: minScale, PUE: c.Power.PUE, Method: carbon.Greedy})
-	} else {
-		err = &carbon.InfeasibleError{Need: work}
+	pr.work = j.Job.RemainingWork * (1 + headroom)
+	pr.dl = fc.start.Add(time.Duration(pr.n) * fc.step)
+	pr.ok = true
+	return pr, nil
+}
+
+// schedule plans pr at fc's costs, at most bound devices in each slot
+// (nil: no bound); with a bound that the work does not fit in, it keeps
+// the plan it had and reports false.
+func (pr *problem) schedule(id string, fc *forecast, bound []int, pue float64) (bool, error) {
+	if !pr.ok {
+		return true, nil
 	}
-	if err != nil {
-		var inf *carbon.InfeasibleError
-		if !errors.As(err, &inf) {
-			return jc, fmt.Errorf("job %q: carbon plan: %w", j.Job.ID, err)
+	if pr.n < 1 {
+		pr.plan, pr.err = carbon.Plan{}, &carbon.InfeasibleError{Need: pr.work}
+		return true, nil
+	}
+	opts := carbon.ScheduleOptions{MinScale: pr.minScale, PUE: pue, Method: carbon.Greedy}
+	if bound != nil {
+		opts.SlotMaxScale = make([]int, pr.n)
+		for t := range pr.n {
+			opts.SlotMaxScale[t] = bound[t] / pr.unit
 		}
-		if beyond {
-			jc.note = fmt.Sprintf("forecast ends %s, before the deadline, and too soon to plan: not shifted", dl.UTC().Format(time.RFC3339))
-			return jc, nil
+	}
+	plan, err := carbon.Schedule(fc.series(pr.n), pr.curve, pr.work, pr.dl, opts)
+	var inf *carbon.InfeasibleError
+	switch {
+	case err != nil && !errors.As(err, &inf):
+		return false, fmt.Errorf("job %q: carbon plan: %w", id, err)
+	case err != nil && bound != nil:
+		return false, nil
+	}
+	pr.plan, pr.err = plan, err
+	return true, nil
+}
+
+// devices is what pr's plan runs in slot t (the lower scale in the
+// current slot once its fraction is over), as package provision counts
+// it: a late job counts all it may use, one not shifted its minimum.
+func (pr *problem) devices(j *scheduler.RoundJob, fc *forecast, t int) int {
+	switch {
+	case !pr.ok:
+		return 0
+	case pr.err != nil && !pr.beyond:
+		return pr.bestK
+	case pr.err != nil:
+		return j.Min
+	case t >= len(pr.plan.Slots):
+		return 0
+	}
+	sl := pr.plan.Slots[t]
+	level := sl.Scale
+	if t == 0 && float64(fc.now.Sub(fc.start))/float64(fc.step) >= sl.Fraction {
+		level = sl.Lower
+	}
+	if k := level * pr.unit; k > 0 {
+		return min(max(k, j.Min), pr.bestK)
+	}
+	return 0
+}
+
+// solve schedules every problem and, under Joint, re-plans the jobs of
+// over-booked slots within their shares (see Policy.Joint).
+func (c Policy) solve(r *scheduler.Round, jobs []scheduler.RoundJob, planned []int, probs []*problem, fc *forecast) error {
+	for k, pr := range probs {
+		if _, err := pr.schedule(jobs[planned[k]].Job.ID, fc, nil, c.Power.PUE); err != nil {
+			return err
+		}
+	}
+	if !c.Joint {
+		return nil
+	}
+	share := fc.overbooked(r, jobs, planned, probs)
+	if share == nil {
+		return nil
+	}
+	// All jobs against the same totals (the first plans').
+	bounds := make([][]int, len(probs))
+	for k, pr := range probs {
+		q := share[pr.best]
+		if !pr.ok || pr.err != nil || q == nil {
+			continue
+		}
+		j := &jobs[planned[k]]
+		b := make([]int, pr.n)
+		bound := false
+		for t := range b {
+			b[t] = pr.bestK
+			if t < len(q) && q[t] < 1 {
+				// A slot the plan leaves empty stays empty: bounding it
+				// changes nothing.
+				d := pr.devices(j, fc, t)
+				b[t], bound = int(math.Ceil(float64(d)*q[t])), bound || d > 0
+			}
+		}
+		if bound {
+			bounds[k] = b
+		}
+	}
+	for k, pr := range probs {
+		if bounds[k] != nil {
+			if _, err := pr.schedule(jobs[planned[k]].Job.ID, fc, bounds[k], c.Power.PUE); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// overbooked returns, per type with an over-booked slot, each slot's
+// share: installed devices over the devices the plans (and the running
+// jobs that are not planned) ask for there, 1 where they fit; nil when
+// every slot fits.
+func (f *forecast) overbooked(r *scheduler.Round, jobs []scheduler.RoundJob, planned []int, probs []*problem) map[accel.TypeKey][]float64 {
+	horizon := 0
+	for _, pr := range probs {
+		horizon = max(horizon, pr.n)
+	}
+	if horizon == 0 {
+		return nil
+	}
+	demand := map[accel.TypeKey][]int{}
+	add := func(t accel.TypeKey, s, k int) {
+		v := demand[t]
+		if v == nil {
+			v = make([]int, horizon)
+			demand[t] = v
+		}
+		v[s] += k
+	}
+	isPlanned := make(map[int]bool, len(planned))
+	for k, i := range planned {
+		isPlanned[i] = true
+		pr := probs[k]
+		for s := range horizon {
+			if d := pr.devices(&jobs[i], f, s); d > 0 {
+				add(pr.best, s, d)
+			}
+		}
+	}
+	for i := range jobs {
+		if isPlanned[i] || len(jobs[i].Current) == 0 {
+			continue
+		}
+		for s := range horizon {
+			add(jobs[i].CurrentType, s, len(jobs[i].Current))
+		}
+	}
+	var out map[accel.TypeKey][]float64
+	for t, v := range demand {
+		inst := f.installed(r, t)
+		if inst == 0 || slices.Max(v) <= inst {
+			continue
+		}
+		q := make([]float64, len(v))
+		for s, d := range v {
+			q[s] = min(float64(inst)/float64(max(d, 1)), 1)
+		}
+		if out == nil {
+			out = map[accel.TypeKey][]float64{}
+		}
+		out[t] = q
+	}
+	return out
+}
+
+// verdict is the job's cap for now from its plan.
+func (pr *problem) verdict(j *scheduler.RoundJob, fc *forecast) jobCap {
+	var jc jobCap
+	if !pr.ok {
+		return jc
+	}
+	if pr.err != nil {
+		var inf *carbon.InfeasibleError
+		errors.As(pr.err, &inf)
+		if pr.beyond {
+			jc.note = fmt.Sprintf("forecast ends %s, before the deadline, and too soon to plan: not shifted", pr.dl.UTC().Format(time.RFC3339))
+			return jc
 		}
 		jc.reason = scheduler.ReasonDeadline
 		jc.note = fmt.Sprintf("deadline %s cannot be met (%.0f of %.0f device-seconds fit): full goodput",
-			j.Job.Deadline.UTC().Format(time.RFC3339), inf.Fits, work)
-		return jc, nil
+			j.Job.Deadline.UTC().Format(time.RFC3339), inf.Fits, pr.work)
+		return jc
 	}
-	sl := s.Slots[0]
+	sl := pr.plan.Slots[0]
 	level := sl.Scale
 	if elapsed := float64(fc.now.Sub(fc.start)) / float64(fc.step); elapsed >= sl.Fraction {
 		level = sl.Lower
 	}
-	count := level * unit
+	count := level * pr.unit
 	if count > 0 {
 		count = max(count, j.Min)
 	}
 	if count >= j.Max {
-		return jc, nil // the plan wants everything it may have
+		return jc // the plan wants everything it may have
 	}
 	jc.capped, jc.count = true, count
 	if count == 0 {
-		jc.note = fmt.Sprintf("waits for cleaner hours (now %.0f g/kWh; plan finishes by %s)", fc.ci[0], s.Finish().UTC().Format(time.RFC3339))
+		jc.note = fmt.Sprintf("waits for cleaner hours (now %.0f g/kWh; plan finishes by %s)", fc.ci[0], pr.plan.Finish().UTC().Format(time.RFC3339))
 	} else {
-		jc.note = fmt.Sprintf("carbon plan caps it at %d×%s now (%.0f g/kWh)", count, best, fc.ci[0])
+		jc.note = fmt.Sprintf("carbon plan caps it at %d×%s now (%.0f g/kWh)", count, pr.best, fc.ci[0])
 	}
-	return jc, nil
+	return jc
+}
+
+// due is when job j's plan must finish: its deadline less
+// DeadlineMargin, or by default less one forecast step (the current slot
+// is partly over) or a tenth of the job's window when that is longer, so
+// that jobs planned into the same last clean hours have time to catch up.
+func (c Policy) due(j *scheduler.Job, step time.Duration) time.Time {
+	margin := c.DeadlineMargin
+	if margin == 0 {
+		margin = max(step, j.Deadline.Sub(j.Submitted)/10)
+	}
+	return j.Deadline.Add(-margin)
 }
 
 // envelope shares Input.Envelope among the flexible jobs, earliest

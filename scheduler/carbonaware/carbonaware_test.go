@@ -357,3 +357,24 @@ func TestCarbonAwareKeepsQueues(t *testing.T) {
 		}
 	}
 }
+
+// TestCarbonAwareJoint: two jobs of one hour of full-width work each on
+// one node of 4 T4, intensities 200, 100, then 500. Planned each alone,
+// both count on the clean hour at 4 devices and wait now; planned
+// jointly, the clean hour is over-booked twice, each gets half of it and
+// runs its other half now (200 g/kWh) on 2 devices.
+func TestCarbonAwareJoint(t *testing.T) {
+	ci := hourly(200, 100, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500)
+	in := scheduler.Input{Cluster: testCluster(group{1, 4, "t4"}), Now: t0, Carbon: ci,
+		Jobs: []scheduler.Job{flexJob("a", 0.999, 12*time.Hour), flexJob("b", 0.999, 12*time.Hour)}}
+	for _, tc := range []struct {
+		joint bool
+		want  int
+	}{{false, 0}, {true, 2}} {
+		for _, d := range scheduleOnce(t, Policy{CarbonWeight: 1, Joint: tc.joint}, in).Decisions {
+			if d.To != tc.want || d.Reason != scheduler.ReasonCarbon {
+				t.Errorf("joint %v: %s gets %d devices (%v: %s), want %d for carbon", tc.joint, d.Job, d.To, d.Reason, d.Message, tc.want)
+			}
+		}
+	}
+}
