@@ -176,51 +176,75 @@ func (p Planner) demand(in scheduler.Input, types []typeInfo, byKey map[accel.Ty
 		}
 		deferred = append(deferred, i)
 	}
+	pue := cmp.Or(p.Power.PUE, 1)
 	plans := make([]jobPlan, len(deferred))
 	for k, i := range deferred {
 		j := &in.Jobs[i]
 		pl := &plans[k]
-		pl.job, pl.dev = j, make([]int, slots)
-		pl.t, pl.planned, _ = p.planJob(&g, j, types, allowedTypes(j, types, byKey), fc, headroom, pl.dev, nil)
+		p.prepare(pl, j, types, allowedTypes(j, types, byKey), fc, headroom)
+		if pl.planned && !pl.place(&g, fc, pue, nil) {
+			pl.unplanned(pl.late)
+		}
 	}
 	if p.Joint {
-		p.share(&g, types, fc, headroom, plans, d.Devices)
+		share(&g, types, fc, pue, plans, d.Devices)
 	}
 	for _, pl := range plans {
-		if pl.t >= 0 {
-			for s, v := range pl.dev {
-				d.Devices[pl.t][s] += v
-			}
-		}
+		pl.addTo(d.Devices)
 	}
 	return d, nil
 }
 
-// jobPlan is a deferrable job's devices per slot.
+// jobPlan is a deferrable job's planning problem and its devices per
+// slot.
 type jobPlan struct {
-	job     *scheduler.Job
-	t       int // the type's index; < 0: none
-	planned bool
-	dev     []int
+	job  *scheduler.Job
+	t    int // the type's index; < 0: none
+	fill int // devices in every slot when not planned
+	// planned: dev holds the plan's devices in the first n slots, from
+	// curve in steps of unit devices (at most bestK) for work.
+	planned               bool
+	curve                 carbon.Curve
+	unit, bestK, minScale int
+	n                     int
+	work                  float64
+	dev                   []int
+	// late is fill when the plan fails: all it may use, or its minimum
+	// when the forecast ends before its deadline.
+	late int
 }
 
-// share re-plans, as carbonaware.Policy.Joint does, every planned job in
-// a slot its type is over-booked in (base: the devices of the jobs that
-// are not deferred, per type and slot), bounded there to its devices
-// times the installed devices over the demand, rounded up; all against
-// the same totals. A job whose work does not fit in its shares keeps its
-// plan.
-func (p Planner) share(g *greedy, types []typeInfo, fc *forecast, headroom float64, plans []jobPlan, base [][]int) {
+// unplanned makes pl a constant demand of k devices.
+func (pl *jobPlan) unplanned(k int) {
+	pl.planned, pl.fill, pl.dev = false, k, nil
+}
+
+// addTo adds pl's devices to dev.
+func (pl *jobPlan) addTo(dev [][]int) {
+	switch {
+	case pl.t < 0:
+	case pl.planned:
+		for s, v := range pl.dev {
+			dev[pl.t][s] += v
+		}
+	case pl.fill > 0:
+		addAll(dev[pl.t], pl.fill)
+	}
+}
+
+// share re-plans, as carbonaware.Policy.Joint does, every planned job
+// with devices in a slot its type is over-booked in (base: the devices
+// of the jobs that are not deferred, per type and slot), bounded there
+// to its devices times the installed devices over the demand, rounded
+// up; all against the same totals. A job whose work does not fit in its
+// shares keeps its plan.
+func share(g *greedy, types []typeInfo, fc *forecast, pue float64, plans []jobPlan, base [][]int) {
 	demand := make([][]int, len(base))
 	for t := range base {
 		demand[t] = slices.Clone(base[t])
 	}
-	for _, pl := range plans {
-		if pl.t >= 0 {
-			for s, v := range pl.dev {
-				demand[pl.t][s] += v
-			}
-		}
+	for k := range plans {
+		plans[k].addTo(demand)
 	}
 	share := make([][]float64, len(types))
 	for t, v := range demand {
@@ -233,16 +257,15 @@ func (p Planner) share(g *greedy, types []typeInfo, fc *forecast, headroom float
 			share[t][s] = min(float64(inst)/float64(max(k, 1)), 1)
 		}
 	}
-	next := make([]int, len(fc.ci))
 	for k := range plans {
 		pl := &plans[k]
 		if !pl.planned || share[pl.t] == nil {
 			continue
 		}
-		bound := make([]int, len(pl.dev))
+		bound := make([]int, pl.n)
 		bounded := false
 		for s := range bound {
-			bound[s] = maxOf(pl.job, types[pl.t])
+			bound[s] = pl.bestK
 			if q := share[pl.t][s]; q < 1 {
 				// A slot the plan leaves empty stays empty: bounding it
 				// changes nothing.
@@ -250,11 +273,8 @@ func (p Planner) share(g *greedy, types []typeInfo, fc *forecast, headroom float
 				bounded = bounded || pl.dev[s] > 0
 			}
 		}
-		if !bounded {
-			continue
-		}
-		if _, _, ok := p.planJob(g, pl.job, types, []int{pl.t}, fc, headroom, next, bound); ok {
-			pl.dev, next = next, pl.dev
+		if bounded {
+			pl.place(g, fc, pue, bound)
 		}
 	}
 }
@@ -316,82 +336,89 @@ func packed(k, perNode int) int {
 	return (k + max(perNode, 1) - 1) / max(perNode, 1)
 }
 
-// planJob writes deferrable job j's devices per slot into out (the
-// type: t; none: t < 0), at most bound[s] devices in slot s when bound is
-// set. An impossible plan counts the job as late (all it may use in
-// every slot), or, with a bound, leaves out alone and reports ok false.
-// planned reports a plan the Joint rationing may bound.
-func (p Planner) planJob(g *greedy, j *scheduler.Job, types []typeInfo, allowed []int, fc *forecast, headroom float64, out, bound []int) (t int, planned, ok bool) {
-	fill := func(t, k int) (int, bool, bool) {
-		for s := range out {
-			out[s] = k
-		}
-		return t, false, true
-	}
-	best, bestK, bestV := -1, 0, -1.0
+// prepare sets up deferrable job j's plan: its best type, curve and
+// horizon, or, for a job it cannot plan, a constant demand.
+func (p Planner) prepare(pl *jobPlan, j *scheduler.Job, types []typeInfo, allowed []int, fc *forecast, headroom float64) {
+	pl.job, pl.t = j, -1
 	if j.Speedup == nil {
-		return fill(allowed[0], max(j.MinReplicas, j.Requested, 1))
+		pl.t = allowed[0]
+		pl.unplanned(max(j.MinReplicas, j.Requested, 1))
+		return
 	}
+	bestV := -1.0
 	for _, t := range allowed {
 		k := maxOf(j, types[t])
 		if k < j.MinReplicas || k < 1 {
 			continue
 		}
 		if v := j.Speedup.Speedup(string(types[t].key), packed(k, types[t].perNode), k); v > bestV {
-			best, bestK, bestV = t, k, v
+			pl.t, pl.bestK, bestV = t, k, v
 		}
 	}
-	if best < 0 || bestV <= 0 {
-		return fill(-1, 0) // cannot run anywhere
+	if pl.t < 0 || bestV <= 0 {
+		pl.t = -1 // cannot run anywhere
+		return
 	}
-	ti := types[best]
-	unit := (bestK + maxLevels - 1) / maxLevels
-	sp := make([]float64, bestK/unit)
+	ti := types[pl.t]
+	pl.unit = (pl.bestK + maxLevels - 1) / maxLevels
+	sp := make([]float64, pl.bestK/pl.unit)
 	for l := range sp {
-		k := (l + 1) * unit
+		k := (l + 1) * pl.unit
 		sp[l] = j.Speedup.Speedup(string(ti.key), packed(k, ti.perNode), k)
 	}
-	curve, err := carbon.CurveFromSpeedup(sp, 1, ti.wattsDev*float64(unit), 0)
+	curve, err := carbon.CurveFromSpeedup(sp, 1, ti.wattsDev*float64(pl.unit), 0)
 	if err != nil {
-		return fill(best, max(j.MinReplicas, j.Requested, 1))
+		pl.unplanned(max(j.MinReplicas, j.Requested, 1))
+		return
 	}
-	minScale := (j.MinReplicas + unit - 1) / unit
-	if minScale > curve.MaxScale() {
-		return fill(-1, 0)
+	pl.curve = curve
+	pl.minScale = (j.MinReplicas + pl.unit - 1) / pl.unit
+	if pl.minScale > curve.MaxScale() {
+		pl.t = -1
+		return
 	}
 	n := int(p.due(j, fc.step).Sub(fc.start) / fc.step)
-	beyond := n > len(fc.ci)
-	n = min(n, len(fc.ci))
-	work := j.RemainingWork * (1 + headroom)
-	pue := cmp.Or(p.Power.PUE, 1)
+	pl.late = pl.bestK // late: full goodput
+	if n > len(fc.ci) {
+		pl.late = max(j.MinReplicas, j.Requested, 1) // not shifted: the policy runs it as Pollux would
+	}
+	pl.n = min(n, len(fc.ci))
+	pl.work = j.RemainingWork * (1 + headroom)
+	pl.planned = true
+	if pl.n < 1 {
+		pl.unplanned(pl.late)
+	}
+}
+
+// place plans pl into pl.dev, at most bound[s] devices in slot s when
+// bound is set; it reports false, leaving pl as it was, when the work
+// does not fit.
+func (pl *jobPlan) place(g *greedy, fc *forecast, pue float64, bound []int) bool {
 	var slotMax []int
-	if bound != nil && n >= 1 {
-		slotMax = make([]int, n)
-		for s := range n {
-			slotMax[s] = bound[s] / unit
+	if bound != nil {
+		slotMax = make([]int, pl.n)
+		for s := range pl.n {
+			slotMax[s] = bound[s] / pl.unit
 		}
 	}
-	if n < 1 || !g.plan(fc.ci, n, fc.step.Seconds(), curve, minScale, work, pue, slotMax) {
-		switch {
-		case bound != nil:
-			return best, true, false
-		case beyond:
-			return fill(best, max(j.MinReplicas, j.Requested, 1)) // not shifted: the policy runs it as Pollux would
-		}
-		return fill(best, bestK) // late: full goodput
+	if !g.plan(fc.ci, pl.n, fc.step.Seconds(), pl.curve, pl.minScale, pl.work, pue, slotMax) {
+		return false
 	}
-	clear(out)
+	if pl.dev == nil {
+		pl.dev = make([]int, pl.n)
+	}
 	elapsed := float64(fc.now.Sub(fc.start)) / float64(fc.step)
-	for sl := range n {
-		level := g.scale(sl)
-		if sl == 0 && elapsed >= g.fraction(0) {
+	for s := range pl.n {
+		level := g.scale(s)
+		if s == 0 && elapsed >= g.fraction(0) {
 			level = g.lower(0)
 		}
-		if count := level * unit; count > 0 {
-			out[sl] = min(max(count, j.MinReplicas), bestK)
+		pl.dev[s] = 0
+		if count := level * pl.unit; count > 0 {
+			pl.dev[s] = min(max(count, pl.job.MinReplicas), pl.bestK)
 		}
 	}
-	return best, true, true
+	return true
 }
 
 // due is when job j's plan must finish, as carbonaware's: its deadline
