@@ -76,11 +76,13 @@ func parseWeights(v string) ([]float64, error) {
 	return ws, nil
 }
 
-// carbonSpec is the goodput-carbon policy at carbon weight w.
-func carbonSpec(w float64) policySpec {
+// carbonSpec is the goodput-carbon policy at carbon weight w, planning
+// its jobs jointly (carbonaware.Policy.Joint) when joint is set, as it
+// does under -provision.
+func carbonSpec(w float64, joint bool) policySpec {
 	return policySpec{
 		about: fmt.Sprintf("goodput policy made carbon-aware (weight %g): delay-tolerant jobs with deadlines run in clean hours", w),
-		build: func() (scheduler.Policy, error) { return carbonaware.Policy{CarbonWeight: w}, nil },
+		build: func() (scheduler.Policy, error) { return carbonaware.Policy{CarbonWeight: w, Joint: joint}, nil },
 		kind:  scheduler.Adaptive, perType: true,
 	}
 }
@@ -186,7 +188,7 @@ func gridOptions(o options, reg map[string]policySpec, names *[]string) (gridSet
 		}
 		for _, w := range ws {
 			n := sweepName(w)
-			reg[n] = carbonSpec(w)
+			reg[n] = carbonSpec(w, false)
 			if !containsName(*names, n) {
 				*names = append(*names, n)
 			}

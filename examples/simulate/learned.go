@@ -69,7 +69,7 @@ func checkLearn(o options, g gridSettings, cluster accel.Cluster, reg map[string
 	if err != nil {
 		return nil, err
 	}
-	reg[learnedName] = carbonSpec(1)
+	reg[learnedName] = carbonSpec(1, true)
 	if !containsName(*names, learnedName) {
 		*names = append(*names, learnedName)
 	}
@@ -90,16 +90,16 @@ func learnRule(ctx context.Context, o options, g gridSettings, weeks []time.Time
 	var runs []run
 	for _, start := range weeks {
 		for _, w := range workloads {
-			p, err := carbonSpec(1).build()
+			p, err := carbonSpec(1, true).build()
 			if err != nil {
 				return provision.Rule{}, err
 			}
 			runs = append(runs, run{start, sim.Config{
-				Cluster: cluster, Jobs: w.Jobs, Apps: apps, Policy: p, Kind: carbonSpec(1).kind,
+				Cluster: cluster, Jobs: w.Jobs, Apps: apps, Policy: p, Kind: carbonSpec(1, true).kind,
 				Interval: o.interval, InterferenceSlowdown: o.interference, Explore: o.explore,
 				Faults: sim.Faults{MTBF: o.mtbf, Seed: o.seed},
 				Carbon: g.series, Start: start, Slack: o.slack, Power: power,
-				Provision: provision.Planner{Power: power},
+				Provision: planner(power),
 			}})
 		}
 	}
@@ -189,8 +189,8 @@ func simulateHoldout(ctx context.Context, o options, g gridSettings, cluster acc
 	}
 	power := energy.PowerModel{PUE: o.pue}
 	base := func(start time.Time, p sim.Provisioner) sim.Config {
-		pol, _ := carbonSpec(1).build()
-		return sim.Config{Cluster: cluster, Apps: apps, Policy: pol, Kind: carbonSpec(1).kind,
+		pol, _ := carbonSpec(1, true).build()
+		return sim.Config{Cluster: cluster, Apps: apps, Policy: pol, Kind: carbonSpec(1, true).kind,
 			Interval: o.interval, InterferenceSlowdown: o.interference, Explore: o.explore,
 			Faults: sim.Faults{MTBF: o.mtbf, Seed: o.seed},
 			Carbon: g.series, Start: start, Slack: o.slack, Power: power, Provision: p}
@@ -198,7 +198,7 @@ func simulateHoldout(ctx context.Context, o options, g gridSettings, cluster acc
 	var cfgs []sim.Config
 	for _, start := range weeks {
 		for _, w := range workloads {
-			c := base(start, provision.Planner{Power: power})
+			c := base(start, planner(power))
 			c.Jobs = w.Jobs
 			cfgs = append(cfgs, c)
 		}
@@ -243,7 +243,7 @@ func simulateHoldout(ctx context.Context, o options, g gridSettings, cluster acc
 		rows[k].Hold, rows[k].OffAfter = l.Hold.String(), l.OffAfter.String()
 		fmt.Fprintf(stderr, "  held out %s: learned Hold %v, OffAfter %v (disagreement %.3f nodes per slot)\n", rows[k].Start, l.Hold, l.OffAfter, l.Disagreement)
 		for _, w := range workloads {
-			c := base(start, l.Rule.Planner(provision.Planner{Power: power}))
+			c := base(start, l.Rule.Planner(planner(power)))
 			c.Jobs = w.Jobs
 			cfgs = append(cfgs, c)
 		}

@@ -248,7 +248,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.workers, "workers", "", "replicas: every job without a workers column value keeps W = its num_replicas logical workers (EasyScale), whatever devices it runs on")
 	fl.StringVar(&o.topology, "topology", "", "gb200 (32 NVL72 racks, 576 nodes × 4 GPUs, two IB tiers; merged Pollux workloads × 4 GPUs) or a topology file (Slurm topology.conf/.yaml, Volcano HyperNodes): compare the kueue-bestfit, kai-binpack and default placers per policy")
 	fl.StringVar(&o.tenants, "tenants", "", "vc (the trace's 11 largest virtual clusters as queues, quotas by GPU-time share) or a quotas file (JSON): run static, shared and borrow side by side")
-	fl.BoolVar(&o.provision, "provision", false, "goodput-carbon powers nodes down (suspend, off) that its jobs' carbon plans do not need (package provision); other policies keep every node on")
+	fl.BoolVar(&o.provision, "provision", false, "goodput-carbon powers nodes down (suspend, off) that its jobs' carbon plans do not need (package provision), its jobs planned jointly on the cluster's devices (carbonaware.Policy.Joint); other policies keep every node on")
 	fl.BoolVar(&o.oracle, "oracle", false, "add a policy named oracle: goodput-carbon's schedule with the offline-optimal node states (provision.Oracle, a lower bound)")
 	fl.StringVar(&o.learnFrom, "learn-from", "", "comma-separated start times (e.g. 2022-01-10,2022-04-11,2022-07-11): add a policy named learned, goodput-carbon provisioned with thresholds fitted to the oracle on those weeks (provision.Learn)")
 	fl.StringVar(&o.learnHoldout, "learn-holdout", "", "comma-separated start times: for each, goodput-carbon provisioned with thresholds learned (provision.Learn) from the others' -provision runs against the oracle; prints learned_holdout")
@@ -349,7 +349,7 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if !(o.carbonWeight > 0 && o.carbonWeight <= 1) {
 		return usage("-carbon-weight %v is outside (0, 1]", o.carbonWeight)
 	}
-	reg["goodput-carbon"] = carbonSpec(o.carbonWeight)
+	reg["goodput-carbon"] = carbonSpec(o.carbonWeight, o.provision)
 	names, err := parsePolicies(o.policies, reg)
 	if err != nil {
 		return usage("-policies: %v", err)

@@ -29,10 +29,17 @@ func checkProvision(o options) error {
 // learned rule for the learned row, nil otherwise.
 func provisionerFor(o options, policy string, power energy.PowerModel) sim.Provisioner {
 	if policy == learnedName {
-		return o.learned.Planner(provision.Planner{Power: power})
+		return o.learned.Planner(planner(power))
 	}
 	if !o.provision || policy != provisioned {
 		return nil
 	}
-	return provision.Planner{Power: power}
+	return planner(power)
+}
+
+// planner is the Planner of a provisioned run: it plans the jobs jointly,
+// as the provisioned goodput-carbon policy does (the nodes it keeps on
+// are those the plans can share).
+func planner(power energy.PowerModel) provision.Planner {
+	return provision.Planner{Power: power, Joint: true}
 }
