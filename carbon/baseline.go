@@ -15,6 +15,9 @@ func fixed(forecast Series, c Curve, scale int, work float64, deadline time.Time
 	if scale < 1 || scale > c.MaxScale() {
 		return nil, fmt.Errorf("%w: scale %d outside 1..%d", ErrInvalid, scale, c.MaxScale())
 	}
+	if err := opts.scheduleOnly(); err != nil {
+		return nil, err
+	}
 	opts.MinScale, opts.MaxScale = scale, scale
 	return newProblem(forecast, c, work, deadline, opts)
 }
@@ -152,6 +155,9 @@ func ScheduleStatic(forecast Series, c Curve, work float64, deadline time.Time, 
 // exact optimum of Schedule's problem; otherwise it bounds it from below. It
 // is meant for verification on instances of up to a few hundred slots.
 func LowerBound(forecast Series, c Curve, work float64, deadline time.Time, opts ScheduleOptions) (g float64, err error) {
+	if err := opts.scheduleOnly(); err != nil {
+		return 0, err
+	}
 	p, err := newProblem(forecast, c, work, deadline, opts)
 	if err != nil {
 		return 0, err

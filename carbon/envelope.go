@@ -82,6 +82,9 @@ func ClusterEnvelope(forecast Series, d ClusterDemand, deadline time.Time, opts 
 		c.WorkPerSecond[k] = float64(k)
 		c.Watts[k] = float64(k) * d.WattsPerDevice
 	}
+	if err := opts.scheduleOnly(); err != nil {
+		return Envelope{}, Plan{}, err
+	}
 	opts.MaxScale = d.MaxDevices
 	opts.MinScale = 1
 	opts.Method = Greedy

@@ -56,7 +56,9 @@ type ScheduleOptions struct {
 	// it is one of the curve's hull scales (every scale of a concave
 	// curve), and otherwise uses the largest hull scale below it. Auto
 	// then plans with Greedy alone and its BoundG is zero (the hull bound
-	// is not one under slot bounds); DP is an error. Negative is an error.
+	// is not one under slot bounds); DP is an error, and so are negative
+	// bounds. Schedule only: the baselines, LowerBound and
+	// ClusterEnvelope reject it.
 	SlotMaxScale []int
 	// PUE multiplies IT energy into facility energy. Zero means 1; below 1
 	// is an error.
@@ -250,6 +252,14 @@ func newProblem(forecast Series, c Curve, work float64, deadline time.Time, opts
 		return nil, &InfeasibleError{Need: work, Fits: fits, Slots: n}
 	}
 	return p, nil
+}
+
+// scheduleOnly rejects the options only Schedule takes.
+func (o ScheduleOptions) scheduleOnly() error {
+	if o.SlotMaxScale != nil {
+		return fmt.Errorf("%w: ScheduleOptions.SlotMaxScale is for Schedule only", ErrInvalid)
+	}
+	return nil
 }
 
 // top is the index in p.levels of the largest scale slot t allows.

@@ -181,8 +181,9 @@ func TestMarginalIsExactOnConcave(t *testing.T) {
 // TestSlotMaxScale: with a bound per slot, the greedy plan keeps every
 // slot within its bound and, on a concave curve, equals the exact
 // optimum under the bounds (brute force); bounds at the curve's maximum
-// change nothing; too tight bounds are infeasible; DP and negative
-// bounds are errors.
+// change nothing; too tight bounds are infeasible; DP, negative bounds
+// and bounds passed to the baselines, LowerBound or ClusterEnvelope are
+// errors.
 func TestSlotMaxScale(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 49))
 	for it := range 300 {
@@ -237,6 +238,16 @@ func TestSlotMaxScale(t *testing.T) {
 	for _, o := range []ScheduleOptions{{SlotMaxScale: []int{1, 1}, Method: DP}, {SlotMaxScale: []int{-1, 1}}} {
 		if _, err := Schedule(s, c, 1, s.End(), o); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%+v: %v, want ErrInvalid", o, err)
+		}
+	}
+	o := ScheduleOptions{SlotMaxScale: []int{1, 1}}
+	_, errNow := ScheduleNow(s, c, 1, 1, s.End(), o)
+	_, _, errStatic := ScheduleStatic(s, c, 1, s.End(), o)
+	_, errLB := LowerBound(s, c, 1, s.End(), o)
+	_, _, errEnv := ClusterEnvelope(s, ClusterDemand{DeviceSeconds: 1, MaxDevices: 2, WattsPerDevice: 100}, s.End(), o)
+	for _, err := range []error{errNow, errStatic, errLB, errEnv} {
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("SlotMaxScale outside Schedule: %v, want ErrInvalid", err)
 		}
 	}
 }
