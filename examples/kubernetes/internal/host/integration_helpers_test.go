@@ -336,7 +336,14 @@ func createJobs(t *testing.T, c *testcluster.Cluster, jobs ...*batchv1.Job) {
 // sorted by name.
 func livePods(t *testing.T, c *testcluster.Cluster, job string) []corev1.Pod {
 	t.Helper()
-	l, err := c.Client.CoreV1().Pods(testNS).List(context.Background(), metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+	return liveSelected(t, c, batchv1.JobNameLabel+"="+job)
+}
+
+// liveSelected returns the pods of testNS matching the label selector
+// that are not terminating or finished, sorted by name.
+func liveSelected(t *testing.T, c *testcluster.Cluster, selector string) []corev1.Pod {
+	t.Helper()
+	l, err := c.Client.CoreV1().Pods(testNS).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,17 +200,7 @@ func serviceDeployment(name string, gpus int, ann map[string]string) *appsv1.Dep
 // servicePods returns the live pods of a Deployment (by its app label).
 func servicePods(t *testing.T, c *testcluster.Cluster, app string) []corev1.Pod {
 	t.Helper()
-	l, err := c.Client.CoreV1().Pods(testNS).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []corev1.Pod
-	for _, p := range l.Items {
-		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			out = append(out, p)
-		}
-	}
-	return out
+	return liveSelected(t, c, "app="+app)
 }
 
 // errorsCounted reads goodsched_errors_total{op} from the host's registry.
