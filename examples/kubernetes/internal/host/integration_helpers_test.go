@@ -97,6 +97,32 @@ func grantRBAC(t *testing.T, c *testcluster.Cluster, user, file string) {
 	grantRBACIn(t, c, user, file, "")
 }
 
+// configMapsIn returns the ConfigMaps of a multi-document YAML file,
+// each decoded strictly.
+func configMapsIn(t *testing.T, file string) []corev1.ConfigMap {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.ConfigMap
+	for _, doc := range bytes.Split(data, []byte("\n---")) {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatal(err)
+		}
+		if meta.Kind != "ConfigMap" {
+			continue
+		}
+		var cm corev1.ConfigMap
+		if err := yaml.UnmarshalStrict(doc, &cm); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, cm)
+	}
+	return out
+}
+
 // grantRBACIn is grantRBAC for a file whose namespaced objects have no
 // namespace of their own (a per-namespace opt-in): they go to ns.
 func grantRBACIn(t *testing.T, c *testcluster.Cluster, user, file, ns string) {

@@ -1,10 +1,8 @@
 package host_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/testcluster"
@@ -25,22 +22,7 @@ func grantQueuesRBAC(t *testing.T, c *testcluster.Cluster, user string) {
 	t.Helper()
 	const file = "../../deploy/queues.yaml"
 	grantRBAC(t, c, user, file)
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range bytes.Split(data, []byte("\n---")) {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			t.Fatal(err)
-		}
-		if meta.Kind != "ConfigMap" {
-			continue
-		}
-		var cm corev1.ConfigMap
-		if err := yaml.UnmarshalStrict(doc, &cm); err != nil {
-			t.Fatal(err)
-		}
+	for _, cm := range configMapsIn(t, file) {
 		if _, err := host.ParseQueueConfig(&cm); err != nil {
 			t.Errorf("deploy/queues.yaml's ConfigMap: %v", err)
 		}

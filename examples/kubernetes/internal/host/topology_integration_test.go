@@ -1,11 +1,9 @@
 package host_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/host"
 	"github.com/goodsched/goodsched/examples/kubernetes/internal/testcluster"
@@ -36,22 +33,7 @@ func setupTopology(t *testing.T, c *testcluster.Cluster, racks, nodesPerRack int
 	t.Helper()
 	const file = "../../deploy/topology.yaml"
 	grantRBAC(t, c, "scheduler", file)
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range bytes.Split(data, []byte("\n---")) {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			t.Fatal(err)
-		}
-		if meta.Kind != "ConfigMap" {
-			continue
-		}
-		var cm corev1.ConfigMap
-		if err := yaml.UnmarshalStrict(doc, &cm); err != nil {
-			t.Fatal(err)
-		}
+	for _, cm := range configMapsIn(t, file) {
 		if _, err := host.ParseTopologyConfig(&cm); err != nil {
 			t.Fatalf("deploy/topology.yaml's ConfigMap: %v", err)
 		}
