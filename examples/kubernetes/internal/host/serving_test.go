@@ -23,17 +23,23 @@ import (
 	"github.com/goodsched/goodsched/serving"
 )
 
-func sampleService(t *testing.T) *appsv1.Deployment {
+// readDeployFile decodes a one-object YAML file of deploy/ strictly.
+func readDeployFile[T any](t *testing.T, file string) *T {
 	t.Helper()
-	data, err := os.ReadFile("../../deploy/sample-service-deployment.yaml")
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d appsv1.Deployment
-	if err := yaml.UnmarshalStrict(data, &d); err != nil {
+	var v T
+	if err := yaml.UnmarshalStrict(data, &v); err != nil {
 		t.Fatal(err)
 	}
-	return &d
+	return &v
+}
+
+func sampleService(t *testing.T) *appsv1.Deployment {
+	t.Helper()
+	return readDeployFile[appsv1.Deployment](t, "../../deploy/sample-service-deployment.yaml")
 }
 
 // TestSampleServiceDeployment: deploy/sample-service-deployment.yaml is a

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
@@ -54,14 +52,7 @@ func TestParseSpecWorkers(t *testing.T) {
 // TestSampleWorkersJob: deploy/sample-workers-job.yaml is a valid W-job
 // whose trainer reads the annotations the host writes.
 func TestSampleWorkersJob(t *testing.T) {
-	data, err := os.ReadFile("../../deploy/sample-workers-job.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var j batchv1.Job
-	if err := yaml.UnmarshalStrict(data, &j); err != nil {
-		t.Fatal(err)
-	}
+	j := readDeployFile[batchv1.Job](t, "../../deploy/sample-workers-job.yaml")
 	sp, err := unitSpec(j.Annotations, j.Namespace, j.Labels, gpuCount(&j.Spec.Template.Spec), nil, opts())
 	if err != nil || sp.workers != 8 || sp.kind != scheduler.Elastic {
 		t.Errorf("sample: %+v, %v", sp, err)
