@@ -490,10 +490,7 @@ func (h *Host) reserveServices(a *assembly) {
 	lost := map[int][]string{} // Current index → devices it loses
 	var binds []serviceBind
 	for _, u := range a.snap.services {
-		st := h.svc.services[u.key]
-		if st == nil {
-			st = h.serviceState(u)
-		}
+		st := h.serviceState(u) // as autoscale left it
 		devs := slices.Clone(u.held)
 		for _, d := range devs {
 			taken[d] = true
