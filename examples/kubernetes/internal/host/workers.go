@@ -2,7 +2,6 @@ package host
 
 import (
 	"fmt"
-	"github.com/goodsched/goodsched/placement"
 	"strconv"
 	"strings"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
 )
 
