@@ -104,7 +104,7 @@ func servicePod(name string, d *appsv1.Deployment) *corev1.Pod {
 
 // reserveRound builds a round's assembly from the objects and runs the
 // services' reservation on it.
-func reserveRound(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job, d *appsv1.Deployment) (*Host, *assembly) {
+func reserveRound(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job, d *appsv1.Deployment) *assembly {
 	t.Helper()
 	h := &Host{cfg: Config{SchedulerName: "goodsched", Serving: &ServingConfig{MetricsURL: DefaultMetricsURL}},
 		svc: &servingState{services: map[JobKey]*serviceState{}}, recorder: events.NewFakeRecorder(100), log: slog.Default()}
@@ -126,7 +126,7 @@ func reserveRound(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, jobs [
 		t.Fatalf("%d services in the snapshot, want 1", len(snap.services))
 	}
 	h.reserveServices(a)
-	return h, a
+	return a
 }
 
 func currentOf(in scheduler.Input, job string) []string {
@@ -155,7 +155,7 @@ func TestReserveServicesFreeFirstThenFewest(t *testing.T) {
 	sid := string(serviceKey(d))
 
 	// A free node: bound there at once, nobody loses anything.
-	_, a := reserveRound(t, []*corev1.Node{node("n0", a100, 2), node("n1", a100, 2)},
+	a := reserveRound(t, []*corev1.Node{node("n0", a100, 2), node("n1", a100, 2)},
 		[]*corev1.Pod{pod("a-0", ja, 2, "n0", "0,1"), servicePod("chat-0", d)}, []*batchv1.Job{ja}, d)
 	if len(a.serviceBinds) != 1 || a.serviceBinds[0].slot.node != "n1" || !slices.Equal(currentOf(a.in, sid), []string{"n1/0", "n1/1"}) ||
 		!slices.Equal(currentOf(a.in, "ns/a"), []string{"n0/0", "n0/1"}) {
@@ -163,7 +163,7 @@ func TestReserveServicesFreeFirstThenFewest(t *testing.T) {
 	}
 
 	// No free node: b's (1 GPU) is cheaper than a's (2); b is preempted.
-	_, a = reserveRound(t, []*corev1.Node{node("n0", a100, 2), node("n1", a100, 2)},
+	a = reserveRound(t, []*corev1.Node{node("n0", a100, 2), node("n1", a100, 2)},
 		[]*corev1.Pod{pod("a-0", ja, 2, "n0", "0,1"), pod("b-0", jb, 1, "n1", "0"), servicePod("chat-0", d)}, []*batchv1.Job{ja, jb}, d)
 	if len(a.serviceBinds) != 0 || !slices.Equal(currentOf(a.in, sid), []string{"n1/0", "n1/1"}) || currentOf(a.in, "ns/b") != nil ||
 		len(currentOf(a.in, "ns/a")) != 2 {
@@ -181,7 +181,7 @@ func TestReserveServicesFreeFirstThenFewest(t *testing.T) {
 
 	// An elastic job on 3 of a 4-GPU node's GPUs keeps the 2 the replica
 	// does not take: it shrinks.
-	_, a = reserveRound(t, []*corev1.Node{node("n0", a100, 4)},
+	a = reserveRound(t, []*corev1.Node{node("n0", a100, 4)},
 		[]*corev1.Pod{pod("c-0", jc, 1, "n0", "0"), pod("c-1", jc, 1, "n0", "1"), pod("c-2", jc, 1, "n0", "2"), servicePod("chat-0", d)}, []*batchv1.Job{jc}, d)
 	if got := currentOf(a.in, "ns/c"); len(got) != 2 || len(a.serviceBinds) != 0 || len(currentOf(a.in, sid)) != 2 ||
 		slices.ContainsFunc(got, func(id string) bool { return slices.Contains(currentOf(a.in, sid), id) }) {
