@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Speed-aware placement: what RoundPlacer does when PlaceInput.Speeds is
@@ -322,7 +323,7 @@ func (p RoundPlacer) fastFirst(st *State, in PlaceInput, sp *speedView) (PlaceRe
 	return res, len(res.Unplaced), nil
 }
 
-func isHeldBack(job string) bool { return len(job) >= len(heldBack) && job[:len(heldBack)] == heldBack }
+func isHeldBack(job string) bool { return strings.HasPrefix(job, heldBack) }
 
 // realTargets is in's targets with positive counts, for the round: in's
 // own (clipped, so that appending copies) when all counts are positive.
