@@ -9,10 +9,9 @@ import (
 	"github.com/goodsched/goodsched/accel"
 )
 
-// A gang of two types is split into one part per type, in type order, and
-// joined again; a job with a part left unplaced keeps what it held only
-// when the placer left it exactly that.
-func TestSplitAndJoinGangs(t *testing.T) {
+// twoTypes indexes one node of 2 A100s and one of 2 T4s.
+func twoTypes(t *testing.T) *Index {
+	t.Helper()
 	c, err := accel.ParseSpec("1x2:a100,1x2:t4")
 	if err != nil {
 		t.Fatal(err)
@@ -21,6 +20,14 @@ func TestSplitAndJoinGangs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return x
+}
+
+// A gang of two types is split into one part per type, in type order, and
+// joined again; a job with a part left unplaced keeps what it held only
+// when the placer left it exactly that.
+func TestSplitAndJoinGangs(t *testing.T) {
+	x := twoTypes(t)
 	cur := []Assignment{{Job: "w", Devices: []string{"t4-0/0", "a100-40gb-0/0", "t4-0/1"}}, {Job: "r", Devices: []string{"a100-40gb-0/1"}}}
 	got := x.SplitGangs(cur, func(job string) bool { return job == "w" })
 	want := []Assignment{
@@ -53,8 +60,7 @@ func TestWorkersByType(t *testing.T) {
 	if got := SpreadWorkers(7, []int{2, 0, 1}); !reflect.DeepEqual(got, []int{5, 0, 2}) {
 		t.Errorf("SpreadWorkers(7, [2 0 1]) = %v, want [5 0 2]", got)
 	}
-	c, _ := accel.ParseSpec("1x2:a100,1x2:t4")
-	x, _ := NewIndex(c)
+	x := twoTypes(t)
 	devs := []string{"t4-0/0", "a100-40gb-0/0", "t4-0/1"}
 	n, w := x.CountByType(devs, []int{2, 3, 1})
 	if !reflect.DeepEqual(n, []int{1, 2}) || !reflect.DeepEqual(w, []int{3, 3}) {
@@ -73,14 +79,7 @@ func TestWorkersByType(t *testing.T) {
 // the workers spread over the types by their devices. Workers places them
 // per device as the shares say, or evenly when the shares do not fit.
 func TestCheckWorkers(t *testing.T) {
-	c, err := accel.ParseSpec("1x2:a100,1x2:t4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := NewIndex(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := twoTypes(t)
 	devs := []string{"t4-0/0", "a100-40gb-0/0", "t4-0/1"}
 	sh, err := x.CheckWorkers(Assignment{Job: "w", Devices: devs}, 7)
 	want := []Share{{Type: "a100-40gb", Count: 1, Workers: 3}, {Type: "t4", Count: 2, Workers: 4}}

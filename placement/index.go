@@ -201,14 +201,20 @@ func (x *Index) Usable(t accel.TypeKey) (total, perNode, nodes int) {
 
 // Device returns what the index knows of the device with the given ID.
 func (x *Index) Device(id string) (DeviceInfo, bool) {
-	if x == nil || x.ix == nil {
-		return DeviceInfo{}, false
-	}
-	g, ok := x.ix.devByID[id]
+	g, ok := x.num(id)
 	if !ok {
 		return DeviceInfo{}, false
 	}
 	return x.ix.info(g), true
+}
+
+// num returns the number of the device with the given ID.
+func (x *Index) num(id string) (int32, bool) {
+	if x == nil || x.ix == nil {
+		return 0, false
+	}
+	g, ok := x.ix.devByID[id]
+	return g, ok
 }
 
 // Nodes returns the number of nodes; nodes are numbered 0..Nodes()-1 in
@@ -636,10 +642,7 @@ type DeviceRef struct {
 
 // Ref returns the device with the given ID in numbers.
 func (x *Index) Ref(id string) (DeviceRef, bool) {
-	if x == nil || x.ix == nil {
-		return DeviceRef{}, false
-	}
-	g, ok := x.ix.devByID[id]
+	g, ok := x.num(id)
 	if !ok {
 		return DeviceRef{}, false
 	}

@@ -50,34 +50,7 @@ func (p RoundPlacer) Place(ctx context.Context, in PlaceInput) (PlaceResult, err
 	if in.Speeds != nil {
 		return p.placeBySpeed(st, in) // speedplace.go
 	}
-	pts := in.Targets
-	for _, t := range in.Targets {
-		if t.Count <= 0 { // rare: copy without the zero counts
-			pts = make([]Target, 0, len(in.Targets))
-			for _, t := range in.Targets {
-				if t.Count > 0 {
-					pts = append(pts, t)
-				}
-			}
-			break
-		}
-	}
-	c := p.Chooser
-	c.AllowInterference = in.AllowInterference
-	rr, err := c.Round(st, pts)
-	if err != nil {
-		return PlaceResult{}, err
-	}
-	res := PlaceResult{Assignments: make([]Assignment, 0, len(rr.Decisions)), Unplaced: rr.Unplaced}
-	for _, d := range rr.Decisions {
-		if d.Action != Stop && len(d.Devices) > 0 {
-			res.Assignments = append(res.Assignments, Assignment{Job: d.Job, Devices: d.Devices})
-		}
-	}
-	if len(res.Assignments) == 0 {
-		res.Assignments = nil // as when none were appended
-	}
-	return res, nil
+	return p.round(st, in)
 }
 
 // Packer is a small consolidating Placer, Consolidate: jobs whose devices

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Speed-aware placement: what RoundPlacer does when PlaceInput.Speeds is
@@ -222,7 +223,7 @@ func (p RoundPlacer) placeBySpeed(st *State, in PlaceInput) (PlaceResult, error)
 	if err != nil || unplaced == 0 {
 		return res, err
 	}
-	blind, err := p.round(plain, in, nil)
+	blind, err := p.round(plain, in)
 	if err != nil || len(blind.Unplaced) < unplaced {
 		return blind, err
 	}
@@ -275,7 +276,7 @@ func (p RoundPlacer) fastFirst(st *State, in PlaceInput, sp *speedView) (PlaceRe
 		}
 	}
 	if len(nodes) == 0 {
-		res, err := p.round(st, in, nil)
+		res, err := p.round(st, in)
 		return res, len(res.Unplaced), err
 	}
 	types := in.Cluster.Types()
@@ -295,8 +296,7 @@ func (p RoundPlacer) fastFirst(st *State, in PlaceInput, sp *speedView) (PlaceRe
 		}
 	}
 	slices.SortFunc(extra, func(a, b Target) int { return cmp.Compare(a.Job, b.Job) })
-	pl := p.Chooser
-	pl.AllowInterference = in.AllowInterference
+	pl := p.chooser(in)
 	rr, err := pl.Round(st, append(realTargets(in), extra...))
 	if err != nil {
 		return PlaceResult{}, 0, err
@@ -323,24 +323,36 @@ func (p RoundPlacer) fastFirst(st *State, in PlaceInput, sp *speedView) (PlaceRe
 	return res, len(res.Unplaced), nil
 }
 
-func isHeldBack(job string) bool { return len(job) >= len(heldBack) && job[:len(heldBack)] == heldBack }
+func isHeldBack(job string) bool { return strings.HasPrefix(job, heldBack) }
 
-// realTargets is in's targets with positive counts, for the round.
+// realTargets is in's targets with positive counts, for the round: in's
+// own (clipped, so that appending copies) when all counts are positive.
 func realTargets(in PlaceInput) []Target {
-	pts := make([]Target, 0, len(in.Targets))
-	for _, t := range in.Targets {
-		if t.Count > 0 {
-			pts = append(pts, t)
+	for k, t := range in.Targets {
+		if t.Count <= 0 { // rare: copy without the zero counts
+			pts := slices.Clone(in.Targets[:k])
+			for _, t := range in.Targets[k+1:] {
+				if t.Count > 0 {
+					pts = append(pts, t)
+				}
+			}
+			return pts
 		}
 	}
-	return pts
+	return slices.Clip(in.Targets)
 }
 
-// round is RoundPlacer's round on st for in's targets and extra ones.
-func (p RoundPlacer) round(st *State, in PlaceInput, extra []Target) (PlaceResult, error) {
-	pl := p.Chooser
-	pl.AllowInterference = in.AllowInterference
-	rr, err := pl.Round(st, append(realTargets(in), extra...))
+// chooser is p's Chooser with in's interference setting.
+func (p RoundPlacer) chooser(in PlaceInput) Chooser {
+	c := p.Chooser
+	c.AllowInterference = in.AllowInterference
+	return c
+}
+
+// round is RoundPlacer's round on st for in's targets.
+func (p RoundPlacer) round(st *State, in PlaceInput) (PlaceResult, error) {
+	c := p.chooser(in)
+	rr, err := c.Round(st, realTargets(in))
 	if err != nil {
 		return PlaceResult{}, err
 	}

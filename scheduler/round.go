@@ -304,16 +304,15 @@ func (r *Round) place(ctx context.Context, tg []Target) (*placedSet, error) {
 		}
 	}
 	if su, ok := r.placer.(placement.StateUser); !ok || su.UsesState() {
-		if r.state == nil || split != nil {
-			built, err := r.cluster.NewState(in.Current)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-			}
-			if split != nil {
-				in.State = built
-			} else {
-				r.state = built
-			}
+		var err error
+		switch {
+		case split != nil: // the parts' usage, for this placement only
+			in.State, err = r.cluster.NewState(in.Current)
+		case r.state == nil: // the usage in effect, kept for the round
+			r.state, err = r.cluster.NewState(in.Current)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		if in.State == nil {
 			in.State = r.state.Clone()

@@ -2,8 +2,9 @@ package scheduler
 
 import (
 	"context"
-	"github.com/goodsched/goodsched/placement"
 	"testing"
+
+	"github.com/goodsched/goodsched/placement"
 )
 
 // refShapes are the instances on which the fast policy must match or beat

@@ -5,8 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/goodsched/goodsched/placement"
 	"testing"
+
+	"github.com/goodsched/goodsched/placement"
 )
 
 // forward is a user policy that only forwards to another: it must get

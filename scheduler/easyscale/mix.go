@@ -3,9 +3,9 @@ package easyscale
 import (
 	"context"
 	"fmt"
-	"github.com/goodsched/goodsched/placement"
 
 	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
 )
 

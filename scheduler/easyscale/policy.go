@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/goodsched/goodsched/placement"
 	"math"
 	"slices"
 
 	"github.com/goodsched/goodsched/goodput"
+	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
 )
 

@@ -81,7 +81,7 @@ type Problem struct {
 	Parallel bool
 	// GangSlowdown, if set, is how many times longer the steps of job i
 	// (a position in Jobs) take on the given devices than on nominal
-	// ones (devices of one type differ, scheduler.Speeds): Realized
+	// ones (devices of one type differ, placement.Speeds): Realized
 	// divides the job's speedup on an assignment by it. nil = every
 	// device nominal. It must return a finite value > 0.
 	GangSlowdown func(i int, devices []string) float64

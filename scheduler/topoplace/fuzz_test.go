@@ -2,8 +2,9 @@ package topoplace
 
 import (
 	"context"
-	"github.com/goodsched/goodsched/placement"
 	"testing"
+
+	"github.com/goodsched/goodsched/placement"
 )
 
 // FuzzConstraint: any constraint, count and keep fraction is either a
