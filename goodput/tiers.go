@@ -325,9 +325,7 @@ func (e *Estimator) ObserveTier(typ string, tier int, o Observation) error {
 		a = &obsAgg{}
 		ts.obs[k] = a
 	}
-	a.n++
-	a.accum += (o.AccumSeconds - a.accum) / a.n
-	a.optim += (o.OptimSeconds - a.optim) / a.n
+	a.add(o)
 	ts.dirty = true
 	return nil
 }
