@@ -60,17 +60,7 @@ func (p TierParams) Factor(tier int) float64 {
 // multi-node sync coefficients scaled by Factor(tier). A factor of 1
 // returns Params unchanged, bit for bit.
 func (p TierParams) At(tier int) Params {
-	f := p.Factor(tier)
-	if f == 1 {
-		return p.Params
-	}
-	q := p.Params
-	q.AlphaN *= f
-	q.BetaN *= f
-	q.AlphaT *= f
-	q.BetaT *= f
-	q.DeltaT *= f
-	return q
+	return p.Params.syncScaled(p.Factor(tier)) // × 1 is exact
 }
 
 // TierObservation is an Observation with the slowest tier its placement
