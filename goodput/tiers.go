@@ -280,7 +280,6 @@ type tierState struct {
 	dirty  bool
 	fitted bool
 	params TierParams
-	err    error
 }
 
 // ObserveTier records an observation whose placement's slowest tier is
@@ -333,10 +332,7 @@ func (e *Estimator) TierModel(typ string) (TierModel, bool) {
 		return TierModel{}, false
 	}
 	ts := e.tiers[typ]
-	if ts == nil {
-		return TierModel{Model: m, Sync: tierFactors(len(e.tierBW)-1, nil, e.tierBW)}, true
-	}
-	if ts.dirty {
+	if ts != nil && ts.dirty {
 		obs := make([]TierObservation, 0, len(ts.obs))
 		for k, a := range ts.obs {
 			obs = append(obs, TierObservation{Tier: k.tier, Observation: Observation{Nodes: k.nodes, Replicas: k.replicas,
@@ -354,9 +350,9 @@ func (e *Estimator) TierModel(typ string) (TierModel, bool) {
 		if err == nil {
 			ts.params, ts.fitted = p, true
 		}
-		ts.err, ts.dirty = err, false
+		ts.dirty = false
 	}
-	if !ts.fitted {
+	if ts == nil || !ts.fitted {
 		return TierModel{Model: m, Sync: tierFactors(len(e.tierBW)-1, nil, e.tierBW)}, true
 	}
 	m.Params = ts.params.Params
