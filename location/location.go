@@ -254,7 +254,9 @@ func run(p Problem, m mode) (Result, error) {
 			pl.Region = j.Home
 		}
 		r := pl.Region
-		in.order(j, r, m == asap, &slots)
+		if r != regions[len(regions)-1] { // slots holds the last region cost ordered
+			in.order(j, r, m == asap, &slots)
+		}
 		left := j.Work
 		for _, t := range slots {
 			if left == 0 {
