@@ -121,7 +121,7 @@ func NewEstimator(cfg EstimatorConfig) (*Estimator, error) {
 		return nil, fmt.Errorf("EstimatorConfig.TierBandwidths: %w", err)
 	}
 	e := &Estimator{limits: cfg.Limits, fitOpts: cfg.Fit, maxRepl: cfg.MaxReplicas, explore: cfg.Explore,
-		types: map[string]*typeState{}, typeLim: map[string]Limits{}, plans: cfg.Plans,
+		types: map[string]*typeState{}, typeLim: map[string]Limits{}, plans: cfg.Plans, tiers: map[string]*tierState{},
 		tierBW: slices.Clone(cfg.TierBandwidths)}
 	for _, typ := range slices.Sorted(maps.Keys(cfg.TypeLimits)) {
 		l := cfg.TypeLimits[typ]

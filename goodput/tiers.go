@@ -302,9 +302,6 @@ func (e *Estimator) ObserveTier(typ string, tier int, o Observation) error {
 	}
 	ts := e.tiers[typ]
 	if ts == nil {
-		if e.tiers == nil {
-			e.tiers = map[string]*tierState{}
-		}
 		ts = &tierState{obs: map[tierKey]*obsAgg{}}
 		e.tiers[typ] = ts
 	}
