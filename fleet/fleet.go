@@ -641,9 +641,15 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 	// goodput curves, 6× in examples/benchmark's fleet instance).
 	best := make([]bestSpeed, len(jobs)*groups)
 	rowOf := func(i int32) []bestSpeed { return best[int(i)*groups : (int(i)+1)*groups : (int(i)+1)*groups] }
+	// stays: job k, if on a present cluster, is not moved (the switch's
+	// Stay case).
+	stays := func(k int) bool {
+		j := jobs[k]
+		return f.cfg.Stay || running[k] && (j.NonPreemptible || j.Tier == tiers.Premium || j.Tier == tiers.Standard)
+	}
 	compares := make([]bool, len(jobs))
 	for k, j := range jobs {
-		held := to[k] != nil && (f.cfg.Stay || running[k] && (j.NonPreemptible || j.Tier == tiers.Premium || j.Tier == tiers.Standard))
+		held := to[k] != nil && stays(k)
 		unknown := to[k] != nil && (j.Attained > 0 || running[k]) && j.RemainingWork == 0
 		compares[input[k]] = !held && !unknown
 	}
@@ -707,7 +713,7 @@ func (f *Fleet) Route(ctx context.Context, in Input) (Routing, error) {
 					d.Cost += c.Lost(in.Now)
 				}
 			}
-		case f.cfg.Stay || (j.NonPreemptible || j.Tier == tiers.Premium || j.Tier == tiers.Standard) && running[k]:
+		case stays(k):
 			d.Move, d.Message = Stay, "stays"
 		case !hasState:
 			// Queued, never ran: rerouting is free when another cluster

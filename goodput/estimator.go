@@ -82,6 +82,13 @@ type obsAgg struct {
 	accum, optim float64 // running means
 }
 
+// add folds o's times into the running means.
+func (a *obsAgg) add(o Observation) {
+	a.n++
+	a.accum += (o.AccumSeconds - a.accum) / a.n
+	a.optim += (o.OptimSeconds - a.optim) / a.n
+}
+
 type typeState struct {
 	obs      map[obsKey]*obsAgg
 	multi    int // distinct multi-replica configurations
@@ -114,7 +121,7 @@ func NewEstimator(cfg EstimatorConfig) (*Estimator, error) {
 		return nil, fmt.Errorf("EstimatorConfig.TierBandwidths: %w", err)
 	}
 	e := &Estimator{limits: cfg.Limits, fitOpts: cfg.Fit, maxRepl: cfg.MaxReplicas, explore: cfg.Explore,
-		types: map[string]*typeState{}, typeLim: map[string]Limits{}, plans: cfg.Plans,
+		types: map[string]*typeState{}, typeLim: map[string]Limits{}, plans: cfg.Plans, tiers: map[string]*tierState{},
 		tierBW: slices.Clone(cfg.TierBandwidths)}
 	for _, typ := range slices.Sorted(maps.Keys(cfg.TypeLimits)) {
 		l := cfg.TypeLimits[typ]
@@ -207,9 +214,7 @@ func (e *Estimator) observe(typ string, o Observation) error {
 			ts.multi++
 		}
 	}
-	a.n++
-	a.accum += (o.AccumSeconds - a.accum) / a.n
-	a.optim += (o.OptimSeconds - a.optim) / a.n
+	a.add(o)
 	ts.dirty = true
 	e.profiled = max(e.profiled, o.Replicas)
 	return nil

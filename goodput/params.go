@@ -230,6 +230,12 @@ func (p Params) scaled(f float64) Params {
 	p.BetaC *= f
 	p.AlphaR *= f
 	p.BetaR *= f
+	return p.syncScaled(f)
+}
+
+// syncScaled returns p with the multi-node sync coefficients (AlphaN,
+// BetaN and the tree's AlphaT, BetaT, DeltaT) multiplied by f.
+func (p Params) syncScaled(f float64) Params {
 	p.AlphaN *= f
 	p.BetaN *= f
 	p.AlphaT *= f

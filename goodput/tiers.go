@@ -60,17 +60,7 @@ func (p TierParams) Factor(tier int) float64 {
 // multi-node sync coefficients scaled by Factor(tier). A factor of 1
 // returns Params unchanged, bit for bit.
 func (p TierParams) At(tier int) Params {
-	f := p.Factor(tier)
-	if f == 1 {
-		return p.Params
-	}
-	q := p.Params
-	q.AlphaN *= f
-	q.BetaN *= f
-	q.AlphaT *= f
-	q.BetaT *= f
-	q.DeltaT *= f
-	return q
+	return p.Params.syncScaled(p.Factor(tier)) // × 1 is exact
 }
 
 // TierObservation is an Observation with the slowest tier its placement
@@ -290,7 +280,6 @@ type tierState struct {
 	dirty  bool
 	fitted bool
 	params TierParams
-	err    error
 }
 
 // ObserveTier records an observation whose placement's slowest tier is
@@ -313,9 +302,6 @@ func (e *Estimator) ObserveTier(typ string, tier int, o Observation) error {
 	}
 	ts := e.tiers[typ]
 	if ts == nil {
-		if e.tiers == nil {
-			e.tiers = map[string]*tierState{}
-		}
 		ts = &tierState{obs: map[tierKey]*obsAgg{}}
 		e.tiers[typ] = ts
 	}
@@ -325,9 +311,7 @@ func (e *Estimator) ObserveTier(typ string, tier int, o Observation) error {
 		a = &obsAgg{}
 		ts.obs[k] = a
 	}
-	a.n++
-	a.accum += (o.AccumSeconds - a.accum) / a.n
-	a.optim += (o.OptimSeconds - a.optim) / a.n
+	a.add(o)
 	ts.dirty = true
 	return nil
 }
@@ -345,10 +329,7 @@ func (e *Estimator) TierModel(typ string) (TierModel, bool) {
 		return TierModel{}, false
 	}
 	ts := e.tiers[typ]
-	if ts == nil {
-		return TierModel{Model: m, Sync: tierFactors(len(e.tierBW)-1, nil, e.tierBW)}, true
-	}
-	if ts.dirty {
+	if ts != nil && ts.dirty {
 		obs := make([]TierObservation, 0, len(ts.obs))
 		for k, a := range ts.obs {
 			obs = append(obs, TierObservation{Tier: k.tier, Observation: Observation{Nodes: k.nodes, Replicas: k.replicas,
@@ -366,9 +347,9 @@ func (e *Estimator) TierModel(typ string) (TierModel, bool) {
 		if err == nil {
 			ts.params, ts.fitted = p, true
 		}
-		ts.err, ts.dirty = err, false
+		ts.dirty = false
 	}
-	if !ts.fitted {
+	if ts == nil || !ts.fitted {
 		return TierModel{Model: m, Sync: tierFactors(len(e.tierBW)-1, nil, e.tierBW)}, true
 	}
 	m.Params = ts.params.Params

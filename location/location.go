@@ -79,7 +79,8 @@ type Problem struct {
 
 // Placement is where and how one job runs.
 type Placement struct {
-	// Region is the index of the region it runs in (−1: none).
+	// Region is the index of the region it runs in (home when it fits
+	// nowhere).
 	Region int
 	// Devices[t] is how many devices it runs on in slot t (nil when it
 	// does not run).
@@ -92,6 +93,7 @@ type Placement struct {
 
 // Result is a plan of a Problem.
 type Result struct {
+	// Placements holds each job's placement, indexed as Problem.Jobs.
 	Placements []Placement
 	// CarbonG is the emissions of every job's devices and migrations;
 	// MissedWork the device-hours that did not fit; Moved how many jobs
@@ -254,7 +256,9 @@ func run(p Problem, m mode) (Result, error) {
 			pl.Region = j.Home
 		}
 		r := pl.Region
-		in.order(j, r, m == asap, &slots)
+		if r != regions[len(regions)-1] { // slots holds the last region cost ordered
+			in.order(j, r, m == asap, &slots)
+		}
 		left := j.Work
 		for _, t := range slots {
 			if left == 0 {

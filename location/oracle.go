@@ -46,7 +46,7 @@ func Oracle(p Problem) (OracleResult, error) {
 		}
 	}
 	penalty := 1 + 2*maxCost*1e3
-	type arc struct{ edge, job, region, t int }
+	type arc struct{ edge, job, region int }
 	var arcs []arc
 	var miss []int
 	for i, j := range p.Jobs {
@@ -55,7 +55,7 @@ func Oracle(p Problem) (OracleResult, error) {
 			mig := in.migrationG(j, r) / float64(j.Work)
 			for t := in.first(j, r); t < j.Deadline; t++ {
 				e := g.add(1+i, cell(r, t), j.MaxDevices, in.gramsPerDeviceHour(j, r, t)+mig)
-				arcs = append(arcs, arc{e, i, r, t})
+				arcs = append(arcs, arc{e, i, r})
 			}
 		}
 		miss = append(miss, g.add(1+i, sink, j.Work, penalty))
@@ -77,8 +77,7 @@ func Oracle(p Problem) (OracleResult, error) {
 		if f == 0 {
 			continue
 		}
-		j := p.Jobs[a.job]
-		out.CarbonG += float64(f) * (in.gramsPerDeviceHour(j, a.region, a.t) + in.migrationG(j, a.region)/float64(j.Work))
+		out.CarbonG += float64(f) * g.cost[a.edge] // the arc's cost per device-hour
 		if lastRegion[a.job] != a.region {
 			lastRegion[a.job] = a.region
 			regionsOf[a.job]++

@@ -161,18 +161,14 @@ func backtest(o options, stdout, stderr io.Writer) error {
 					Work: hours * devs, MaxDevices: 2 * devs, Watts: 300})
 			}
 		}
-		ag, err := location.Agnostic(p)
-		if err != nil {
-			return err
+		var plans [3]location.Result // agnostic, single-region, location
+		for k, plan := range []func(location.Problem) (location.Result, error){location.Agnostic, location.PlanHome, location.Plan} {
+			var err error
+			if plans[k], err = plan(p); err != nil {
+				return err
+			}
 		}
-		home, err := location.PlanHome(p)
-		if err != nil {
-			return err
-		}
-		loc, err := location.Plan(p)
-		if err != nil {
-			return err
-		}
+		ag, home, loc := plans[0], plans[1], plans[2]
 		orc, err := location.Oracle(p)
 		if err != nil {
 			return err
