@@ -74,6 +74,21 @@ func checkLearn(o options, g gridSettings, cluster accel.Cluster, reg map[string
 	return weeks, nil
 }
 
+// provisionedRun is the run of goodput-carbon (carbon weight 1, planned
+// jointly, as under -provision) on workload w from start, provisioned
+// by p.
+func provisionedRun(o options, g gridSettings, cluster accel.Cluster, apps map[string]*sim.Application, w sim.Workload, start time.Time, p sim.Provisioner) sim.Config {
+	spec := carbonSpec(1, true)
+	pol, _ := spec.build() // never fails
+	return sim.Config{
+		Cluster: cluster, Jobs: w.Jobs, Apps: apps, Policy: pol, Kind: spec.kind,
+		Interval: o.interval, InterferenceSlowdown: o.interference, Explore: o.explore,
+		Faults: sim.Faults{MTBF: o.mtbf, Seed: o.seed},
+		Carbon: g.series, Start: start, Slack: o.slack, Power: energy.PowerModel{PUE: o.pue},
+		Provision: p,
+	}
+}
+
 // learnRule runs goodput-carbon, provisioned by the default Planner (as
 // -provision does), on every workload from each training start, solves
 // provision.Oracle on each run's busy nodes and fits the Planner's
@@ -84,17 +99,7 @@ func learnRule(ctx context.Context, o options, g gridSettings, weeks []time.Time
 	var cfgs []sim.Config
 	for _, start := range weeks {
 		for _, w := range workloads {
-			p, err := carbonSpec(1, true).build()
-			if err != nil {
-				return provision.Rule{}, err
-			}
-			cfgs = append(cfgs, sim.Config{
-				Cluster: cluster, Jobs: w.Jobs, Apps: apps, Policy: p, Kind: carbonSpec(1, true).kind,
-				Interval: o.interval, InterferenceSlowdown: o.interference, Explore: o.explore,
-				Faults: sim.Faults{MTBF: o.mtbf, Seed: o.seed},
-				Carbon: g.series, Start: start, Slack: o.slack, Power: power,
-				Provision: planner(power),
-			})
+			cfgs = append(cfgs, provisionedRun(o, g, cluster, apps, w, start, planner(power)))
 		}
 	}
 	fmt.Fprintf(stderr, "learning: %d training run(s) of goodput-carbon with -provision (%d start(s) × %d workload(s))\n", len(cfgs), len(weeks), len(workloads))
@@ -154,19 +159,10 @@ func simulateHoldout(ctx context.Context, o options, g gridSettings, cluster acc
 		return usage("-learn-holdout needs at least two start times (each is held out in turn)")
 	}
 	power := energy.PowerModel{PUE: o.pue}
-	base := func(start time.Time, p sim.Provisioner) sim.Config {
-		pol, _ := carbonSpec(1, true).build()
-		return sim.Config{Cluster: cluster, Apps: apps, Policy: pol, Kind: carbonSpec(1, true).kind,
-			Interval: o.interval, InterferenceSlowdown: o.interference, Explore: o.explore,
-			Faults: sim.Faults{MTBF: o.mtbf, Seed: o.seed},
-			Carbon: g.series, Start: start, Slack: o.slack, Power: power, Provision: p}
-	}
 	var cfgs []sim.Config
 	for _, start := range weeks {
 		for _, w := range workloads {
-			c := base(start, planner(power))
-			c.Jobs = w.Jobs
-			cfgs = append(cfgs, c)
+			cfgs = append(cfgs, provisionedRun(o, g, cluster, apps, w, start, planner(power)))
 		}
 	}
 	fmt.Fprintf(stderr, "learn-holdout: %d run(s) of goodput-carbon with -provision (%d start(s) × %d workload(s))\n", len(cfgs), len(weeks), len(workloads))
@@ -209,9 +205,7 @@ func simulateHoldout(ctx context.Context, o options, g gridSettings, cluster acc
 		rows[k].Hold, rows[k].OffAfter = l.Hold.String(), l.OffAfter.String()
 		fmt.Fprintf(stderr, "  held out %s: learned Hold %v, OffAfter %v (disagreement %.3f nodes per slot)\n", rows[k].Start, l.Hold, l.OffAfter, l.Disagreement)
 		for _, w := range workloads {
-			c := base(start, l.Rule.Planner(planner(power)))
-			c.Jobs = w.Jobs
-			cfgs = append(cfgs, c)
+			cfgs = append(cfgs, provisionedRun(o, g, cluster, apps, w, start, l.Rule.Planner(planner(power))))
 		}
 	}
 	fmt.Fprintf(stderr, "learn-holdout: %d run(s) of the learned policy\n", len(cfgs))
