@@ -13,14 +13,18 @@
 // per device type (Demand), and turns that into nodes: enough on now for
 // the plans and for every job that cannot wait, never fewer than hold a
 // running job, and a node that is on stays on while the plans need it
-// within Hold (hysteresis). A node going down
-// is suspended, or powered off when the plans will not need it before
-// the break-even time of the two (energy.NodePower's figures).
+// within Hold (hysteresis). A node going down is suspended, or powered
+// off when the plans will not need it before the break-even time of the
+// two (energy.NodePower's figures) or OffAfter.
 //
 // Oracle is the offline optimum for a demand known in advance: the least
 // carbon states of identical nodes over a horizon (an exact DP over how
 // many are on and suspended), a lower bound for any host that provisions
 // the same demand (examples/simulate -oracle compares Planner with it).
+// Rule is the Planner's two thresholds, Hold and OffAfter; Replay charges
+// a Rule on a known demand as Oracle charges, and Learn fits a Rule to
+// the oracle's node states on past demands (examples/simulate
+// -learn-from).
 //
 // # Host contract
 //

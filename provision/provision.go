@@ -153,7 +153,11 @@ func (p Planner) demand(in scheduler.Input, types []typeInfo, byKey map[accel.Ty
 	}
 	headroom := cmp.Or(p.Headroom, 0.25)
 	var g greedy
-	var deferred []int // deferrable jobs to plan
+	type deferredJob struct {
+		j       *scheduler.Job
+		allowed []int
+	}
+	var deferred []deferredJob // deferrable jobs to plan
 	for i := range in.Jobs {
 		j := &in.Jobs[i]
 		h, running := held[j.ID]
@@ -174,14 +178,13 @@ func (p Planner) demand(in scheduler.Input, types []typeInfo, byKey map[accel.Ty
 			addAll(d.Devices[t], k)
 			continue
 		}
-		deferred = append(deferred, i)
+		deferred = append(deferred, deferredJob{j, allowed})
 	}
 	pue := cmp.Or(p.Power.PUE, 1)
 	plans := make([]jobPlan, len(deferred))
-	for k, i := range deferred {
-		j := &in.Jobs[i]
+	for k, dj := range deferred {
 		pl := &plans[k]
-		p.prepare(pl, j, types, allowedTypes(j, types, byKey), fc, headroom)
+		p.prepare(pl, dj.j, types, dj.allowed, fc, headroom)
 		if pl.planned && !pl.place(&g, fc, pue, nil) {
 			pl.unplanned(pl.late)
 		}

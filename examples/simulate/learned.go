@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -76,6 +74,21 @@ func checkLearn(o options, g gridSettings, cluster accel.Cluster, reg map[string
 	return weeks, nil
 }
 
+// provisionedRun is the run of goodput-carbon (carbon weight 1, planned
+// jointly, as under -provision) on workload w from start, provisioned
+// by p.
+func provisionedRun(o options, g gridSettings, cluster accel.Cluster, apps map[string]*sim.Application, w sim.Workload, start time.Time, p sim.Provisioner) sim.Config {
+	spec := carbonSpec(1, true)
+	pol, _ := spec.build() // never fails
+	return sim.Config{
+		Cluster: cluster, Jobs: w.Jobs, Apps: apps, Policy: pol, Kind: spec.kind,
+		Interval: o.interval, InterferenceSlowdown: o.interference, Explore: o.explore,
+		Faults: sim.Faults{MTBF: o.mtbf, Seed: o.seed},
+		Carbon: g.series, Start: start, Slack: o.slack, Power: energy.PowerModel{PUE: o.pue},
+		Provision: p,
+	}
+}
+
 // learnRule runs goodput-carbon, provisioned by the default Planner (as
 // -provision does), on every workload from each training start, solves
 // provision.Oracle on each run's busy nodes and fits the Planner's
@@ -83,38 +96,20 @@ func checkLearn(o options, g gridSettings, cluster accel.Cluster, reg map[string
 // the fit on stderr.
 func learnRule(ctx context.Context, o options, g gridSettings, weeks []time.Time, cluster accel.Cluster, apps map[string]*sim.Application, workloads []sim.Workload, stderr io.Writer) (provision.Rule, error) {
 	power := energy.PowerModel{PUE: o.pue}
-	type run struct {
-		start time.Time
-		cfg   sim.Config
-	}
-	var runs []run
+	var cfgs []sim.Config
 	for _, start := range weeks {
 		for _, w := range workloads {
-			p, err := carbonSpec(1, true).build()
-			if err != nil {
-				return provision.Rule{}, err
-			}
-			runs = append(runs, run{start, sim.Config{
-				Cluster: cluster, Jobs: w.Jobs, Apps: apps, Policy: p, Kind: carbonSpec(1, true).kind,
-				Interval: o.interval, InterferenceSlowdown: o.interference, Explore: o.explore,
-				Faults: sim.Faults{MTBF: o.mtbf, Seed: o.seed},
-				Carbon: g.series, Start: start, Slack: o.slack, Power: power,
-				Provision: planner(power),
-			}})
+			cfgs = append(cfgs, provisionedRun(o, g, cluster, apps, w, start, planner(power)))
 		}
 	}
-	fmt.Fprintf(stderr, "learning: %d training run(s) of goodput-carbon with -provision (%d start(s) × %d workload(s))\n", len(runs), len(weeks), len(workloads))
-	cfgs := make([]sim.Config, len(runs))
-	for i := range runs {
-		cfgs[i] = runs[i].cfg
-	}
-	results, err := runAll(ctx, cfgs)
+	fmt.Fprintf(stderr, "learning: %d training run(s) of goodput-carbon with -provision (%d start(s) × %d workload(s))\n", len(cfgs), len(weeks), len(workloads))
+	results, err := sim.RunAll(ctx, cfgs, 0)
 	if err != nil {
-		return provision.Rule{}, fmt.Errorf("learning: %w", err)
+		return provision.Rule{}, fmt.Errorf("learning: runs from %s: %w", o.learnFrom, err)
 	}
 	var train []provision.OracleInput
 	for i, r := range results {
-		in, _, _, _, err := oracleInput(o, g.series, runs[i].start, cluster, r)
+		in, _, _, _, err := oracleInput(o, g.series, cfgs[i].Start, cluster, r)
 		if err != nil {
 			return provision.Rule{}, err
 		}
@@ -127,30 +122,6 @@ func learnRule(ctx context.Context, o options, g gridSettings, weeks []time.Time
 	fmt.Fprintf(stderr, "learned: Hold %v, OffAfter %v (disagreement with the oracle %.3f nodes per slot; idle and transitions in replay %.1f%% above the oracle's on the training runs)\n",
 		l.Hold, l.OffAfter, l.Disagreement, 100*(l.ReplayCarbonG/l.OracleCarbonG-1))
 	return l.Rule, nil
-}
-
-// runAll runs the configs in parallel (GOMAXPROCS at a time).
-func runAll(ctx context.Context, cfgs []sim.Config) ([]sim.Result, error) {
-	results := make([]sim.Result, len(cfgs))
-	errs := make([]error, len(cfgs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	for i := range cfgs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			results[i], errs[i] = sim.Run(ctx, cfgs[i])
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("run %d from %s: %w", i, cfgs[i].Start.Format(time.RFC3339), err)
-		}
-	}
-	return results, nil
 }
 
 // holdoutWeek is one row of -learn-holdout: the learned policy on a week
@@ -188,25 +159,16 @@ func simulateHoldout(ctx context.Context, o options, g gridSettings, cluster acc
 		return usage("-learn-holdout needs at least two start times (each is held out in turn)")
 	}
 	power := energy.PowerModel{PUE: o.pue}
-	base := func(start time.Time, p sim.Provisioner) sim.Config {
-		pol, _ := carbonSpec(1, true).build()
-		return sim.Config{Cluster: cluster, Apps: apps, Policy: pol, Kind: carbonSpec(1, true).kind,
-			Interval: o.interval, InterferenceSlowdown: o.interference, Explore: o.explore,
-			Faults: sim.Faults{MTBF: o.mtbf, Seed: o.seed},
-			Carbon: g.series, Start: start, Slack: o.slack, Power: power, Provision: p}
-	}
 	var cfgs []sim.Config
 	for _, start := range weeks {
 		for _, w := range workloads {
-			c := base(start, planner(power))
-			c.Jobs = w.Jobs
-			cfgs = append(cfgs, c)
+			cfgs = append(cfgs, provisionedRun(o, g, cluster, apps, w, start, planner(power)))
 		}
 	}
 	fmt.Fprintf(stderr, "learn-holdout: %d run(s) of goodput-carbon with -provision (%d start(s) × %d workload(s))\n", len(cfgs), len(weeks), len(workloads))
-	prov, err := runAll(ctx, cfgs)
+	prov, err := sim.RunAll(ctx, cfgs, 0)
 	if err != nil {
-		return err
+		return fmt.Errorf("learn-holdout: runs from %s: %w", o.learnHoldout, err)
 	}
 	W := len(workloads)
 	rows := make([]holdoutWeek, len(weeks))
@@ -243,15 +205,13 @@ func simulateHoldout(ctx context.Context, o options, g gridSettings, cluster acc
 		rows[k].Hold, rows[k].OffAfter = l.Hold.String(), l.OffAfter.String()
 		fmt.Fprintf(stderr, "  held out %s: learned Hold %v, OffAfter %v (disagreement %.3f nodes per slot)\n", rows[k].Start, l.Hold, l.OffAfter, l.Disagreement)
 		for _, w := range workloads {
-			c := base(start, l.Rule.Planner(planner(power)))
-			c.Jobs = w.Jobs
-			cfgs = append(cfgs, c)
+			cfgs = append(cfgs, provisionedRun(o, g, cluster, apps, w, start, l.Rule.Planner(planner(power))))
 		}
 	}
 	fmt.Fprintf(stderr, "learn-holdout: %d run(s) of the learned policy\n", len(cfgs))
-	learned, err := runAll(ctx, cfgs)
+	learned, err := sim.RunAll(ctx, cfgs, 0)
 	if err != nil {
-		return err
+		return fmt.Errorf("learn-holdout: learned runs from %s: %w", o.learnHoldout, err)
 	}
 	for k := range weeks {
 		s := summary{Name: learnedName, results: learned[k*W : (k+1)*W]}

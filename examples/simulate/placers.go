@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/goodsched/goodsched/placement"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/variability/palplace"
 )
 

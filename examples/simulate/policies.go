@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/goodsched/goodsched/placement"
 	"slices"
 	"strings"
 
+	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/dmr"

@@ -413,14 +413,14 @@ func (c Policy) problem(r *scheduler.Round, j *scheduler.RoundJob, fc *forecast)
 
 // schedule plans pr at fc's costs, at most bound devices in each slot
 // (nil: no bound); with a bound that the work does not fit in, it keeps
-// the plan it had and reports false.
-func (pr *problem) schedule(id string, fc *forecast, bound []int, pue float64) (bool, error) {
+// the plan it had.
+func (pr *problem) schedule(id string, fc *forecast, bound []int, pue float64) error {
 	if !pr.ok {
-		return true, nil
+		return nil
 	}
 	if pr.n < 1 {
 		pr.plan, pr.err = carbon.Plan{}, &carbon.InfeasibleError{Need: pr.work}
-		return true, nil
+		return nil
 	}
 	opts := carbon.ScheduleOptions{MinScale: pr.minScale, PUE: pue, Method: carbon.Greedy}
 	if bound != nil {
@@ -433,12 +433,12 @@ func (pr *problem) schedule(id string, fc *forecast, bound []int, pue float64) (
 	var inf *carbon.InfeasibleError
 	switch {
 	case err != nil && !errors.As(err, &inf):
-		return false, fmt.Errorf("job %q: carbon plan: %w", id, err)
+		return fmt.Errorf("job %q: carbon plan: %w", id, err)
 	case err != nil && bound != nil:
-		return false, nil
+		return nil
 	}
 	pr.plan, pr.err = plan, err
-	return true, nil
+	return nil
 }
 
 // devices is what pr's plan runs in slot t (the lower scale in the
@@ -470,7 +470,7 @@ func (pr *problem) devices(j *scheduler.RoundJob, fc *forecast, t int) int {
 // over-booked slots within their shares (see Policy.Joint).
 func (c Policy) solve(r *scheduler.Round, jobs []scheduler.RoundJob, planned []int, probs []*problem, fc *forecast) error {
 	for k, pr := range probs {
-		if _, err := pr.schedule(jobs[planned[k]].Job.ID, fc, nil, c.Power.PUE); err != nil {
+		if err := pr.schedule(jobs[planned[k]].Job.ID, fc, nil, c.Power.PUE); err != nil {
 			return err
 		}
 	}
@@ -506,7 +506,7 @@ func (c Policy) solve(r *scheduler.Round, jobs []scheduler.RoundJob, planned []i
 	}
 	for k, pr := range probs {
 		if bounds[k] != nil {
-			if _, err := pr.schedule(jobs[planned[k]].Job.ID, fc, bounds[k], c.Power.PUE); err != nil {
+			if err := pr.schedule(jobs[planned[k]].Job.ID, fc, bounds[k], c.Power.PUE); err != nil {
 				return err
 			}
 		}

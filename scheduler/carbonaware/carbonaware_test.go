@@ -371,7 +371,11 @@ func TestCarbonAwareJoint(t *testing.T) {
 		joint bool
 		want  int
 	}{{false, 0}, {true, 2}} {
-		for _, d := range scheduleOnce(t, Policy{CarbonWeight: 1, Joint: tc.joint}, in).Decisions {
+		ds := scheduleOnce(t, Policy{CarbonWeight: 1, Joint: tc.joint}, in).Decisions
+		if len(ds) != 2 {
+			t.Errorf("joint %v: %d decisions, want one per job", tc.joint, len(ds))
+		}
+		for _, d := range ds {
 			if d.To != tc.want || d.Reason != scheduler.ReasonCarbon {
 				t.Errorf("joint %v: %s gets %d devices (%v: %s), want %d for carbon", tc.joint, d.Job, d.To, d.Reason, d.Message, tc.want)
 			}

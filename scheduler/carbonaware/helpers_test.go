@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/goodsched/goodsched/placement"
 	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/baselines"
 )
