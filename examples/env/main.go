@@ -37,7 +37,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/goodsched/goodsched/placement"
 	"io"
 	"io/fs"
 	"os"
@@ -46,6 +45,7 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/sim"

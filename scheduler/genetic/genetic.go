@@ -10,11 +10,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/goodsched/goodsched/placement"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/pollux"
 )

@@ -2,10 +2,10 @@ package sim
 
 import (
 	"fmt"
-	"github.com/goodsched/goodsched/placement"
 	"math"
 	"time"
 
+	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/variability"
 )
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/goodsched/goodsched/placement"
 	"math"
 	"reflect"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/goodsched/goodsched/accel"
+	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/baselines"
 	"github.com/goodsched/goodsched/scheduler/sim"

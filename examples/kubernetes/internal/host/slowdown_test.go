@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/variability"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestSlowdownEstimate: a job that reports 2× slower steps after it moved
