@@ -57,7 +57,8 @@
 //     Round (Restrict narrows it, Carry keeps a policy's caches between
 //     rounds, Entitlements gives the queues' bounds), realises the targets
 //     through a placement.Placer and returns a Plan; it names no policy or
-//     placer beyond its defaults (Pollux, placement.RoundPlacer). Built-in policy: Pollux (the default).
+//     placer beyond its defaults (Pollux, its built-in policy, and
+//     placement.RoundPlacer).
 //     A job may keep a fixed number of logical workers (Job.Workers,
 //     EasyScale's W-jobs): its world size and batch never change, and it
 //     runs on 1 to W devices, of several types at once when its Speedup is

@@ -227,8 +227,11 @@ func TestSlotMaxScale(t *testing.T) {
 		for i := range full {
 			full[i] = levels
 		}
-		a, _ := Schedule(s, c, work, s.End(), ScheduleOptions{SlotMaxScale: full})
-		b, _ := Schedule(s, c, work, s.End(), ScheduleOptions{})
+		a, errA := Schedule(s, c, work, s.End(), ScheduleOptions{SlotMaxScale: full})
+		b, errB := Schedule(s, c, work, s.End(), ScheduleOptions{})
+		if errA != nil || errB != nil {
+			t.Fatalf("%d: bounds at the maximum: %v; none: %v", it, errA, errB)
+		}
 		if !near(a.CarbonG, b.CarbonG, 1e-12) {
 			t.Fatalf("%d: bounds at the maximum: %v, none: %v", it, a.CarbonG, b.CarbonG)
 		}
