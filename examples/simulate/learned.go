@@ -19,51 +19,58 @@ import (
 // the Planner with thresholds learned from the oracle on other weeks.
 const learnedName = "learned"
 
-// learnWeeks reads -learn-from: comma-separated start times (RFC 3339 or
-// dates) inside the -carbon series.
-func learnWeeks(o options, g gridSettings) ([]time.Time, error) {
+// learnWeeks reads the start times of flag (-learn-from or
+// -learn-holdout), v: comma-separated RFC 3339 times or dates inside the
+// -carbon series.
+func learnWeeks(flag, v string, g gridSettings) ([]time.Time, error) {
 	var out []time.Time
-	for _, f := range strings.Split(o.learnFrom, ",") {
+	for _, f := range strings.Split(v, ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
 		}
 		t, err := parseStart(f)
 		if err != nil {
-			return nil, usage("-learn-from %q: want RFC 3339 or YYYY-MM-DD", f)
+			return nil, usage("%s %q: want RFC 3339 or YYYY-MM-DD", flag, f)
 		}
 		if _, ok := g.series.Index(t); !ok {
-			return nil, usage("-learn-from %s is outside the -carbon series", f)
+			return nil, usage("%s %s is outside the -carbon series", flag, f)
 		}
 		out = append(out, t)
 	}
 	if len(out) == 0 {
-		return nil, usage("-learn-from: no start times")
+		return nil, usage("%s: no start times", flag)
 	}
 	return out, nil
 }
 
-// checkLearn checks -learn-from against the other flags and the cluster
-// and adds the learned row to names.
-func checkLearn(o options, g gridSettings, cluster accel.Cluster, reg map[string]policySpec, names *[]string) ([]time.Time, error) {
-	if o.learnFrom == "" {
-		return nil, nil
-	}
+// checkLearnable checks flag (-learn-from or -learn-holdout), with start
+// times v, against the other flags and the cluster, and returns the
+// start times.
+func checkLearnable(flag, v string, o options, g gridSettings, cluster accel.Cluster) ([]time.Time, error) {
 	if o.carbon == "" || o.slack <= 0 {
-		return nil, usage("-learn-from needs -carbon and -slack")
+		return nil, usage("%s needs -carbon and -slack", flag)
 	}
 	if o.carbonWeight != 1 {
-		return nil, usage("-learn-from plans with carbon weight 1; -carbon-weight %v is not supported with it", o.carbonWeight)
+		return nil, usage("%s plans with carbon weight 1; -carbon-weight %v is not supported with it", flag, o.carbonWeight)
 	}
 	per := len(cluster.Nodes[0].Devices)
 	for _, n := range cluster.Nodes {
 		if len(n.Devices) != per {
-			return nil, usage("-learn-from needs identical nodes (-cluster %s mixes node sizes)", o.cluster)
+			return nil, usage("%s needs identical nodes (-cluster %s mixes node sizes)", flag, o.cluster)
 		}
 	}
 	if len(cluster.Types()) != 1 || len(cluster.Nodes) > provision.MaxOracleNodes {
-		return nil, usage("-learn-from needs one device type and at most %d nodes (the oracle it learns from)", provision.MaxOracleNodes)
+		return nil, usage("%s needs one device type and at most %d nodes (the oracle it learns from)", flag, provision.MaxOracleNodes)
 	}
-	weeks, err := learnWeeks(o, g)
+	return learnWeeks(flag, v, g)
+}
+
+// checkLearn checks -learn-from and adds the learned row to names.
+func checkLearn(o options, g gridSettings, cluster accel.Cluster, reg map[string]policySpec, names *[]string) ([]time.Time, error) {
+	if o.learnFrom == "" {
+		return nil, nil
+	}
+	weeks, err := checkLearnable("-learn-from", o.learnFrom, o, g, cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -150,8 +157,7 @@ type holdoutWeek struct {
 // other starts' runs, run on that start: learned against the oracle on
 // weeks it did not learn from. Prints learned_holdout.
 func simulateHoldout(ctx context.Context, o options, g gridSettings, cluster accel.Cluster, apps map[string]*sim.Application, workloads []sim.Workload, stdout, stderr io.Writer) error {
-	o.learnFrom = o.learnHoldout
-	weeks, err := learnWeeks(o, g)
+	weeks, err := learnWeeks("-learn-holdout", o.learnHoldout, g)
 	if err != nil {
 		return err
 	}

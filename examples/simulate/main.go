@@ -369,11 +369,9 @@ func simulate(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.learnHoldout != "" && o.learnFrom == "" {
-		o.learnFrom = o.learnHoldout // the same checks
-		if _, err := checkLearn(o, grid, cluster, reg, &names); err != nil {
-			return usage("%s", strings.Replace(strings.TrimPrefix(err.Error(), errUsage.Error()+": "), "-learn-from", "-learn-holdout", 1))
+		if _, err := checkLearnable("-learn-holdout", o.learnHoldout, o, grid, cluster); err != nil {
+			return err
 		}
-		o.learnFrom = ""
 	}
 	if o.jointBound {
 		if o.carbon == "" || o.slack <= 0 || len(cluster.Types()) != 1 {
