@@ -306,10 +306,13 @@ func Candidates(s *State) ([]Action, [][]float64) {
 	if next >= 0 {
 		nextIn = math.Min(2, (s.Ready[next]-t)/scale)
 	}
-	rankOf := func(v []float64, j int) float64 {
+	// rankBy is the share of pending jobs ordered before j by v, the
+	// larger first when desc, the smaller first otherwise; ties to the
+	// lower index.
+	rankBy := func(v []float64, j int, desc bool) float64 {
 		r := 0
 		for k, p := range s.Pending {
-			if p && (v[k] > v[j] || (v[k] == v[j] && k < j)) {
+			if p && ((desc && v[k] > v[j]) || (!desc && v[k] < v[j]) || (v[k] == v[j] && k < j)) {
 				r++
 			}
 		}
@@ -349,15 +352,6 @@ func Candidates(s *State) ([]Action, [][]float64) {
 		minAdvantage = math.Min(minAdvantage, advantage[j])
 	}
 	retireLoss := math.Min(4, (sumElsewhere-sumBest)/norm)
-	rankUp := func(v []float64, j int) float64 { // share of pending jobs with a smaller v
-		r := 0
-		for k, p := range s.Pending {
-			if p && (v[k] < v[j] || (v[k] == v[j] && k < j)) {
-				r++
-			}
-		}
-		return float64(r) / float64(s.pending)
-	}
 	var acts []Action
 	var feats [][]float64
 	bestRatio := inf // how competitive the free machine is on its best job
@@ -408,8 +402,8 @@ func Candidates(s *State) ([]Action, [][]float64) {
 			pendingShare,
 			perMachine,
 			math.Log1p((job.Weight / wmax) / (pij / scale)),
-			rankOf(wspt, j),
-			rankOf(atc, j),
+			rankBy(wspt, j, true),
+			rankBy(atc, j, true),
 			job.Weight * (lateElsewhere - late) / (wmax * scale),
 			load,
 			loadWithout,
@@ -422,11 +416,11 @@ func Candidates(s *State) ([]Action, [][]float64) {
 			advantage[j],
 			math.Min(4, (here[j]-minHere)/norm),
 			advantage[j] - minAdvantage,
-			rankUp(here, j),
-			rankUp(advantage, j),
+			rankBy(here, j, false),
+			rankBy(advantage, j, false),
 			b2f(advantage[j] <= 0),
 			regret[j],
-			rankUp(regret, j),
+			rankBy(regret, j, false),
 			retireLoss,
 		}
 		acts = append(acts, Action(j))
