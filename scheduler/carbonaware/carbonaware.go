@@ -535,7 +535,7 @@ func (f *forecast) overbooked(r *scheduler.Round, jobs []scheduler.RoundJob, pla
 		}
 		v[s] += k
 	}
-	isPlanned := make(map[int]bool, len(planned))
+	isPlanned := make([]bool, len(jobs))
 	for k, i := range planned {
 		isPlanned[i] = true
 		pr := probs[k]
