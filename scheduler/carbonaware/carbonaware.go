@@ -589,15 +589,7 @@ func (pr *problem) verdict(j *scheduler.RoundJob, fc *forecast) jobCap {
 			j.Job.Deadline.UTC().Format(time.RFC3339), inf.Fits, pr.work)
 		return jc
 	}
-	sl := pr.plan.Slots[0]
-	level := sl.Scale
-	if elapsed := float64(fc.now.Sub(fc.start)) / float64(fc.step); elapsed >= sl.Fraction {
-		level = sl.Lower
-	}
-	count := level * pr.unit
-	if count > 0 {
-		count = max(count, j.Min)
-	}
+	count := pr.devices(j, fc, 0) // never above bestK: the levels stop there
 	if count >= j.Max {
 		return jc // the plan wants everything it may have
 	}
