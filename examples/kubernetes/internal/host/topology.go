@@ -206,6 +206,12 @@ type topologyWatch struct {
 	// and bounded.
 	built *topology.Topology
 	key   string
+	// parsed is the ConfigMap last parsed, or why it could not be, and
+	// parsedAt its UID and version: an unchanged ConfigMap is not parsed
+	// again.
+	parsed    *TopologyConfig
+	parsedErr error
+	parsedAt  string
 
 	top  *topology.Topology // nil: no usable topology this round
 	err  error              // why top is nil
@@ -276,8 +282,12 @@ func (w *topologyWatch) round(h *Host, nodes []*corev1.Node) {
 	case err != nil:
 		w.err = fmt.Errorf("%w: ConfigMap %s: %v", ErrTopologyConfig, where, err)
 	default:
-		if tc, err = ParseTopologyConfig(cm); err != nil {
-			w.err = err
+		if at := string(cm.UID) + "/" + cm.ResourceVersion; at != w.parsedAt {
+			w.parsed, w.parsedErr = ParseTopologyConfig(cm)
+			w.parsedAt = at
+		}
+		if tc = w.parsed; w.parsedErr != nil {
+			w.err = w.parsedErr
 		} else if key := topologyKey(cm, tc, nodes); key == w.key && w.built != nil {
 			w.top = w.built
 		} else if w.top, err = tc.Build(nodes); err != nil {
