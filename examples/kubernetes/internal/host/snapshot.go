@@ -128,6 +128,9 @@ type snapshotOptions struct {
 	// pod and returns its constraint; nil = no topology (the annotations
 	// are ignored).
 	topologyOf func(ann map[string]string, perPod int) (topoplace.Constraint, error)
+	// nodeTypes are the nodes' GPU types (nodeTypesOf), shared with
+	// servicePods; nil = buildSnapshot reads them.
+	nodeTypes map[accel.TypeKey]bool
 }
 
 // assumed overlays what the host did that the informers may not show yet.
@@ -185,6 +188,16 @@ func nodeType(n *corev1.Node) (accel.TypeKey, string) {
 		mem = v << 20
 	}
 	return accel.TypeFromProduct(product, mem), product
+}
+
+// nodeTypesOf returns the GPU types of nodes (nodeType).
+func nodeTypesOf(nodes []*corev1.Node) map[accel.TypeKey]bool {
+	set := map[accel.TypeKey]bool{}
+	for _, n := range nodes {
+		t, _ := nodeType(n)
+		set[t] = true
+	}
+	return set
 }
 
 func podFinished(p *corev1.Pod) bool {
@@ -271,9 +284,9 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 	}
 
 	// The GPU types a job may name: the catalog's and the nodes'.
-	nodeTypes := map[accel.TypeKey]bool{}
-	for _, st := range ns {
-		nodeTypes[st.typ] = true
+	nodeTypes := opt.nodeTypes
+	if nodeTypes == nil {
+		nodeTypes = nodeTypesOf(nodes)
 	}
 
 	// Units: Jobs of ours first.
