@@ -11,6 +11,7 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/scheduler"
 	"github.com/goodsched/goodsched/scheduler/tiers"
+	"github.com/goodsched/goodsched/scheduler/topoplace"
 )
 
 // Annotation and label keys. Users set the annotations on a batch/v1 Job
@@ -160,6 +161,9 @@ type jobSpec struct {
 	work        time.Duration // total work on one GPU; 0 = unknown
 	workers     int           // logical workers W; 0 = not a W-job
 	tier        tiers.Tier
+	// topology is the constraint of the topology annotations on the
+	// round's topology (snapshotOptions.topologyOf); zero without one.
+	topology topoplace.Constraint
 }
 
 // parseSpec reads the scheduling annotations. Every malformed value is an

@@ -149,7 +149,8 @@ func (h *Host) assemble(r *Round) (*assembly, error) {
 	if qc != nil {
 		opts.queueOf = qc.QueueOf
 	}
-	opts.serviceOf, opts.services = h.servicePods(nodes, pods)
+	opts.nodeTypes = nodeTypesOf(nodes)
+	opts.serviceOf, opts.services = h.servicePods(opts.nodeTypes, pods)
 	if h.topo != nil {
 		h.topo.round(h, nodes)
 		opts.topologyOf = h.topo.check

@@ -187,19 +187,15 @@ func serviceKey(d *appsv1.Deployment) JobKey {
 }
 
 // servicePods maps the pods of service Deployments to their service, and
-// reads each service's annotations (nil maps without Config.Serving).
-func (h *Host) servicePods(nodes []*corev1.Node, pods []*corev1.Pod) (map[types.UID]JobKey, map[JobKey]*serviceUnit) {
+// reads each service's annotations (nil maps without Config.Serving);
+// nodeTypes are the nodes' GPU types (nodeTypesOf).
+func (h *Host) servicePods(nodeTypes map[accel.TypeKey]bool, pods []*corev1.Pod) (map[types.UID]JobKey, map[JobKey]*serviceUnit) {
 	if h.svc == nil {
 		return nil, nil
 	}
 	deploys, err := h.svc.deploys.List(labels.Everything())
 	if err != nil {
 		return nil, nil
-	}
-	nodeTypes := map[accel.TypeKey]bool{}
-	for _, n := range nodes {
-		t, _ := nodeType(n)
-		nodeTypes[t] = true
 	}
 	units := map[JobKey]*serviceUnit{}
 	type sel struct {

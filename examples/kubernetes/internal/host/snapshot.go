@@ -18,6 +18,7 @@ import (
 	"github.com/goodsched/goodsched/accel"
 	"github.com/goodsched/goodsched/placement"
 	"github.com/goodsched/goodsched/scheduler"
+	"github.com/goodsched/goodsched/scheduler/topoplace"
 )
 
 // podInfo is one pod of a unit as the round sees it.
@@ -124,8 +125,12 @@ type snapshotOptions struct {
 	serviceOf map[types.UID]JobKey
 	services  map[JobKey]*serviceUnit
 	// topologyOf checks a job's topology annotations for its GPUs per
-	// pod; nil = no topology (the annotations are ignored).
-	topologyOf func(ann map[string]string, perPod int) error
+	// pod and returns its constraint; nil = no topology (the annotations
+	// are ignored).
+	topologyOf func(ann map[string]string, perPod int) (topoplace.Constraint, error)
+	// nodeTypes are the nodes' GPU types (nodeTypesOf), shared with
+	// servicePods; nil = buildSnapshot reads them.
+	nodeTypes map[accel.TypeKey]bool
 }
 
 // assumed overlays what the host did that the informers may not show yet.
@@ -183,6 +188,16 @@ func nodeType(n *corev1.Node) (accel.TypeKey, string) {
 		mem = v << 20
 	}
 	return accel.TypeFromProduct(product, mem), product
+}
+
+// nodeTypesOf returns the GPU types of nodes (nodeType).
+func nodeTypesOf(nodes []*corev1.Node) map[accel.TypeKey]bool {
+	set := map[accel.TypeKey]bool{}
+	for _, n := range nodes {
+		t, _ := nodeType(n)
+		set[t] = true
+	}
+	return set
 }
 
 func podFinished(p *corev1.Pod) bool {
@@ -269,9 +284,9 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 	}
 
 	// The GPU types a job may name: the catalog's and the nodes'.
-	nodeTypes := map[accel.TypeKey]bool{}
-	for _, st := range ns {
-		nodeTypes[st.typ] = true
+	nodeTypes := opt.nodeTypes
+	if nodeTypes == nil {
+		nodeTypes = nodeTypesOf(nodes)
 	}
 
 	// Units: Jobs of ours first.
@@ -402,7 +417,11 @@ func buildSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*batchv1.Job
 				s.skipped = append(s.skipped, skippedUnit{key: key, obj: su.deploy, err: su.err})
 				skipped[key] = true
 			} else {
-				units[key] = &unit{key: key, spec: su.spec, perPod: su.svc.GPUs(), size: len(gp.pods), svcUnit: su}
+				u := &unit{key: key, spec: su.spec, perPod: su.svc.GPUs(), size: len(gp.pods), svcUnit: su}
+				if opt.topologyOf != nil {
+					u.spec.topology, _ = opt.topologyOf(first.Annotations, u.perPod) // a bad one: no constraint
+				}
+				units[key] = u
 			}
 			continue
 		}
@@ -612,7 +631,9 @@ func unitSpec(ann map[string]string, namespace string, labels map[string]string,
 	}
 	errs = append(errs, checkPerPod(sp, perPod))
 	if opt.topologyOf != nil {
-		errs = append(errs, opt.topologyOf(ann, perPod))
+		var terr error
+		sp.topology, terr = opt.topologyOf(ann, perPod)
+		errs = append(errs, terr)
 	}
 	return sp, errors.Join(errs...)
 }

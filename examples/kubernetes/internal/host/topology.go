@@ -206,6 +206,12 @@ type topologyWatch struct {
 	// and bounded.
 	built *topology.Topology
 	key   string
+	// parsed is the ConfigMap last parsed, or why it could not be, and
+	// parsedAt its UID and version: an unchanged ConfigMap is not parsed
+	// again.
+	parsed    *TopologyConfig
+	parsedErr error
+	parsedAt  string
 
 	top  *topology.Topology // nil: no usable topology this round
 	err  error              // why top is nil
@@ -276,8 +282,12 @@ func (w *topologyWatch) round(h *Host, nodes []*corev1.Node) {
 	case err != nil:
 		w.err = fmt.Errorf("%w: ConfigMap %s: %v", ErrTopologyConfig, where, err)
 	default:
-		if tc, err = ParseTopologyConfig(cm); err != nil {
-			w.err = err
+		if at := string(cm.UID) + "/" + cm.ResourceVersion; at != w.parsedAt {
+			w.parsed, w.parsedErr = ParseTopologyConfig(cm)
+			w.parsedAt = at
+		}
+		if tc = w.parsed; w.parsedErr != nil {
+			w.err = w.parsedErr
 		} else if key := topologyKey(cm, tc, nodes); key == w.key && w.built != nil {
 			w.top = w.built
 		} else if w.top, err = tc.Build(nodes); err != nil {
@@ -323,25 +333,30 @@ func topologyKey(cm *corev1.ConfigMap, tc *TopologyConfig, nodes []*corev1.Node)
 	return b.String()
 }
 
-// check validates a job's topology annotations for snapshotOptions: nil
-// for a job without them; for one with them, an error wrapping
-// ErrAnnotation naming the annotation (and, while the topology is
-// unusable, the ConfigMap's problem).
-func (w *topologyWatch) check(ann map[string]string, perPod int) error {
+// check validates a job's topology annotations for snapshotOptions and
+// returns its constraint on the round's topology (zero without one, or
+// when it is not valid). The error is nil for a job without the
+// annotations; for one with them, one wrapping ErrAnnotation naming the
+// annotation (and, while the topology is unusable, the ConfigMap's
+// problem).
+func (w *topologyWatch) check(ann map[string]string, perPod int) (topoplace.Constraint, error) {
 	_, req := ann[AnnotationTopologyRequired]
 	_, pref := ann[AnnotationTopologyPreferred]
-	if !req && !pref {
-		return nil
-	}
 	if w.top == nil {
+		if !req && !pref {
+			return topoplace.Constraint{}, nil
+		}
 		key := AnnotationTopologyRequired
 		if !req {
 			key = AnnotationTopologyPreferred
 		}
-		return fmt.Errorf("%w: %s: %v", ErrAnnotation, key, w.err)
+		return topoplace.Constraint{}, fmt.Errorf("%w: %s: %v", ErrAnnotation, key, w.err)
 	}
-	_, err := TopologyConstraint(ann, w.top, perPod)
-	return err
+	c, err := TopologyConstraint(ann, w.top, perPod)
+	if !req && !pref {
+		err = nil // a job without the annotations is not checked
+	}
+	return c, err
 }
 
 // setJobs records the constraints and priorities of the round's units,
@@ -363,16 +378,7 @@ func (w *topologyWatch) setJobs(snap *snapshot, evicting bool) {
 		if u.sj.NonPreemptible || u.sj.Tier == tiers.Premium || u.sj.Tier == tiers.Standard {
 			w.cost[string(u.key)] = math.NaN() // never a victim
 		}
-		var ann map[string]string
-		switch {
-		case u.job != nil:
-			ann = u.job.Annotations
-		case len(u.pods) > 0:
-			ann = u.pods[0].pod.Annotations
-		}
-		if c, err := TopologyConstraint(ann, w.top, u.perPod); err == nil {
-			w.cons[string(u.key)] = c
-		}
+		w.cons[string(u.key)] = u.spec.topology
 	}
 }
 
