@@ -90,11 +90,16 @@ func (p RoundPlacer) placeBySpeed(st *State, in PlaceInput) (PlaceResult, error)
 	for _, t := range in.Targets {
 		targeted[t.Job] = t.Count > 0
 	}
-	plain := st.Clone()
+	// plain is st as it came, for the last fallback: cloned only before
+	// st first changes, here or before the last fastFirst.
+	var plain *State
 	// Jobs without a target stop: free their devices now so that they
 	// can be held back.
 	for _, a := range st.Assignments() {
 		if !targeted[a.Job] {
+			if plain == nil {
+				plain = st.Clone()
+			}
 			st.Release(a.Job)
 		}
 	}
@@ -218,6 +223,9 @@ func (p RoundPlacer) placeBySpeed(st *State, in PlaceInput) (PlaceResult, error)
 		if unplaced == 0 && gain > 0 {
 			return res, nil
 		}
+	}
+	if plain == nil {
+		plain = st.Clone()
 	}
 	res, unplaced, err := p.fastFirst(st, in, &sp)
 	if err != nil || unplaced == 0 {
