@@ -147,7 +147,7 @@ func (p RoundPlacer) placeBySpeed(st *State, in PlaceInput) (PlaceResult, error)
 	}
 	slices.SortStableFunc(gangs, func(a, b running) int { return cmp.Compare(b.count, a.count) })
 	moved := st.Clone()
-	var movedJobs []string // the slow gangs moved (their partners are not)
+	movedJobs := map[string]bool{} // the slow gangs moved (their partners are not)
 	taken := map[string]bool{}
 	for _, g := range gangs {
 		if g.worst < evictSlower || taken[g.job] {
@@ -180,7 +180,7 @@ func (p RoundPlacer) placeBySpeed(st *State, in PlaceInput) (PlaceResult, error)
 			taken[j] = true
 			moved.Release(j)
 		}
-		movedJobs = append(movedJobs, g.job)
+		movedJobs[g.job] = true
 	}
 	if len(movedJobs) > 0 {
 		res, unplaced, err := p.fastFirst(moved, in, &sp)
@@ -189,7 +189,7 @@ func (p RoundPlacer) placeBySpeed(st *State, in PlaceInput) (PlaceResult, error)
 		}
 		landed := unplaced == 0
 		for _, a := range res.Assignments {
-			if landed && slices.Contains(movedJobs, a.Job) && sp.worst(x, a.Devices) >= avoidSlower {
+			if landed && movedJobs[a.Job] && sp.worst(x, a.Devices) >= avoidSlower {
 				landed = false // it would move to slow devices again: keep it
 			}
 		}
@@ -202,22 +202,24 @@ func (p RoundPlacer) placeBySpeed(st *State, in PlaceInput) (PlaceResult, error)
 	// ones (a restart costs each gang once; 2× slower steps cost it half
 	// its progress for the rest of the episode).
 	regroup := st.Clone()
-	var slowGangs []running
+	slowCount := map[string]int{} // the slow gangs' sizes
+	nSlow := 0
 	for _, g := range gangs {
 		if g.worst >= evictSlower {
 			regroup.Release(g.job)
-			slowGangs = append(slowGangs, g)
+			slowCount[g.job] = g.count
+			nSlow++
 		}
 	}
-	if len(slowGangs) > 1 {
+	if nSlow > 1 {
 		res, unplaced, err := p.fastFirst(regroup, in, &sp)
 		if err != nil {
 			return PlaceResult{}, err
 		}
 		gain := 0 // devices of slow gangs that end up fast
 		for _, a := range res.Assignments {
-			if k := slices.IndexFunc(slowGangs, func(g running) bool { return g.job == a.Job }); k >= 0 && sp.worst(x, a.Devices) < evictSlower {
-				gain += slowGangs[k].count
+			if n, slow := slowCount[a.Job]; slow && sp.worst(x, a.Devices) < evictSlower {
+				gain += n
 			}
 		}
 		if unplaced == 0 && gain > 0 {
