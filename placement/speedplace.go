@@ -90,11 +90,16 @@ func (p RoundPlacer) placeBySpeed(st *State, in PlaceInput) (PlaceResult, error)
 	for _, t := range in.Targets {
 		targeted[t.Job] = t.Count > 0
 	}
-	plain := st.Clone()
+	// plain is st as it came, for the last fallback: cloned only before
+	// st first changes, here or before the last fastFirst.
+	var plain *State
 	// Jobs without a target stop: free their devices now so that they
 	// can be held back.
 	for _, a := range st.Assignments() {
 		if !targeted[a.Job] {
+			if plain == nil {
+				plain = st.Clone()
+			}
 			st.Release(a.Job)
 		}
 	}
@@ -142,7 +147,7 @@ func (p RoundPlacer) placeBySpeed(st *State, in PlaceInput) (PlaceResult, error)
 	}
 	slices.SortStableFunc(gangs, func(a, b running) int { return cmp.Compare(b.count, a.count) })
 	moved := st.Clone()
-	var movedJobs []string // the slow gangs moved (their partners are not)
+	movedJobs := map[string]bool{} // the slow gangs moved (their partners are not)
 	taken := map[string]bool{}
 	for _, g := range gangs {
 		if g.worst < evictSlower || taken[g.job] {
@@ -175,7 +180,7 @@ func (p RoundPlacer) placeBySpeed(st *State, in PlaceInput) (PlaceResult, error)
 			taken[j] = true
 			moved.Release(j)
 		}
-		movedJobs = append(movedJobs, g.job)
+		movedJobs[g.job] = true
 	}
 	if len(movedJobs) > 0 {
 		res, unplaced, err := p.fastFirst(moved, in, &sp)
@@ -184,7 +189,7 @@ func (p RoundPlacer) placeBySpeed(st *State, in PlaceInput) (PlaceResult, error)
 		}
 		landed := unplaced == 0
 		for _, a := range res.Assignments {
-			if landed && slices.Contains(movedJobs, a.Job) && sp.worst(x, a.Devices) >= avoidSlower {
+			if landed && movedJobs[a.Job] && sp.worst(x, a.Devices) >= avoidSlower {
 				landed = false // it would move to slow devices again: keep it
 			}
 		}
@@ -197,27 +202,32 @@ func (p RoundPlacer) placeBySpeed(st *State, in PlaceInput) (PlaceResult, error)
 	// ones (a restart costs each gang once; 2× slower steps cost it half
 	// its progress for the rest of the episode).
 	regroup := st.Clone()
-	var slowGangs []running
+	slowCount := map[string]int{} // the slow gangs' sizes
+	nSlow := 0
 	for _, g := range gangs {
 		if g.worst >= evictSlower {
 			regroup.Release(g.job)
-			slowGangs = append(slowGangs, g)
+			slowCount[g.job] = g.count
+			nSlow++
 		}
 	}
-	if len(slowGangs) > 1 {
+	if nSlow > 1 {
 		res, unplaced, err := p.fastFirst(regroup, in, &sp)
 		if err != nil {
 			return PlaceResult{}, err
 		}
 		gain := 0 // devices of slow gangs that end up fast
 		for _, a := range res.Assignments {
-			if k := slices.IndexFunc(slowGangs, func(g running) bool { return g.job == a.Job }); k >= 0 && sp.worst(x, a.Devices) < evictSlower {
-				gain += slowGangs[k].count
+			if n, slow := slowCount[a.Job]; slow && sp.worst(x, a.Devices) < evictSlower {
+				gain += n
 			}
 		}
 		if unplaced == 0 && gain > 0 {
 			return res, nil
 		}
+	}
+	if plain == nil {
+		plain = st.Clone()
 	}
 	res, unplaced, err := p.fastFirst(st, in, &sp)
 	if err != nil || unplaced == 0 {

@@ -214,7 +214,7 @@ func (e *Estimator) check(r Report) error {
 func (e *Estimator) apply(r Report) {
 	if len(r.DeviceSteps) > 0 { // each device observes its own
 		for i, d := range r.Devices {
-			e.seen[d] = e.calls
+			e.touch(d)
 			e.observe(d, float64(r.DeviceSteps[i])/float64(r.Base)/e.prior.Factor(d, r.Class))
 		}
 		return
@@ -226,7 +226,7 @@ func (e *Estimator) apply(r Report) {
 	est := make([]float64, len(r.Devices))
 	worst := 0.0
 	for i, d := range r.Devices {
-		e.seen[d] = e.calls
+		e.touch(d)
 		est[i] = e.prior.Factor(d, r.Class) * e.dyn[d]
 		worst = max(worst, est[i])
 	}
@@ -236,6 +236,14 @@ func (e *Estimator) apply(r Report) {
 		if slower || est[i] > ratio*tol || est[i]*tol >= worst {
 			e.observe(d, ratio/e.prior.Factor(d, r.Class))
 		}
+	}
+}
+
+// touch records that this Observe call reported dev, for forget (which
+// alone reads seen, and only when Options.Forget > 0).
+func (e *Estimator) touch(dev string) {
+	if e.opts.Forget > 0 {
+		e.seen[dev] = e.calls
 	}
 }
 
